@@ -1,0 +1,56 @@
+"""Configuration of the functions, read once from the environment into a typed model."""
+
+from __future__ import annotations
+
+import os
+from functools import cache
+
+from pydantic import BaseModel, ConfigDict, Field
+
+
+class Settings(BaseModel):
+    """Every setting a function reads. Names are the environment variables."""
+
+    model_config = ConfigDict(extra="ignore", populate_by_name=True, frozen=True)
+
+    conversations_table: str = Field("Conversations", alias="CONVERSATIONS_TABLE")
+    staged_messages_table: str = Field("StagedMessages", alias="STAGED_MESSAGES_TABLE")
+    batch_windows_table: str = Field("BatchWindows", alias="BATCH_WINDOWS_TABLE")
+    turns_table: str = Field("Turns", alias="TURNS_TABLE")
+    state_machine_arn: str = Field("", alias="STATE_MACHINE_ARN")
+
+    batch_window_seconds: int = Field(10, ge=1, le=3600, alias="BATCH_WINDOW_SECONDS")
+    lock_lease_seconds: int = Field(600, ge=30, alias="LOCK_LEASE_SECONDS")
+    auto_create_conversations: bool = Field(False, alias="AUTO_CREATE_CONVERSATIONS")
+    # Answered staged messages are kept as bodiless tombstones this long, so that a
+    # late Twilio retry of the same MessageSid is still recognised as a duplicate.
+    answered_message_retention_seconds: int = Field(
+        3 * 24 * 3600, alias="ANSWERED_MESSAGE_RETENTION_SECONDS"
+    )
+
+    # Secrets Manager names of the deployment's default credentials.
+    twilio_secret_name: str = Field("burst-reply/twilio", alias="TWILIO_SECRET_NAME")
+    openai_secret_name: str = Field("burst-reply/openai", alias="OPENAI_SECRET_NAME")
+    # Other Twilio accounts (tenants) keep their credentials at <prefix><AccountSid>.
+    twilio_account_secret_prefix: str = Field(
+        "burst-reply/twilio/", alias="TWILIO_ACCOUNT_SECRET_PREFIX"
+    )
+    secrets_max_age_seconds: int = Field(300, alias="SECRETS_MAX_AGE_SECONDS")
+
+    openai_model: str = Field("gpt-5-mini", alias="OPENAI_MODEL")
+    openai_instructions: str = Field(
+        "You are a helpful assistant replying on WhatsApp or SMS. The user may have sent "
+        "several short messages in a row; answer them together, briefly.",
+        alias="OPENAI_INSTRUCTIONS",
+    )
+    openai_timeout_seconds: float = Field(25.0, alias="OPENAI_TIMEOUT_SECONDS")
+    twilio_timeout_seconds: float = Field(10.0, alias="TWILIO_TIMEOUT_SECONDS")
+    # Only set to reach a Twilio stand-in; empty means Twilio's own API.
+    twilio_api_base_url: str = Field("", alias="TWILIO_API_BASE_URL")
+    # The public base URL Twilio calls (for signature validation behind a custom domain).
+    webhook_base_url: str = Field("", alias="WEBHOOK_BASE_URL")
+
+
+@cache
+def get_settings() -> Settings:
+    return Settings.model_validate(dict(os.environ))

@@ -1,0 +1,359 @@
+"""All DynamoDB access of the service. Handlers and logic never build an expression."""
+
+from __future__ import annotations
+
+import hashlib
+from decimal import Decimal
+from functools import cache
+from typing import Any
+
+import boto3
+from boto3.dynamodb.conditions import Attr, Key
+from botocore.exceptions import ClientError
+
+from functions.config import get_settings
+from functions.models import Channel, Conversation, InboundMessage, StagedMessage, address_key
+
+
+@cache
+def _dynamodb() -> Any:
+    return boto3.resource("dynamodb")
+
+
+def _table(name: str) -> Any:
+    return _dynamodb().Table(name)
+
+
+def _conditional_check_failed(error: ClientError) -> bool:
+    return error.response["Error"]["Code"] == "ConditionalCheckFailedException"
+
+
+# --- conversations -------------------------------------------------------------------
+
+
+def find_conversation(channel: Channel, user_address: str, our_address: str) -> Conversation | None:
+    """The open conversation (task not complete) between this user and our number."""
+    table = _table(get_settings().conversations_table)
+    response = table.query(
+        IndexName="by_address",
+        KeyConditionExpression=Key("address_key").eq(address_key(channel, user_address, our_address)),
+        ScanIndexForward=False,
+        Limit=10,
+    )
+    for item in response["Items"]:
+        if not item.get("task_complete"):
+            return Conversation.model_validate(item)
+    return None
+
+
+def create_conversation(channel: Channel, user_address: str, our_address: str, now: str) -> Conversation:
+    """Create the conversation of an unknown sender. Its id derives from the addresses, so
+    two webhooks racing to create it agree on one record."""
+    key = address_key(channel, user_address, our_address)
+    conversation_id = "c" + hashlib.sha256(key.encode()).hexdigest()[:24]
+    item = {
+        "conversation_id": conversation_id,
+        "address_key": key,
+        "channel": channel.value,
+        "user_address": user_address,
+        "our_address": our_address,
+        "created_at": now,
+        "updated_at": now,
+        "task_complete": False,
+        "conversation_status": "open",
+    }
+    table = _table(get_settings().conversations_table)
+    try:
+        table.put_item(Item=item, ConditionExpression=Attr("conversation_id").not_exists())
+    except ClientError as error:
+        if not _conditional_check_failed(error):
+            raise
+        existing = get_conversation(conversation_id)
+        if existing is not None:
+            return existing
+    return Conversation.model_validate(item)
+
+
+def put_conversation(item: dict[str, Any]) -> None:
+    _table(get_settings().conversations_table).put_item(Item=item)
+
+
+def get_conversation(conversation_id: str) -> Conversation | None:
+    item = _table(get_settings().conversations_table).get_item(
+        Key={"conversation_id": conversation_id}, ConsistentRead=True
+    ).get("Item")
+    return Conversation.model_validate(item) if item else None
+
+
+def set_openai_conversation(conversation_id: str, openai_conversation_id: str) -> None:
+    _table(get_settings().conversations_table).update_item(
+        Key={"conversation_id": conversation_id},
+        UpdateExpression="SET openai_conversation_id = :o",
+        ExpressionAttributeValues={":o": openai_conversation_id},
+    )
+
+
+# --- processing lock -----------------------------------------------------------------
+
+
+def acquire_lock(conversation_id: str, owner: str, now_epoch: int, lease_seconds: int, now: str) -> bool:
+    """Take the conversation's processing lock for `owner` (an execution name), if it is
+    free, already ours, or its lease has expired. False when someone else holds it."""
+    try:
+        _table(get_settings().conversations_table).update_item(
+            Key={"conversation_id": conversation_id},
+            UpdateExpression="SET lock_owner = :me, lock_expires_at = :exp, lock_acquired_at = :now",
+            ConditionExpression=Attr("conversation_id").exists()
+            & (
+                Attr("lock_owner").not_exists()
+                | Attr("lock_owner").eq(owner)
+                | Attr("lock_expires_at").lt(now_epoch)
+            ),
+            ExpressionAttributeValues={
+                ":me": owner,
+                ":exp": now_epoch + lease_seconds,
+                ":now": now,
+            },
+        )
+    except ClientError as error:
+        if _conditional_check_failed(error):
+            return False
+        raise
+    return True
+
+
+# --- staged messages -----------------------------------------------------------------
+
+
+def stage_message(conversation_id: str, message: InboundMessage, received_at: str) -> bool:
+    """Stage an accepted message. False when its MessageSid was already staged (a
+    Twilio retry): nothing changes then."""
+    item: dict[str, Any] = {
+        "conversation_id": conversation_id,
+        "message_sid": message.message_sid,
+        "received_at": received_at,
+        "body": message.body,
+        "from_address": message.from_address,
+    }
+    if message.media_urls:
+        item["media_urls"] = list(message.media_urls)
+    if message.profile_name:
+        item["profile_name"] = message.profile_name
+    try:
+        _table(get_settings().staged_messages_table).put_item(
+            Item=item, ConditionExpression=Attr("message_sid").not_exists()
+        )
+    except ClientError as error:
+        if _conditional_check_failed(error):
+            return False
+        raise
+    return True
+
+
+def load_staged_messages(conversation_id: str, message_sids: list[str]) -> list[StagedMessage]:
+    """The staged messages with these SIDs (bodies included), in no particular order."""
+    name = get_settings().staged_messages_table
+    found: list[StagedMessage] = []
+    for start in range(0, len(message_sids), 100):
+        keys: list[dict[str, Any]] = [
+            {"conversation_id": conversation_id, "message_sid": sid}
+            for sid in message_sids[start : start + 100]
+        ]
+        request: dict[str, Any] = {name: {"Keys": keys, "ConsistentRead": True}}
+        while request:
+            response = _dynamodb().batch_get_item(RequestItems=request)
+            found += [StagedMessage.model_validate(i) for i in response["Responses"].get(name, [])]
+            request = response.get("UnprocessedKeys") or {}
+    return found
+
+
+def pending_messages(conversation_id: str) -> list[dict[str, Any]]:
+    """Keys and arrival times of the staged messages not yet answered."""
+    table = _table(get_settings().staged_messages_table)
+    query: dict[str, Any] = {
+        "KeyConditionExpression": Key("conversation_id").eq(conversation_id),
+        "FilterExpression": Attr("answered_in").not_exists(),
+        "ProjectionExpression": "message_sid, received_at",
+        "ConsistentRead": True,
+    }
+    items: list[dict[str, Any]] = []
+    while True:
+        response = table.query(**query)
+        items += response["Items"]
+        if "LastEvaluatedKey" not in response:
+            return items
+        query["ExclusiveStartKey"] = response["LastEvaluatedKey"]
+
+
+def mark_messages_answered(conversation_id: str, message_sids: list[str], window_id: str, expires_at: int) -> None:
+    """Replace answered messages by bodiless tombstones (idempotent)."""
+    with _table(get_settings().staged_messages_table).batch_writer() as batch:
+        for sid in message_sids:
+            batch.put_item(
+                Item={
+                    "conversation_id": conversation_id,
+                    "message_sid": sid,
+                    "answered_in": window_id,
+                    "expires_at": expires_at,
+                }
+            )
+
+
+# --- batch windows -------------------------------------------------------------------
+
+
+def open_window(conversation_id: str, window_id: str, opened_at: str, expires_at: int) -> bool:
+    """Open the conversation's batch window unless one is open. True for the one winner."""
+    try:
+        _table(get_settings().batch_windows_table).put_item(
+            Item={
+                "conversation_id": conversation_id,
+                "window_id": window_id,
+                "opened_at": opened_at,
+                "expires_at": expires_at,
+            },
+            ConditionExpression=Attr("conversation_id").not_exists(),
+        )
+    except ClientError as error:
+        if _conditional_check_failed(error):
+            return False
+        raise
+    return True
+
+
+def close_window(conversation_id: str, window_id: str) -> bool:
+    """Close the window if it is still this one. False if it was already closed."""
+    try:
+        _table(get_settings().batch_windows_table).delete_item(
+            Key={"conversation_id": conversation_id},
+            ConditionExpression=Attr("window_id").eq(window_id),
+        )
+    except ClientError as error:
+        if _conditional_check_failed(error):
+            return False
+        raise
+    return True
+
+
+# --- turns ---------------------------------------------------------------------------
+
+
+def put_turn(item: dict[str, Any]) -> None:
+    _table(get_settings().turns_table).put_item(Item=_to_dynamo(item))
+
+
+def get_turn(conversation_id: str, turn_id: str) -> dict[str, Any] | None:
+    item = _table(get_settings().turns_table).get_item(
+        Key={"conversation_id": conversation_id, "turn_id": turn_id}, ConsistentRead=True
+    ).get("Item")
+    return _from_dynamo(item) if item else None
+
+
+def list_turns(conversation_id: str) -> list[dict[str, Any]]:
+    table = _table(get_settings().turns_table)
+    response = table.query(KeyConditionExpression=Key("conversation_id").eq(conversation_id))
+    return [_from_dynamo(i) for i in response["Items"]]
+
+
+def append_sent_part(conversation_id: str, turn_id: str, part_index: int, message_sid: str) -> None:
+    """Record that reply part `part_index` was sent, exactly once per part."""
+    _table(get_settings().turns_table).update_item(
+        Key={"conversation_id": conversation_id, "turn_id": turn_id},
+        UpdateExpression="SET message_sids = list_append(if_not_exists(message_sids, :empty), :sid)",
+        ConditionExpression=Attr("message_sids").not_exists() & Attr("turn_id").exists()
+        if part_index == 0
+        else Attr("message_sids").size().eq(part_index),
+        ExpressionAttributeValues={":sid": [message_sid], ":empty": []},
+    )
+
+
+def record_answered_batch(
+    *,
+    conversation_id: str,
+    owner: str,
+    user_turn_id: str,
+    assistant_turn_id: str,
+    answered_at: str,
+    processing_time_ms: int,
+    tokens: dict[str, int],
+    last_message_sid: str | None,
+) -> bool:
+    """In one transaction: mark the user turn answered, the assistant turn sent, update
+    the conversation's totals and release the processing lock, on condition that this
+    run still holds it. False if the lock is no longer ours."""
+    settings = get_settings()
+    client = _dynamodb().meta.client
+    turn_key = {"conversation_id": conversation_id}
+    conversation_update: dict[str, Any] = {
+        "TableName": settings.conversations_table,
+        "Key": {"conversation_id": conversation_id},
+        "UpdateExpression": (
+            "SET updated_at = :at, conversation_status = :status, last_assistant_message_sid = :sid "
+            "ADD prompt_tokens :p, completion_tokens :c, total_tokens :t, turn_count :two "
+            "REMOVE lock_owner, lock_expires_at, lock_acquired_at"
+        ),
+        "ConditionExpression": "lock_owner = :me",
+        "ExpressionAttributeValues": {
+            ":at": answered_at,
+            ":status": "reply_sent",
+            ":sid": last_message_sid or "",
+            ":p": tokens.get("prompt_tokens", 0),
+            ":c": tokens.get("completion_tokens", 0),
+            ":t": tokens.get("total_tokens", 0),
+            ":two": 2,
+            ":me": owner,
+        },
+    }
+    try:
+        client.transact_write_items(
+            TransactItems=[
+                {
+                    "Update": {
+                        "TableName": settings.turns_table,
+                        "Key": {**turn_key, "turn_id": user_turn_id},
+                        "UpdateExpression": "SET #s = :answered, answered_at = :at",
+                        "ExpressionAttributeNames": {"#s": "status"},
+                        "ExpressionAttributeValues": {":answered": "answered", ":at": answered_at},
+                    }
+                },
+                {
+                    "Update": {
+                        "TableName": settings.turns_table,
+                        "Key": {**turn_key, "turn_id": assistant_turn_id},
+                        "UpdateExpression": "SET #s = :sent, sent_at = :at, processing_time_ms = :ms",
+                        "ExpressionAttributeNames": {"#s": "status"},
+                        "ExpressionAttributeValues": {
+                            ":sent": "sent",
+                            ":at": answered_at,
+                            ":ms": processing_time_ms,
+                        },
+                    }
+                },
+                {"Update": conversation_update},
+            ]
+        )
+    except ClientError as error:
+        if error.response["Error"]["Code"] == "TransactionCanceledException":
+            return False
+        raise
+    return True
+
+
+def _to_dynamo(value: Any) -> Any:
+    if isinstance(value, float):
+        return Decimal(str(value))
+    if isinstance(value, dict):
+        return {k: _to_dynamo(v) for k, v in value.items() if v is not None}
+    if isinstance(value, list):
+        return [_to_dynamo(v) for v in value]
+    return value
+
+
+def _from_dynamo(value: Any) -> Any:
+    if isinstance(value, Decimal):
+        return int(value) if value == value.to_integral_value() else float(value)
+    if isinstance(value, dict):
+        return {k: _from_dynamo(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_from_dynamo(v) for v in value]
+    return value

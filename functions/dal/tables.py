@@ -1,0 +1,73 @@
+"""The DynamoDB tables, defined once: the CDK stack and the local stack both build them
+from these definitions, so the tables the tests run against are the deployed ones."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+
+@dataclass(frozen=True)
+class Index:
+    name: str
+    partition_key: str
+    sort_key: str | None = None
+
+
+@dataclass(frozen=True)
+class TableDefinition:
+    logical_id: str  # CDK construct id, also the default table name locally
+    env_var: str  # environment variable that carries the table name to the functions
+    placeholder: str  # ${Placeholder} in the state machine definition
+    partition_key: str
+    sort_key: str | None = None
+    ttl_attribute: str | None = None
+    indexes: tuple[Index, ...] = field(default_factory=tuple)
+
+    def key_attributes(self) -> list[str]:
+        names = [self.partition_key, self.sort_key]
+        for index in self.indexes:
+            names += [index.partition_key, index.sort_key]
+        return list(dict.fromkeys(n for n in names if n))
+
+
+# One item per conversation: its addresses, configuration, the processing lock and totals.
+CONVERSATIONS = TableDefinition(
+    logical_id="Conversations",
+    env_var="CONVERSATIONS_TABLE",
+    placeholder="ConversationsTableName",
+    partition_key="conversation_id",
+    indexes=(Index("by_address", "address_key", "created_at"),),
+)
+
+# Every accepted message, until its batch is answered; then a bodiless tombstone kept
+# (with a TTL) so that a replayed MessageSid stays a duplicate.
+STAGED_MESSAGES = TableDefinition(
+    logical_id="StagedMessages",
+    env_var="STAGED_MESSAGES_TABLE",
+    placeholder="StagedMessagesTableName",
+    partition_key="conversation_id",
+    sort_key="message_sid",
+    ttl_attribute="expires_at",
+)
+
+# At most one open batch window per conversation; the conditional put that creates it
+# decides which webhook starts the execution. The TTL is a fallback for a lost close.
+BATCH_WINDOWS = TableDefinition(
+    logical_id="BatchWindows",
+    env_var="BATCH_WINDOWS_TABLE",
+    placeholder="BatchWindowsTableName",
+    partition_key="conversation_id",
+    ttl_attribute="expires_at",
+)
+
+# The recorded turns (a user turn and an assistant turn per answered batch), one item
+# each, so that a long conversation never meets DynamoDB's 400 KB item limit.
+TURNS = TableDefinition(
+    logical_id="Turns",
+    env_var="TURNS_TABLE",
+    placeholder="TurnsTableName",
+    partition_key="conversation_id",
+    sort_key="turn_id",
+)
+
+ALL_TABLES = (CONVERSATIONS, STAGED_MESSAGES, BATCH_WINDOWS, TURNS)

@@ -1,0 +1,34 @@
+"""Errors raised by the task functions.
+
+The state machine's Retry and Catch match these class names (Lambda reports the
+exception's class name as the error type), so they read as plain English in the run
+history: a *Retryable* error is retried with backoff, a *Permanent* one is not.
+"""
+
+
+class ProcessingLockHeld(Exception):
+    """Another run holds the conversation's processing lock and its lease has not expired."""
+
+
+class ProcessingLockLost(Exception):
+    """This run's lease expired and another run took the processing lock."""
+
+
+class ConversationNotFound(Exception):
+    """The conversation named by the execution input does not exist."""
+
+
+class AIRetryableError(Exception):
+    """OpenAI is rate limiting, overloaded, unreachable or busy with the conversation."""
+
+
+class AIPermanentError(Exception):
+    """OpenAI rejected the request; retrying the same request cannot succeed."""
+
+
+class TwilioRetryableError(Exception):
+    """Twilio is rate limiting, failing or unreachable."""
+
+
+class TwilioPermanentError(Exception):
+    """Twilio refused the message (unsubscribed, blocked, bad number, window closed...)."""

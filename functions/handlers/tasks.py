@@ -1,0 +1,67 @@
+"""Entry points of the state machine's task states: parse the input, call the logic."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from aws_lambda_powertools.utilities.typing import LambdaContext
+
+from functions.logic import batch
+from functions.logic.batch import BatchRef
+from functions.observability import logger, tracer
+
+
+def _ref(event: dict[str, Any]) -> BatchRef:
+    ref = BatchRef.model_validate(event)
+    logger.append_keys(conversation_id=ref.conversation_id, execution_name=ref.execution_name)
+    return ref
+
+
+@logger.inject_lambda_context(clear_state=True)
+@tracer.capture_lambda_handler
+def acquire_processing_lock(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
+    return batch.acquire_processing_lock(_ref(event))
+
+
+@logger.inject_lambda_context(clear_state=True)
+@tracer.capture_lambda_handler
+def merge_staged_messages(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
+    return batch.merge_staged_messages(_ref(event), event["staged_items"])
+
+
+@logger.inject_lambda_context(clear_state=True)
+@tracer.capture_lambda_handler
+def generate_reply(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
+    return batch.generate_reply(_ref(event))
+
+
+@logger.inject_lambda_context(clear_state=True)
+@tracer.capture_lambda_handler
+def send_reply(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
+    return batch.send_reply(_ref(event))
+
+
+@logger.inject_lambda_context(clear_state=True)
+@tracer.capture_lambda_handler
+def record_turns(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
+    reply = event["reply"]
+    tokens = {k: int(reply[k]) for k in ("prompt_tokens", "completion_tokens", "total_tokens")}
+    return batch.record_turns(
+        _ref(event),
+        event["lock"]["acquired_at"],
+        event["batch"]["message_sids"],
+        tokens,
+        event["sent"]["message_sids"],
+    )
+
+
+@logger.inject_lambda_context(clear_state=True)
+@tracer.capture_lambda_handler
+def close_batch_window(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
+    return batch.close_batch_window(_ref(event))
+
+
+@logger.inject_lambda_context(clear_state=True)
+@tracer.capture_lambda_handler
+def open_next_window(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
+    return batch.open_next_window(_ref(event), event["window"].get("oldest_leftover_at"))

@@ -1,0 +1,60 @@
+"""POST /whatsapp and POST /sms: Twilio's Messaging webhooks."""
+
+from __future__ import annotations
+
+from typing import Any
+from urllib.parse import parse_qsl
+
+from aws_lambda_powertools.event_handler import APIGatewayRestResolver, Response
+from aws_lambda_powertools.utilities.typing import LambdaContext
+
+from functions.config import get_settings
+from functions.logic.intake import Outcome, accept_message
+from functions.models import Channel
+from functions.observability import logger, tracer
+
+app = APIGatewayRestResolver()
+
+EMPTY_TWIML = '<?xml version="1.0" encoding="UTF-8"?><Response/>'
+
+
+@app.post("/whatsapp")
+def whatsapp() -> Response[str]:
+    return _receive(Channel.WHATSAPP)
+
+
+@app.post("/sms")
+def sms() -> Response[str]:
+    return _receive(Channel.SMS)
+
+
+def _receive(channel: Channel) -> Response[str]:
+    event = app.current_event
+    form = dict(parse_qsl(event.decoded_body or "", keep_blank_values=True))
+    outcome = accept_message(channel, form, public_url(event.raw_event), event.headers.get("X-Twilio-Signature"))
+    if outcome is Outcome.FORBIDDEN:
+        return Response(403, "text/plain", "Forbidden")
+    return Response(200, "text/xml", EMPTY_TWIML)
+
+
+def public_url(event: dict[str, Any]) -> str:
+    """The URL Twilio called, which its signature covers: the configured public base URL
+    if any, else rebuilt from the Host header and the request path (which includes the
+    stage on the execute-api domain)."""
+    headers = {k.lower(): v for k, v in (event.get("headers") or {}).items()}
+    context = event.get("requestContext") or {}
+    path = context.get("path") or event.get("path") or "/"
+    base = get_settings().webhook_base_url.rstrip("/")
+    if base:
+        path = event.get("path") or path
+    else:
+        base = f"{headers.get('x-forwarded-proto', 'https')}://{headers.get('host', '')}"
+    query = event.get("queryStringParameters") or {}
+    suffix = "?" + "&".join(f"{k}={v}" for k, v in query.items()) if query else ""
+    return f"{base}{path}{suffix}"
+
+
+@logger.inject_lambda_context(clear_state=True)
+@tracer.capture_lambda_handler
+def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
+    return app.resolve(event, context)

@@ -1,0 +1,201 @@
+"""The work of the state machine's task states, one function per state.
+
+Each takes and returns small dicts of keys and counts (what flows through the state
+machine and its history); texts are loaded and stored here, never passed along."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict
+
+from functions.config import get_settings
+from functions.dal import store
+from functions.errors import ConversationNotFound, ProcessingLockHeld, ProcessingLockLost
+from functions.logic import ai, clock, credentials, messaging
+from functions.logic.merge import arrival_order, merged_body
+from functions.logic.replies import split_reply
+from functions.logic.windows import open_batch_window
+from functions.models import Conversation
+from functions.observability import logger
+
+
+class BatchRef(BaseModel):
+    """The execution's identity, present in every task's input."""
+
+    model_config = ConfigDict(extra="ignore")
+
+    conversation_id: str
+    window_id: str
+    execution_name: str = ""
+
+    @property
+    def user_turn_id(self) -> str:
+        return f"{self.window_id}#1-user"
+
+    @property
+    def assistant_turn_id(self) -> str:
+        return f"{self.window_id}#2-assistant"
+
+
+def _conversation(conversation_id: str) -> Conversation:
+    conversation = store.get_conversation(conversation_id)
+    if conversation is None:
+        raise ConversationNotFound(conversation_id)
+    return conversation
+
+
+def acquire_processing_lock(ref: BatchRef) -> dict[str, Any]:
+    settings = get_settings()
+    moment = clock.now()
+    if not store.acquire_lock(
+        ref.conversation_id, ref.execution_name, int(moment.timestamp()), settings.lock_lease_seconds, clock.iso(moment)
+    ):
+        _conversation(ref.conversation_id)  # a missing conversation is not contention
+        raise ProcessingLockHeld(f"conversation {ref.conversation_id} is being processed by another run")
+    return {"acquired_at": clock.iso(moment)}
+
+
+def merge_staged_messages(ref: BatchRef, staged_items: list[dict[str, Any]]) -> dict[str, Any]:
+    """Merge the queried staged messages into the pending user turn."""
+    order = arrival_order(staged_items)
+    if not order:
+        return {"message_count": 0, "message_sids": []}
+    messages = store.load_staged_messages(ref.conversation_id, order)
+    body = merged_body(messages, order)
+    received = sorted(m.received_at for m in messages)
+    store.put_turn(
+        {
+            "conversation_id": ref.conversation_id,
+            "turn_id": ref.user_turn_id,
+            "role": "user",
+            "status": "pending",
+            "window_id": ref.window_id,
+            "execution_name": ref.execution_name,
+            "body": body,
+            "first_message_sid": order[0],
+            "message_sids": order,
+            "message_count": len(order),
+            "first_received_at": received[0] if received else None,
+            "last_received_at": received[-1] if received else None,
+            "created_at": clock.iso(clock.now()),
+        }
+    )
+    logger.info("Batch merged", extra={"message_count": len(order), "chars": len(body)})
+    return {"message_count": len(order), "message_sids": order, "chars": len(body)}
+
+
+def generate_reply(ref: BatchRef) -> dict[str, Any]:
+    """Ask OpenAI for the reply to the user turn; store it as the assistant turn. A retry
+    after the reply was stored does not call OpenAI again."""
+    existing = store.get_turn(ref.conversation_id, ref.assistant_turn_id)
+    if existing is None:
+        existing = _new_assistant_turn(ref)
+    return {
+        "reply_chars": len(existing["body"]),
+        "prompt_tokens": existing["prompt_tokens"],
+        "completion_tokens": existing["completion_tokens"],
+        "total_tokens": existing["total_tokens"],
+    }
+
+
+def _new_assistant_turn(ref: BatchRef) -> dict[str, Any]:
+    settings = get_settings()
+    conversation = _conversation(ref.conversation_id)
+    user_turn = store.get_turn(ref.conversation_id, ref.user_turn_id)
+    if user_turn is None:
+        raise ValueError(f"user turn {ref.user_turn_id} is missing")
+    client = ai.client_for(credentials.openai_api_key(conversation.openai_api_key_secret))
+    openai_conversation = conversation.openai_conversation_id
+    if not openai_conversation:
+        openai_conversation = ai.start_conversation(client, ref.conversation_id)
+        store.set_openai_conversation(ref.conversation_id, openai_conversation)
+    reply = ai.generate_reply(
+        client,
+        openai_conversation,
+        user_turn["body"],
+        conversation.ai_model or settings.openai_model,
+        conversation.ai_instructions or settings.openai_instructions,
+    )
+    turn = {
+        "conversation_id": ref.conversation_id,
+        "turn_id": ref.assistant_turn_id,
+        "role": "assistant",
+        "status": "generated",
+        "window_id": ref.window_id,
+        "execution_name": ref.execution_name,
+        "body": reply.text,
+        "response_id": reply.response_id,
+        "model": reply.model,
+        "prompt_tokens": reply.prompt_tokens,
+        "completion_tokens": reply.completion_tokens,
+        "total_tokens": reply.total_tokens,
+        "created_at": clock.iso(clock.now()),
+    }
+    store.put_turn(turn)
+    logger.info("Reply generated", extra={"reply_chars": len(reply.text), "total_tokens": reply.total_tokens})
+    return turn
+
+
+def send_reply(ref: BatchRef) -> dict[str, Any]:
+    """Send the assistant turn, split into parts the channel accepts, in order. Parts
+    already sent (by an earlier attempt) are not sent again."""
+    conversation = _conversation(ref.conversation_id)
+    turn = store.get_turn(ref.conversation_id, ref.assistant_turn_id)
+    if turn is None:
+        raise ValueError(f"assistant turn {ref.assistant_turn_id} is missing")
+    parts = split_reply(turn["body"])
+    sent: list[str] = list(turn.get("message_sids") or [])
+    if len(sent) < len(parts):
+        client = messaging.client_for(credentials.twilio_credentials(conversation.twilio_credentials_secret))
+        for index in range(len(sent), len(parts)):
+            sid = messaging.send_message(client, conversation.our_address, conversation.user_address, parts[index])
+            store.append_sent_part(ref.conversation_id, ref.assistant_turn_id, index, sid)
+            sent.append(sid)
+    logger.info("Reply sent", extra={"parts": len(parts), "message_sids": sent})
+    return {"message_sids": sent, "parts": len(parts)}
+
+
+def record_turns(
+    ref: BatchRef, acquired_at: str, message_sids: list[str], tokens: dict[str, int], sent_sids: list[str]
+) -> dict[str, Any]:
+    """Mark the batch's staged messages answered, then record both turns and release the
+    processing lock in one transaction conditioned on this run still holding it."""
+    settings = get_settings()
+    moment = clock.now()
+    retention = int(moment.timestamp()) + settings.answered_message_retention_seconds
+    store.mark_messages_answered(ref.conversation_id, message_sids, ref.window_id, retention)
+    processing_ms = int((moment - clock.parse(acquired_at)).total_seconds() * 1000)
+    recorded = store.record_answered_batch(
+        conversation_id=ref.conversation_id,
+        owner=ref.execution_name,
+        user_turn_id=ref.user_turn_id,
+        assistant_turn_id=ref.assistant_turn_id,
+        answered_at=clock.iso(moment),
+        processing_time_ms=processing_ms,
+        tokens=tokens,
+        last_message_sid=sent_sids[-1] if sent_sids else None,
+    )
+    if not recorded:
+        turn = store.get_turn(ref.conversation_id, ref.assistant_turn_id) or {}
+        if turn.get("status") != "sent":
+            raise ProcessingLockLost(f"{ref.execution_name} no longer holds the processing lock")
+    return {"processing_time_ms": processing_ms}
+
+
+def close_batch_window(ref: BatchRef) -> dict[str, Any]:
+    """Close this window, then look for messages staged meanwhile."""
+    store.close_window(ref.conversation_id, ref.window_id)
+    leftovers = store.pending_messages(ref.conversation_id)
+    oldest = min((item["received_at"] for item in leftovers), default=None)
+    return {"leftover_count": len(leftovers), "oldest_leftover_at": oldest}
+
+
+def open_next_window(ref: BatchRef, oldest_leftover_at: str | None) -> dict[str, Any]:
+    """Open the window for messages that arrived while this batch was processed. The wait
+    counts from the oldest of them, as if it had opened the window."""
+    wait = get_settings().batch_window_seconds
+    if oldest_leftover_at:
+        waited = (clock.now() - clock.parse(oldest_leftover_at)).total_seconds()
+        wait = max(0, min(wait, int(wait - waited)))
+    return {"window_id": open_batch_window(ref.conversation_id, wait)}

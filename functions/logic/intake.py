@@ -1,0 +1,65 @@
+"""Accepting a Twilio webhook: validate, find the conversation, stage, open the window."""
+
+from __future__ import annotations
+
+from enum import StrEnum
+
+from pydantic import ValidationError
+from twilio.request_validator import RequestValidator
+
+from functions.config import get_settings
+from functions.dal import store
+from functions.logic import clock, credentials
+from functions.logic.windows import open_batch_window
+from functions.models import Channel, InboundMessage
+from functions.observability import logger
+
+
+class Outcome(StrEnum):
+    FORBIDDEN = "forbidden"  # no valid signature from one of our accounts
+    MALFORMED = "malformed"  # signed, but not a message we can stage
+    UNKNOWN_SENDER = "unknown_sender"  # no conversation, and auto-create is off
+    DUPLICATE = "duplicate"  # this MessageSid was staged before
+    STAGED = "staged"
+
+
+def signature_is_valid(form: dict[str, str], url: str, signature: str | None) -> bool:
+    """True when `signature` is Twilio's signature of `url` and `form`, made with the auth
+    token of the account the form names (AccountSid)."""
+    account_sid = form.get("AccountSid")
+    if not signature or not account_sid:
+        return False
+    auth_token = credentials.twilio_auth_token_for(account_sid)
+    return auth_token is not None and RequestValidator(auth_token).validate(url, form, signature)
+
+
+def accept_message(channel: Channel, form: dict[str, str], url: str, signature: str | None) -> Outcome:
+    if not signature_is_valid(form, url, signature):
+        logger.warning("Webhook refused: signature not valid", extra={"url": url})
+        return Outcome.FORBIDDEN
+    try:
+        message = InboundMessage.model_validate(form)
+    except ValidationError as error:
+        fields = sorted({".".join(str(p) for p in e["loc"]) for e in error.errors()})
+        logger.warning("Webhook malformed, acknowledged and dropped", extra={"invalid_fields": fields})
+        return Outcome.MALFORMED
+    logger.append_keys(message_sid=message.message_sid)
+
+    received_at = clock.iso(clock.now())
+    conversation = store.find_conversation(channel, message.from_address, message.to_address)
+    if conversation is None:
+        if not get_settings().auto_create_conversations:
+            logger.warning("No conversation for this sender; message not staged")
+            return Outcome.UNKNOWN_SENDER
+        conversation = store.create_conversation(channel, message.from_address, message.to_address, received_at)
+    logger.append_keys(conversation_id=conversation.conversation_id)
+
+    staged = store.stage_message(conversation.conversation_id, message, received_at)
+    # Also on a duplicate: the first delivery may have staged the message and failed
+    # before opening the window; opening is a no-op when a window is open.
+    open_batch_window(conversation.conversation_id)
+    if not staged:
+        logger.info("Duplicate webhook: MessageSid already staged")
+        return Outcome.DUPLICATE
+    logger.info("Message staged", extra={"body_chars": len(message.body), "media": len(message.media_urls)})
+    return Outcome.STAGED

@@ -1,0 +1,46 @@
+"""Sending replies with Twilio. Errors become TwilioRetryableError or TwilioPermanentError."""
+
+from __future__ import annotations
+
+from functools import cache
+
+import requests
+from twilio.base.exceptions import TwilioRestException
+from twilio.http.http_client import TwilioHttpClient
+from twilio.rest import Client
+
+from functions.config import get_settings
+from functions.errors import TwilioPermanentError, TwilioRetryableError
+from functions.logic.credentials import TwilioCredentials
+
+RATE_LIMITED = 20429
+
+
+@cache
+def _client(account_sid: str, auth_token: str) -> Client:
+    settings = get_settings()
+    client = Client(account_sid, auth_token, http_client=TwilioHttpClient(timeout=settings.twilio_timeout_seconds))
+    if settings.twilio_api_base_url:
+        client.api.base_url = settings.twilio_api_base_url
+    return client
+
+
+def client_for(credentials: TwilioCredentials) -> Client:
+    return _client(credentials.account_sid, credentials.auth_token.get_secret_value())
+
+
+def send_message(client: Client, from_address: str, to_address: str, body: str) -> str:
+    """Send one message; its Twilio SID."""
+    try:
+        message = client.messages.create(from_=from_address, to=to_address, body=body)
+    except TwilioRestException as error:
+        if is_retryable(error.status, error.code):
+            raise TwilioRetryableError(f"Twilio HTTP {error.status} code {error.code}") from error
+        raise TwilioPermanentError(f"Twilio HTTP {error.status} code {error.code}") from error
+    except requests.RequestException as error:
+        raise TwilioRetryableError(f"Twilio unreachable: {type(error).__name__}") from error
+    return str(message.sid)
+
+
+def is_retryable(status: int, code: int | None) -> bool:
+    return status == 429 or code == RATE_LIMITED or status >= 500

@@ -1,0 +1,87 @@
+"""The domain's data: what Twilio sends, and what we keep."""
+
+from __future__ import annotations
+
+from enum import StrEnum
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+
+MAX_BODY_CHARS = 10_000  # WhatsApp allows 4,096 and SMS 1,600; keep a margin, refuse more
+MAX_MEDIA = 10
+
+
+class Channel(StrEnum):
+    WHATSAPP = "whatsapp"
+    SMS = "sms"
+
+
+class InboundMessage(BaseModel):
+    """A Twilio Messaging webhook (WhatsApp or SMS), validated. Field names are Twilio's."""
+
+    model_config = ConfigDict(extra="ignore", populate_by_name=True, frozen=True)
+
+    message_sid: str = Field(alias="MessageSid", pattern=r"^(SM|MM)[0-9a-fA-F]{32}$")
+    account_sid: str = Field(alias="AccountSid", pattern=r"^AC[0-9a-fA-F]{32}$")
+    from_address: str = Field(alias="From", min_length=3, max_length=100)
+    to_address: str = Field(alias="To", min_length=3, max_length=100)
+    body: str = Field("", alias="Body", max_length=MAX_BODY_CHARS)
+    num_media: int = Field(0, alias="NumMedia", ge=0, le=MAX_MEDIA)
+    profile_name: str | None = Field(None, alias="ProfileName", max_length=200)
+    media_urls: tuple[str, ...] = ()
+
+    @model_validator(mode="before")
+    @classmethod
+    def collect_media(cls, form: Any) -> Any:
+        if isinstance(form, dict):
+            count = form.get("NumMedia") or "0"
+            if str(count).isdigit():
+                urls = [form.get(f"MediaUrl{i}") for i in range(min(int(count), MAX_MEDIA))]
+                form = {**form, "media_urls": tuple(u for u in urls if u)}
+        return form
+
+    @field_validator("from_address", "to_address")
+    @classmethod
+    def strip_address(cls, value: str) -> str:
+        return value.strip()
+
+    @model_validator(mode="after")
+    def has_content(self) -> InboundMessage:
+        if not self.body.strip() and not self.media_urls:
+            raise ValueError("a message needs a body or media")
+        return self
+
+
+def address_key(channel: Channel, user_address: str, our_address: str) -> str:
+    """Key of the conversation between a user and one of our numbers on a channel."""
+    return f"{channel.value}#{user_address}#{our_address}"
+
+
+class Conversation(BaseModel):
+    """The conversation record (the parts the functions use)."""
+
+    model_config = ConfigDict(extra="ignore")
+
+    conversation_id: str
+    channel: Channel
+    user_address: str  # the user's number ("whatsapp:+1555..." on WhatsApp)
+    our_address: str  # our Twilio number the user wrote to
+    created_at: str
+    task_complete: bool = False
+    openai_conversation_id: str | None = None
+    # Names of Secrets Manager secrets with this tenant's credentials (the seeds'
+    # channel_config / ai_config); empty means the deployment's defaults.
+    twilio_credentials_secret: str | None = None
+    openai_api_key_secret: str | None = None
+    ai_model: str | None = None
+    ai_instructions: str | None = None
+
+
+class StagedMessage(BaseModel):
+    """A message accepted from the webhook and waiting for its batch."""
+
+    conversation_id: str
+    message_sid: str
+    received_at: str  # ISO 8601, UTC, microseconds: arrival order
+    body: str = ""
+    media_urls: list[str] = []

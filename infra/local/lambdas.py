@@ -1,0 +1,79 @@
+"""Runs our Lambda handlers in-process where moto would need Docker.
+
+Wraps moto's WSGI app: `POST /2015-03-31/functions/<name>/invocations` calls the handler
+registered under that name (functions.registry, the same registry the CDK stack uses);
+an exception becomes a Lambda function error (`X-Amz-Function-Error`, `errorType` = the
+exception's class name), which the state machine's Retry and Catch match by name."""
+
+from __future__ import annotations
+
+import json
+import re
+import time
+import traceback
+import uuid
+from dataclasses import dataclass, field
+from typing import Any
+
+from werkzeug.wrappers import Request, Response
+
+from functions.registry import BY_NAME
+
+_INVOKE = re.compile(r"^/2015-03-31/functions/(?P<name>[^/]+)/invocations$")
+
+
+@dataclass
+class LocalContext:
+    """What a handler reads from the Lambda context."""
+
+    function_name: str
+    timeout_seconds: int
+    memory_limit_in_mb: int = 256
+    function_version: str = "$LATEST"
+    aws_request_id: str = field(default_factory=lambda: str(uuid.uuid4()))
+    _deadline: float = 0.0
+
+    def __post_init__(self) -> None:
+        self.invoked_function_arn = f"arn:aws:lambda:us-east-1:123456789012:function:{self.function_name}"
+        self.log_group_name = f"/aws/lambda/{self.function_name}"
+        self.log_stream_name = "local"
+        self._deadline = time.monotonic() + self.timeout_seconds
+
+    def get_remaining_time_in_millis(self) -> int:
+        return max(0, int((self._deadline - time.monotonic()) * 1000))
+
+
+def invoke(name: str, payload: Any) -> tuple[Any, str | None]:
+    """Call the named function's handler: (result, None) or (error payload, "Unhandled")."""
+    definition = BY_NAME[name.rsplit(":", 1)[-1]]
+    context = LocalContext(definition.logical_id, definition.timeout_seconds, definition.memory_mb)
+    try:
+        return definition.load()(payload, context), None
+    except Exception as error:  # reported to the caller as Lambda does
+        return {
+            "errorType": type(error).__name__,
+            "errorMessage": str(error),
+            "stackTrace": traceback.format_exception(error)[-5:],
+        }, "Unhandled"
+
+
+class LambdaMiddleware:
+    def __init__(self, app: Any) -> None:
+        self.app = app
+
+    def __call__(self, environ: dict[str, Any], start_response: Any) -> Any:
+        match = _INVOKE.match(environ.get("PATH_INFO", ""))
+        if environ.get("REQUEST_METHOD") != "POST" or not match:
+            return self.app(environ, start_response)
+        request = Request(environ)
+        name = match.group("name").split(":function:")[-1].split(":")[0]
+        if name not in BY_NAME:
+            body = {"Type": "User", "Message": f"Function not found: {name}"}
+            response = Response(json.dumps(body), 404, {"x-amzn-ErrorType": "ResourceNotFoundException"})
+            return response(environ, start_response)
+        raw = request.get_data(as_text=True)
+        result, function_error = invoke(name, json.loads(raw) if raw else {})
+        headers = {"Content-Type": "application/json", "X-Amz-Executed-Version": "$LATEST"}
+        if function_error:
+            headers["X-Amz-Function-Error"] = function_error
+        return Response(json.dumps(result), 200, headers)(environ, start_response)

@@ -1,0 +1,229 @@
+"""Starts the whole local stack in this process: moto (with our Lambda handlers), the
+webhook gateway, and the OpenAI and Twilio stand-ins; then provisions the tables, the
+secrets and the state machine from the same definitions as the CDK stack."""
+
+from __future__ import annotations
+
+import json
+import os
+import threading
+from dataclasses import dataclass, field
+from typing import Any
+
+import boto3
+import requests
+from moto.moto_server.werkzeug_app import DomainDispatcherApplication, create_backend_app
+from werkzeug.serving import BaseWSGIServer, make_server
+
+from functions.config import get_settings
+from functions.dal.tables import ALL_TABLES, TableDefinition
+from functions.registry import TASKS, definition_substitutions
+from infra.local.gateway import Gateway
+from infra.local.lambdas import LambdaMiddleware
+from infra.local.standins import OpenAIStandIn, TwilioStandIn
+from infra.statemachine import render
+
+REGION = "us-east-1"
+ACCOUNT = "123456789012"
+STATE_MACHINE_NAME = "BurstReply-BatchWindow"
+# Stand-in credentials: well-formed, obviously not real.
+LOCAL_ACCOUNT_SID = "AC" + "0" * 32
+LOCAL_AUTH_TOKEN = "local-twilio-auth-token"
+LOCAL_OPENAI_KEY = "local-openai-key"
+
+
+def _flag(value: str | None, default: bool) -> bool:
+    if value is None or value == "":
+        return default
+    return value.strip().lower() in ("1", "true", "yes", "on")
+
+
+@dataclass
+class LocalConfig:
+    host: str = "127.0.0.1"
+    aws_port: int = 5000
+    gateway_port: int = 3000
+    openai_port: int = 0  # 0: any free port
+    twilio_port: int = 0
+    batch_window_seconds: int = 10
+    auto_create_conversations: bool = True
+    twilio_account_sid: str = LOCAL_ACCOUNT_SID
+    twilio_auth_token: str = LOCAL_AUTH_TOKEN
+    openai_api_key: str = LOCAL_OPENAI_KEY
+    use_real_openai: bool = False
+    use_real_twilio: bool = False
+    extra_env: dict[str, str] = field(default_factory=dict)
+
+    @classmethod
+    def from_env(cls, environ: dict[str, str] | None = None) -> LocalConfig:
+        env = dict(os.environ if environ is None else environ)
+        return cls(
+            aws_port=int(env.get("AWS_PORT") or 5000),
+            gateway_port=int(env.get("GATEWAY_PORT") or 3000),
+            openai_port=int(env.get("OPENAI_STANDIN_PORT") or 0),
+            twilio_port=int(env.get("TWILIO_STANDIN_PORT") or 0),
+            batch_window_seconds=int(env.get("BATCH_WINDOW_SECONDS") or 10),
+            auto_create_conversations=_flag(env.get("AUTO_CREATE_CONVERSATIONS"), True),
+            twilio_account_sid=env.get("TWILIO_ACCOUNT_SID") or LOCAL_ACCOUNT_SID,
+            twilio_auth_token=env.get("TWILIO_AUTH_TOKEN") or LOCAL_AUTH_TOKEN,
+            openai_api_key=env.get("OPENAI_API_KEY") or LOCAL_OPENAI_KEY,
+            use_real_openai=_flag(env.get("USE_REAL_OPENAI"), False),
+            use_real_twilio=_flag(env.get("USE_REAL_TWILIO"), False),
+        )
+
+
+class _Server:
+    def __init__(self, host: str, port: int, app: Any) -> None:
+        self.server: BaseWSGIServer = make_server(host, port, app, threaded=True)
+        self.url = f"http://{host}:{self.server.server_port}"
+        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
+
+    def start(self) -> None:
+        self.thread.start()
+
+    def stop(self) -> None:
+        self.server.shutdown()
+        self.server.server_close()
+
+
+class LocalStack:
+    def __init__(self, config: LocalConfig | None = None) -> None:
+        self.config = config or LocalConfig()
+        self.openai = OpenAIStandIn()
+        self.twilio = TwilioStandIn()
+        self._servers: list[_Server] = []
+        self.state_machine_arn = f"arn:aws:states:{REGION}:{ACCOUNT}:stateMachine:{STATE_MACHINE_NAME}"
+
+    # --- lifecycle ---------------------------------------------------------------------
+
+    def start(self) -> LocalStack:
+        c = self.config
+        moto_app = LambdaMiddleware(DomainDispatcherApplication(create_backend_app))
+        self.aws = _Server(c.host, c.aws_port, moto_app)
+        self.gateway = _Server(c.host, c.gateway_port, Gateway())
+        self._servers = [self.aws, self.gateway]
+        self.openai_server = self.twilio_server = None
+        if not c.use_real_openai:
+            self.openai_server = _Server(c.host, c.openai_port, self.openai)
+            self._servers.append(self.openai_server)
+        if not c.use_real_twilio:
+            self.twilio_server = _Server(c.host, c.twilio_port, self.twilio)
+            self._servers.append(self.twilio_server)
+        os.environ.update(self._environment())
+        get_settings.cache_clear()
+        for server in self._servers:
+            server.start()
+        requests.post(
+            f"{self.aws.url}/moto-api/config",
+            json={"stepfunctions": {"execute_state_machine": True}},
+            timeout=10,
+        ).raise_for_status()
+        self._provision()
+        return self
+
+    def stop(self) -> None:
+        for server in reversed(self._servers):
+            server.stop()
+
+    def __enter__(self) -> LocalStack:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    # --- what it offers ----------------------------------------------------------------
+
+    @property
+    def whatsapp_url(self) -> str:
+        return f"{self.gateway.url}/whatsapp"
+
+    @property
+    def sms_url(self) -> str:
+        return f"{self.gateway.url}/sms"
+
+    @property
+    def openai_url(self) -> str | None:
+        return f"{self.openai_server.url}/v1" if self.openai_server else None
+
+    @property
+    def twilio_url(self) -> str | None:
+        return self.twilio_server.url if self.twilio_server else None
+
+    def client(self, service: str) -> Any:
+        return boto3.client(service, endpoint_url=self.aws.url, region_name=REGION)
+
+    # --- setup -------------------------------------------------------------------------
+
+    def _environment(self) -> dict[str, str]:
+        c = self.config
+        env = {
+            "AWS_ACCESS_KEY_ID": "local",
+            "AWS_SECRET_ACCESS_KEY": "local",
+            "AWS_DEFAULT_REGION": REGION,
+            "AWS_REGION": REGION,
+            "AWS_ENDPOINT_URL": self.aws.url,
+            # moto's state machine interpreter invokes Lambda tasks on this port.
+            "MOTO_PORT": str(self.aws.server.server_port),
+            "STATE_MACHINE_ARN": self.state_machine_arn,
+            "BATCH_WINDOW_SECONDS": str(c.batch_window_seconds),
+            "AUTO_CREATE_CONVERSATIONS": "true" if c.auto_create_conversations else "false",
+            "POWERTOOLS_TRACE_DISABLED": "true",
+            "POWERTOOLS_SERVICE_NAME": "burst-reply",
+        }
+        env.update({t.env_var: t.logical_id for t in ALL_TABLES})
+        if self.openai_server:
+            env["OPENAI_BASE_URL"] = f"{self.openai_server.url}/v1"
+        if self.twilio_server:
+            env["TWILIO_API_BASE_URL"] = self.twilio_server.url
+        env.update(c.extra_env)
+        return env
+
+    def _provision(self) -> None:
+        dynamodb = self.client("dynamodb")
+        for table in ALL_TABLES:
+            dynamodb.create_table(**create_table_request(table))
+            if table.ttl_attribute:
+                dynamodb.update_time_to_live(
+                    TableName=table.logical_id,
+                    TimeToLiveSpecification={"Enabled": True, "AttributeName": table.ttl_attribute},
+                )
+        settings = get_settings()
+        secrets = self.client("secretsmanager")
+        c = self.config
+        twilio_secret = {"account_sid": c.twilio_account_sid, "auth_token": c.twilio_auth_token}
+        secrets.create_secret(Name=settings.twilio_secret_name, SecretString=json.dumps(twilio_secret))
+        secrets.create_secret(Name=settings.openai_secret_name, SecretString=json.dumps({"api_key": c.openai_api_key}))
+        arns = {f.logical_id: f"arn:aws:lambda:{REGION}:{ACCOUNT}:function:{f.logical_id}" for f in TASKS}
+        definition = render(definition_substitutions({t.logical_id: t.logical_id for t in ALL_TABLES}, arns))
+        self.client("stepfunctions").create_state_machine(
+            name=STATE_MACHINE_NAME,
+            definition=json.dumps(definition),
+            roleArn=f"arn:aws:iam::{ACCOUNT}:role/{STATE_MACHINE_NAME}",
+            type="STANDARD",
+        )
+
+
+def create_table_request(table: TableDefinition) -> dict[str, Any]:
+    """A CreateTable request for the table definition (on-demand capacity)."""
+    def key_schema(partition: str, sort: str | None) -> list[dict[str, str]]:
+        schema = [{"AttributeName": partition, "KeyType": "HASH"}]
+        if sort:
+            schema.append({"AttributeName": sort, "KeyType": "RANGE"})
+        return schema
+
+    request: dict[str, Any] = {
+        "TableName": table.logical_id,
+        "BillingMode": "PAY_PER_REQUEST",
+        "KeySchema": key_schema(table.partition_key, table.sort_key),
+        "AttributeDefinitions": [{"AttributeName": n, "AttributeType": "S"} for n in table.key_attributes()],
+    }
+    if table.indexes:
+        request["GlobalSecondaryIndexes"] = [
+            {
+                "IndexName": index.name,
+                "KeySchema": key_schema(index.partition_key, index.sort_key),
+                "Projection": {"ProjectionType": "ALL"},
+            }
+            for index in table.indexes
+        ]
+    return request

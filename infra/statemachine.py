@@ -1,0 +1,28 @@
+"""The state machine definition: one ASL file, rendered with the same substitution map
+in the local stack and (as `definition_substitutions`) by CDK."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+from typing import Any
+
+DEFINITION_FILE = Path(__file__).resolve().parent.parent / "statemachines" / "batch_window.asl.json"
+
+# Not string.Template: it would trip over `$.path` and `$$.Execution.Id`.
+_PLACEHOLDER = re.compile(r"\$\{(\w+)\}")
+
+
+def placeholders(text: str | None = None) -> set[str]:
+    return set(_PLACEHOLDER.findall(text if text is not None else DEFINITION_FILE.read_text()))
+
+
+def render(substitutions: dict[str, str]) -> dict[str, Any]:
+    """The definition with every `${Name}` replaced; a missing name is an error."""
+    text = DEFINITION_FILE.read_text()
+    missing = placeholders(text) - substitutions.keys()
+    if missing:
+        raise KeyError(f"no value for placeholders {sorted(missing)}")
+    rendered: dict[str, Any] = json.loads(_PLACEHOLDER.sub(lambda m: substitutions[m.group(1)], text))
+    return rendered
