@@ -8,6 +8,7 @@ import time
 import uuid
 from typing import Any
 
+from werkzeug.datastructures import Headers
 from werkzeug.wrappers import Request, Response
 
 from infra.local.lambdas import invoke
@@ -63,10 +64,8 @@ class Gateway:
             body = result.get("body") or ""
             if result.get("isBase64Encoded"):
                 body = base64.b64decode(body)
-            response = Response(body, result.get("statusCode", 200))
-            for name, value in (result.get("headers") or {}).items():
-                response.headers[name] = value
+            headers = Headers(result.get("headers") or {})
             for name, values in (result.get("multiValueHeaders") or {}).items():
-                for value in values:
-                    response.headers.add(name, value)
+                headers.setlist(name, values)
+            response = Response(body, result.get("statusCode", 200), headers=headers)
         return response(environ, start_response)

@@ -1,0 +1,143 @@
+"""Fixtures shared by the emulator and end-to-end tests: one local stack per session
+(ephemeral ports, a 1-second batch window) and a harness to drive and inspect it."""
+
+from __future__ import annotations
+
+import json
+import secrets
+import time
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+import requests
+
+from functions.dal import store
+from functions.logic import clock
+from functions.logic.windows import execution_name, new_window_id
+from functions.models import Channel, InboundMessage
+from infra.local.stack import LocalConfig, LocalStack
+from infra.local.webhooks import inbound_form, post_webhook
+
+BATCH_WINDOW_SECONDS = 1
+OUR_WHATSAPP = "whatsapp:+15550000001"
+
+
+class Harness:
+    def __init__(self, stack: LocalStack) -> None:
+        self.stack = stack
+        self.sfn = stack.client("stepfunctions")
+        self.dynamodb = stack.client("dynamodb")
+
+    # --- conversations and messages -----------------------------------------------------
+
+    @staticmethod
+    def new_user() -> str:
+        return f"whatsapp:+1555{secrets.randbelow(10**7):07d}"
+
+    def send(self, user: str, body: str, message_sid: str | None = None, url: str | None = None) -> requests.Response:
+        """A signed WhatsApp webhook from `user` to our number, over HTTP."""
+        config = self.stack.config
+        form = inbound_form(body, user, OUR_WHATSAPP, config.twilio_account_sid, message_sid)
+        return post_webhook(url or self.stack.whatsapp_url, form, config.twilio_auth_token)
+
+    def conversation_of(self, user: str) -> Any:
+        return store.find_conversation(Channel.WHATSAPP, user, OUR_WHATSAPP)
+
+    def conversation_item(self, conversation_id: str) -> dict[str, Any]:
+        return self.dynamodb.get_item(
+            TableName="Conversations", Key={"conversation_id": {"S": conversation_id}}, ConsistentRead=True
+        )["Item"]
+
+    def staged(self, conversation_id: str) -> list[dict[str, Any]]:
+        """Every staged-message item of the conversation (answered tombstones included)."""
+        return self.dynamodb.query(
+            TableName="StagedMessages",
+            KeyConditionExpression="conversation_id = :c",
+            ExpressionAttributeValues={":c": {"S": conversation_id}},
+            ConsistentRead=True,
+        )["Items"]
+
+    def stage_directly(self, user: str, bodies: list[str]) -> str:
+        """Create the conversation and stage messages without the webhook (for runs
+        started by hand). Returns the conversation id."""
+        conversation = store.create_conversation(Channel.WHATSAPP, user, OUR_WHATSAPP, clock.iso(clock.now()))
+        for body in bodies:
+            form = inbound_form(body, user, OUR_WHATSAPP, self.stack.config.twilio_account_sid)
+            store.stage_message(conversation.conversation_id, InboundMessage.model_validate(form), clock.iso(clock.now()))
+        return conversation.conversation_id
+
+    # --- runs ---------------------------------------------------------------------------
+
+    def start_run(self, conversation_id: str, wait_seconds: int = 0) -> str:
+        """Open a window and start its execution, as the webhook does; its ARN."""
+        opened = clock.now()
+        window_id = new_window_id(opened)
+        assert store.open_window(conversation_id, window_id, clock.iso(opened), int(opened.timestamp()) + 3600)
+        return self.sfn.start_execution(
+            stateMachineArn=self.stack.state_machine_arn,
+            name=execution_name(conversation_id, window_id),
+            input=json.dumps({"conversation_id": conversation_id, "window_id": window_id, "wait_seconds": wait_seconds}),
+        )["executionArn"]
+
+    def runs(self, conversation_id: str) -> list[dict[str, Any]]:
+        executions = self.sfn.list_executions(stateMachineArn=self.stack.state_machine_arn)["executions"]
+        return sorted(
+            (e for e in executions if e["name"].startswith(conversation_id + "-")), key=lambda e: e["startDate"]
+        )
+
+    def wait_for_run(self, execution_arn: str, timeout: float = 60) -> dict[str, Any]:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            described = self.sfn.describe_execution(executionArn=execution_arn)
+            if described["status"] != "RUNNING":
+                return described
+            time.sleep(0.2)
+        raise AssertionError(f"{execution_arn} still running after {timeout}s")
+
+    def wait_until_quiet(self, conversation_id: str, runs: int, timeout: float = 60) -> list[dict[str, Any]]:
+        """Wait until the conversation has at least `runs` executions and none running."""
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            found = self.runs(conversation_id)
+            if len(found) >= runs and all(e["status"] != "RUNNING" for e in found):
+                return found
+            time.sleep(0.2)
+        raise AssertionError(f"{conversation_id}: wanted {runs} finished runs, have {self.runs(conversation_id)}")
+
+    def history(self, execution_arn: str) -> list[dict[str, Any]]:
+        return self.sfn.get_execution_history(executionArn=execution_arn, maxResults=1000)["events"]
+
+    def failures_in(self, execution_arn: str) -> list[str]:
+        """The error names of the failed task attempts, in order."""
+        return [e["taskFailedEventDetails"]["error"] for e in self.history(execution_arn) if e["type"] == "TaskFailed"]
+
+    def states_entered(self, execution_arn: str) -> list[str]:
+        return [
+            e["stateEnteredEventDetails"]["name"] for e in self.history(execution_arn) if e["type"].endswith("StateEntered")
+        ]
+
+    # --- the stand-ins --------------------------------------------------------------------
+
+    def ai_inputs(self, conversation_id: str) -> list[str]:
+        openai_conversation = self.conversation_item(conversation_id).get("openai_conversation_id", {}).get("S")
+        return [c["input"] for c in self.stack.openai.calls if c["conversation"] == openai_conversation]
+
+    def replies_to(self, user: str) -> list[str]:
+        return [m["body"] for m in self.stack.twilio.messages if m["to"] == user]
+
+
+@pytest.fixture(scope="session")
+def stack() -> Iterator[LocalStack]:
+    config = LocalConfig(aws_port=0, gateway_port=0, batch_window_seconds=BATCH_WINDOW_SECONDS)
+    with LocalStack(config) as running:
+        yield running
+
+
+@pytest.fixture
+def harness(stack: LocalStack) -> Iterator[Harness]:
+    stack.openai.reset()
+    stack.twilio.reset()
+    yield Harness(stack)
+    stack.openai.reset()
+    stack.twilio.reset()

@@ -1,0 +1,162 @@
+"""The state machine on the emulator: the real ASL file, the real handlers, moto's
+interpreter. Runs are started by hand on staged messages, with no batch wait."""
+
+from __future__ import annotations
+
+import threading
+import time
+
+import pytest
+
+from functions.dal import store
+
+pytestmark = pytest.mark.emulator
+
+
+def test_happy_path_answers_the_batch_once_and_cleans_up(harness):
+    user = harness.new_user()
+    conversation_id = harness.stage_directly(user, ["Hey", "I have a question about my order", "Order #12345"])
+
+    run = harness.wait_for_run(harness.start_run(conversation_id))
+
+    assert run["status"] == "SUCCEEDED"
+    assert harness.ai_inputs(conversation_id) == ["Hey\nI have a question about my order\nOrder #12345"]
+    assert harness.replies_to(user) == ["You said: Hey\nI have a question about my order\nOrder #12345"]
+    assert harness.states_entered(run["executionArn"]) == [
+        "Wait For Batch Window",
+        "Acquire Processing Lock",
+        "Query Staged Messages",
+        "Merge Staged Messages",
+        "Anything To Answer?",
+        "Generate Reply",
+        "Send Reply",
+        "Record Turns And Release Lock",
+        "Close Batch Window",
+        "Messages Arrived Meanwhile?",
+        "Batch Done",
+    ]
+    conversation = harness.conversation_item(conversation_id)
+    assert "lock_owner" not in conversation
+    assert conversation["turn_count"]["N"] == "2"
+    assert store.pending_messages(conversation_id) == []
+    assert all("body" not in item for item in harness.staged(conversation_id))  # tombstones only
+    turns = store.list_turns(conversation_id)
+    user_turn, assistant_turn = turns
+    assert user_turn["role"] == "user" and user_turn["status"] == "answered"
+    assert user_turn["message_count"] == 3 and len(user_turn["message_sids"]) == 3
+    assert user_turn["first_message_sid"] == user_turn["message_sids"][0]
+    assert assistant_turn["role"] == "assistant" and assistant_turn["status"] == "sent"
+    assert assistant_turn["message_sids"] == [m["sid"] for m in harness.stack.twilio.messages]
+    assert assistant_turn["total_tokens"] > 0 and assistant_turn["processing_time_ms"] >= 0
+
+
+def test_run_waits_for_a_held_lock_and_proceeds_after_release(harness):
+    user = harness.new_user()
+    conversation_id = harness.stage_directly(user, ["first", "second"])
+    assert store.acquire_lock(conversation_id, "another-run", int(time.time()), 600, "now")
+
+    arn = harness.start_run(conversation_id)
+    time.sleep(2.5)
+    assert harness.sfn.describe_execution(executionArn=arn)["status"] == "RUNNING"
+    assert harness.ai_inputs(conversation_id) == []  # nothing processed while the lock is held
+    harness.dynamodb.update_item(
+        TableName="Conversations",
+        Key={"conversation_id": {"S": conversation_id}},
+        UpdateExpression="REMOVE lock_owner, lock_expires_at",
+    )
+
+    run = harness.wait_for_run(arn)
+    assert run["status"] == "SUCCEEDED"
+    assert "ProcessingLockHeld" in harness.failures_in(arn)
+    assert harness.ai_inputs(conversation_id) == ["first\nsecond"]
+    assert len(harness.replies_to(user)) == 1
+
+
+def test_a_lock_whose_lease_expired_is_taken_over(harness):
+    user = harness.new_user()
+    conversation_id = harness.stage_directly(user, ["hello"])
+    assert store.acquire_lock(conversation_id, "crashed-run", int(time.time()) - 700, 600, "then")
+
+    run = harness.wait_for_run(harness.start_run(conversation_id))
+
+    assert run["status"] == "SUCCEEDED"
+    assert harness.failures_in(run["executionArn"]) == []
+    assert len(harness.replies_to(user)) == 1
+
+
+def test_openai_503_twice_then_success_is_retried_visibly(harness):
+    user = harness.new_user()
+    conversation_id = harness.stage_directly(user, ["are you there?"])
+    harness.stack.openai.inject({"status": 503}, {"status": 503})
+
+    run = harness.wait_for_run(harness.start_run(conversation_id))
+
+    assert run["status"] == "SUCCEEDED"
+    assert harness.failures_in(run["executionArn"]) == ["AIRetryableError", "AIRetryableError"]
+    assert harness.ai_inputs(conversation_id) == ["are you there?"] * 3
+    assert harness.replies_to(user) == ["You said: are you there?"]
+
+
+def test_openai_permanent_failure_releases_the_lock_and_keeps_the_messages(harness):
+    user = harness.new_user()
+    conversation_id = harness.stage_directly(user, ["one", "two"])
+    harness.stack.openai.inject({"status": 401, "code": "invalid_api_key"})
+
+    run = harness.wait_for_run(harness.start_run(conversation_id))
+
+    assert run["status"] == "FAILED"
+    assert run["error"] == "AIPermanentError"
+    assert "OpenAI HTTP 401" in run["cause"]
+    assert harness.failures_in(run["executionArn"]) == ["AIPermanentError"]  # not retried
+    assert "lock_owner" not in harness.conversation_item(conversation_id)
+    assert len(store.pending_messages(conversation_id)) == 2  # kept for a later window
+    assert harness.replies_to(user) == []
+    windows = harness.dynamodb.get_item(TableName="BatchWindows", Key={"conversation_id": {"S": conversation_id}})
+    assert "Item" not in windows  # closed, so the next message opens a new one
+
+
+def test_twilio_429_then_success_sends_one_reply(harness):
+    user = harness.new_user()
+    conversation_id = harness.stage_directly(user, ["ping"])
+    harness.stack.twilio.inject({"status": 429, "code": 20429})
+
+    run = harness.wait_for_run(harness.start_run(conversation_id))
+
+    assert run["status"] == "SUCCEEDED"
+    assert harness.failures_in(run["executionArn"]) == ["TwilioRetryableError"]
+    assert harness.replies_to(user) == ["You said: ping"]
+    assert len(harness.ai_inputs(conversation_id)) == 1  # the retry did not ask OpenAI again
+
+
+def test_a_long_reply_is_sent_in_parts_in_order(harness):
+    user = harness.new_user()
+    words = [f"word{i}" for i in range(600)]
+    conversation_id = harness.stage_directly(user, [" ".join(words)])
+
+    run = harness.wait_for_run(harness.start_run(conversation_id))
+
+    assert run["status"] == "SUCCEEDED"
+    parts = harness.replies_to(user)
+    assert len(parts) > 1 and all(len(p) <= 1600 for p in parts)
+    assert " ".join(parts) == "You said: " + " ".join(words)
+
+
+def test_a_message_staged_during_processing_gets_the_next_window(harness):
+    user = harness.new_user()
+    conversation_id = harness.stage_directly(user, ["before"])
+    harness.stack.openai.inject({"delay": 1.5})  # hold the run inside Generate Reply
+    first = harness.start_run(conversation_id)
+
+    def arrive_during_processing() -> None:
+        time.sleep(0.8)
+        harness.send(user, "during")
+
+    sender = threading.Thread(target=arrive_during_processing)
+    sender.start()
+    assert harness.wait_for_run(first)["status"] == "SUCCEEDED"
+    sender.join()
+
+    runs = harness.wait_until_quiet(conversation_id, runs=2)
+    assert [r["status"] for r in runs] == ["SUCCEEDED", "SUCCEEDED"]
+    assert harness.ai_inputs(conversation_id) == ["before", "during"]
+    assert store.pending_messages(conversation_id) == []

@@ -1,0 +1,52 @@
+import pytest
+from pydantic import ValidationError
+
+from functions.models import InboundMessage
+
+ACCOUNT = "AC" + "1" * 32
+SID = "SM" + "a" * 32
+
+
+def _form(**overrides: str) -> dict[str, str]:
+    form = {"MessageSid": SID, "AccountSid": ACCOUNT, "From": "whatsapp:+15551230000", "To": "whatsapp:+15559990000", "Body": "hi", "NumMedia": "0"}
+    form.update(overrides)
+    return {k: v for k, v in form.items() if v is not None}
+
+
+def test_a_twilio_form_parses():
+    message = InboundMessage.model_validate(_form(ProfileName="Ana"))
+    assert (message.message_sid, message.from_address, message.body, message.profile_name) == (
+        SID,
+        "whatsapp:+15551230000",
+        "hi",
+        "Ana",
+    )
+
+
+def test_media_urls_are_kept_for_a_message_without_body():
+    message = InboundMessage.model_validate(
+        _form(Body="", NumMedia="2", MediaUrl0="https://m.example/0", MediaUrl1="https://m.example/1")
+    )
+    assert message.media_urls == ("https://m.example/0", "https://m.example/1")
+
+
+@pytest.mark.parametrize(
+    "overrides",
+    [
+        {"MessageSid": None},
+        {"MessageSid": "not-a-sid"},
+        {"AccountSid": "AC123"},
+        {"From": None},
+        {"To": ""},
+        {"Body": "", "NumMedia": "0"},
+        {"NumMedia": "many"},
+        {"Body": "x" * 10_001},
+    ],
+)
+def test_bad_forms_are_refused(overrides):
+    with pytest.raises(ValidationError):
+        InboundMessage.model_validate(_form(**overrides))
+
+
+def test_a_ten_thousand_character_body_is_accepted():
+    assert len(InboundMessage.model_validate(_form(Body="y" * 10_000)).body) == 10_000
