@@ -24,17 +24,13 @@ class Settings(BaseModel):
     auto_create_conversations: bool = Field(False, alias="AUTO_CREATE_CONVERSATIONS")
     # Answered staged messages are kept as bodiless tombstones this long, so that a
     # late Twilio retry of the same MessageSid is still recognised as a duplicate.
-    answered_message_retention_seconds: int = Field(
-        3 * 24 * 3600, alias="ANSWERED_MESSAGE_RETENTION_SECONDS"
-    )
+    answered_message_retention_seconds: int = Field(3 * 24 * 3600, alias="ANSWERED_MESSAGE_RETENTION_SECONDS")
 
     # Secrets Manager names of the deployment's default credentials.
     twilio_secret_name: str = Field("burst-reply/twilio", alias="TWILIO_SECRET_NAME")
     openai_secret_name: str = Field("burst-reply/openai", alias="OPENAI_SECRET_NAME")
     # Other Twilio accounts (tenants) keep their credentials at <prefix><AccountSid>.
-    twilio_account_secret_prefix: str = Field(
-        "burst-reply/twilio/", alias="TWILIO_ACCOUNT_SECRET_PREFIX"
-    )
+    twilio_account_secret_prefix: str = Field("burst-reply/twilio/", alias="TWILIO_ACCOUNT_SECRET_PREFIX")
     secrets_max_age_seconds: int = Field(300, alias="SECRETS_MAX_AGE_SECONDS")
 
     openai_model: str = Field("gpt-5-mini", alias="OPENAI_MODEL")

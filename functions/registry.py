@@ -45,9 +45,7 @@ TASKS = (
         60,
         512,
     ),
-    FunctionDefinition(
-        "SendReply", "functions.handlers.tasks.send_reply", "SendReplyFunctionArn", 60
-    ),
+    FunctionDefinition("SendReply", "functions.handlers.tasks.send_reply", "SendReplyFunctionArn", 60),
     FunctionDefinition(
         "RecordTurns",
         "functions.handlers.tasks.record_turns",
@@ -72,9 +70,7 @@ ALL_FUNCTIONS = (WEBHOOK, *TASKS)
 BY_NAME = {f.logical_id: f for f in ALL_FUNCTIONS}
 
 
-def definition_substitutions(
-    table_names: dict[str, str], function_arns: dict[str, str]
-) -> dict[str, str]:
+def definition_substitutions(table_names: dict[str, str], function_arns: dict[str, str]) -> dict[str, str]:
     """The `${Placeholder}` map of the state machine: table names and task function ARNs,
     keyed by logical id. CDK passes the same map as `definition_substitutions`."""
     values = {t.placeholder: table_names[t.logical_id] for t in ALL_TABLES}

@@ -35,7 +35,9 @@ class Harness:
     def new_user() -> str:
         return f"whatsapp:+1555{secrets.randbelow(10**7):07d}"
 
-    def send(self, user: str, body: str, message_sid: str | None = None, url: str | None = None) -> requests.Response:
+    def send(
+        self, user: str, body: str, message_sid: str | None = None, url: str | None = None
+    ) -> requests.Response:
         """A signed WhatsApp webhook from `user` to our number, over HTTP."""
         config = self.stack.config
         form = inbound_form(body, user, OUR_WHATSAPP, config.twilio_account_sid, message_sid)
@@ -64,7 +66,9 @@ class Harness:
         conversation = store.create_conversation(Channel.WHATSAPP, user, OUR_WHATSAPP, clock.iso(clock.now()))
         for body in bodies:
             form = inbound_form(body, user, OUR_WHATSAPP, self.stack.config.twilio_account_sid)
-            store.stage_message(conversation.conversation_id, InboundMessage.model_validate(form), clock.iso(clock.now()))
+            store.stage_message(
+                conversation.conversation_id, InboundMessage.model_validate(form), clock.iso(clock.now())
+            )
         return conversation.conversation_id
 
     # --- runs ---------------------------------------------------------------------------
@@ -73,17 +77,22 @@ class Harness:
         """Open a window and start its execution, as the webhook does; its ARN."""
         opened = clock.now()
         window_id = new_window_id(opened)
-        assert store.open_window(conversation_id, window_id, clock.iso(opened), int(opened.timestamp()) + 3600)
+        assert store.open_window(
+            conversation_id, window_id, clock.iso(opened), int(opened.timestamp()) + 3600
+        )
         return self.sfn.start_execution(
             stateMachineArn=self.stack.state_machine_arn,
             name=execution_name(conversation_id, window_id),
-            input=json.dumps({"conversation_id": conversation_id, "window_id": window_id, "wait_seconds": wait_seconds}),
+            input=json.dumps(
+                {"conversation_id": conversation_id, "window_id": window_id, "wait_seconds": wait_seconds}
+            ),
         )["executionArn"]
 
     def runs(self, conversation_id: str) -> list[dict[str, Any]]:
         executions = self.sfn.list_executions(stateMachineArn=self.stack.state_machine_arn)["executions"]
         return sorted(
-            (e for e in executions if e["name"].startswith(conversation_id + "-")), key=lambda e: e["startDate"]
+            (e for e in executions if e["name"].startswith(conversation_id + "-")),
+            key=lambda e: e["startDate"],
         )
 
     def wait_for_run(self, execution_arn: str, timeout: float = 60) -> dict[str, Any]:
@@ -103,24 +112,34 @@ class Harness:
             if len(found) >= runs and all(e["status"] != "RUNNING" for e in found):
                 return found
             time.sleep(0.2)
-        raise AssertionError(f"{conversation_id}: wanted {runs} finished runs, have {self.runs(conversation_id)}")
+        raise AssertionError(
+            f"{conversation_id}: wanted {runs} finished runs, have {self.runs(conversation_id)}"
+        )
 
     def history(self, execution_arn: str) -> list[dict[str, Any]]:
         return self.sfn.get_execution_history(executionArn=execution_arn, maxResults=1000)["events"]
 
     def failures_in(self, execution_arn: str) -> list[str]:
         """The error names of the failed task attempts, in order."""
-        return [e["taskFailedEventDetails"]["error"] for e in self.history(execution_arn) if e["type"] == "TaskFailed"]
+        return [
+            e["taskFailedEventDetails"]["error"]
+            for e in self.history(execution_arn)
+            if e["type"] == "TaskFailed"
+        ]
 
     def states_entered(self, execution_arn: str) -> list[str]:
         return [
-            e["stateEnteredEventDetails"]["name"] for e in self.history(execution_arn) if e["type"].endswith("StateEntered")
+            e["stateEnteredEventDetails"]["name"]
+            for e in self.history(execution_arn)
+            if e["type"].endswith("StateEntered")
         ]
 
     # --- the stand-ins --------------------------------------------------------------------
 
     def ai_inputs(self, conversation_id: str) -> list[str]:
-        openai_conversation = self.conversation_item(conversation_id).get("openai_conversation_id", {}).get("S")
+        openai_conversation = (
+            self.conversation_item(conversation_id).get("openai_conversation_id", {}).get("S")
+        )
         return [c["input"] for c in self.stack.openai.calls if c["conversation"] == openai_conversation]
 
     def replies_to(self, user: str) -> list[str]:

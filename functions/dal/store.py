@@ -79,9 +79,11 @@ def put_conversation(item: dict[str, Any]) -> None:
 
 
 def get_conversation(conversation_id: str) -> Conversation | None:
-    item = _table(get_settings().conversations_table).get_item(
-        Key={"conversation_id": conversation_id}, ConsistentRead=True
-    ).get("Item")
+    item = (
+        _table(get_settings().conversations_table)
+        .get_item(Key={"conversation_id": conversation_id}, ConsistentRead=True)
+        .get("Item")
+    )
     return Conversation.model_validate(item) if item else None
 
 
@@ -185,7 +187,9 @@ def pending_messages(conversation_id: str) -> list[dict[str, Any]]:
         query["ExclusiveStartKey"] = response["LastEvaluatedKey"]
 
 
-def mark_messages_answered(conversation_id: str, message_sids: list[str], window_id: str, expires_at: int) -> None:
+def mark_messages_answered(
+    conversation_id: str, message_sids: list[str], window_id: str, expires_at: int
+) -> None:
     """Replace answered messages by bodiless tombstones (idempotent)."""
     with _table(get_settings().staged_messages_table).batch_writer() as batch:
         for sid in message_sids:
@@ -243,9 +247,11 @@ def put_turn(item: dict[str, Any]) -> None:
 
 
 def get_turn(conversation_id: str, turn_id: str) -> dict[str, Any] | None:
-    item = _table(get_settings().turns_table).get_item(
-        Key={"conversation_id": conversation_id, "turn_id": turn_id}, ConsistentRead=True
-    ).get("Item")
+    item = (
+        _table(get_settings().turns_table)
+        .get_item(Key={"conversation_id": conversation_id, "turn_id": turn_id}, ConsistentRead=True)
+        .get("Item")
+    )
     return _from_dynamo(item) if item else None
 
 

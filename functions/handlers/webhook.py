@@ -31,7 +31,9 @@ def sms() -> Response[str]:
 def _receive(channel: Channel) -> Response[str]:
     event = app.current_event
     form = dict(parse_qsl(event.decoded_body or "", keep_blank_values=True))
-    outcome = accept_message(channel, form, public_url(event.raw_event), event.headers.get("X-Twilio-Signature"))
+    outcome = accept_message(
+        channel, form, public_url(event.raw_event), event.headers.get("X-Twilio-Signature")
+    )
     if outcome is Outcome.FORBIDDEN:
         return Response(403, "text/plain", "Forbidden")
     return Response(200, "text/xml", EMPTY_TWIML)

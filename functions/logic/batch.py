@@ -49,7 +49,11 @@ def acquire_processing_lock(ref: BatchRef) -> dict[str, Any]:
     settings = get_settings()
     moment = clock.now()
     if not store.acquire_lock(
-        ref.conversation_id, ref.execution_name, int(moment.timestamp()), settings.lock_lease_seconds, clock.iso(moment)
+        ref.conversation_id,
+        ref.execution_name,
+        int(moment.timestamp()),
+        settings.lock_lease_seconds,
+        clock.iso(moment),
     ):
         _conversation(ref.conversation_id)  # a missing conversation is not contention
         raise ProcessingLockHeld(f"conversation {ref.conversation_id} is being processed by another run")
@@ -149,7 +153,9 @@ def send_reply(ref: BatchRef) -> dict[str, Any]:
     if len(sent) < len(parts):
         client = messaging.client_for(credentials.twilio_credentials(conversation.twilio_credentials_secret))
         for index in range(len(sent), len(parts)):
-            sid = messaging.send_message(client, conversation.our_address, conversation.user_address, parts[index])
+            sid = messaging.send_message(
+                client, conversation.our_address, conversation.user_address, parts[index]
+            )
             store.append_sent_part(ref.conversation_id, ref.assistant_turn_id, index, sid)
             sent.append(sid)
     logger.info("Reply sent", extra={"parts": len(parts), "message_sids": sent})

@@ -51,7 +51,9 @@ def accept_message(channel: Channel, form: dict[str, str], url: str, signature: 
         if not get_settings().auto_create_conversations:
             logger.warning("No conversation for this sender; message not staged")
             return Outcome.UNKNOWN_SENDER
-        conversation = store.create_conversation(channel, message.from_address, message.to_address, received_at)
+        conversation = store.create_conversation(
+            channel, message.from_address, message.to_address, received_at
+        )
     logger.append_keys(conversation_id=conversation.conversation_id)
 
     staged = store.stage_message(conversation.conversation_id, message, received_at)

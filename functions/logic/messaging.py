@@ -19,7 +19,9 @@ RATE_LIMITED = 20429
 @cache
 def _client(account_sid: str, auth_token: str) -> Client:
     settings = get_settings()
-    client = Client(account_sid, auth_token, http_client=TwilioHttpClient(timeout=settings.twilio_timeout_seconds))
+    client = Client(
+        account_sid, auth_token, http_client=TwilioHttpClient(timeout=settings.twilio_timeout_seconds)
+    )
     if settings.twilio_api_base_url:
         client.api.base_url = settings.twilio_api_base_url
     return client

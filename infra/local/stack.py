@@ -192,7 +192,9 @@ class LocalStack:
         c = self.config
         twilio_secret = {"account_sid": c.twilio_account_sid, "auth_token": c.twilio_auth_token}
         secrets.create_secret(Name=settings.twilio_secret_name, SecretString=json.dumps(twilio_secret))
-        secrets.create_secret(Name=settings.openai_secret_name, SecretString=json.dumps({"api_key": c.openai_api_key}))
+        secrets.create_secret(
+            Name=settings.openai_secret_name, SecretString=json.dumps({"api_key": c.openai_api_key})
+        )
         arns = {f.logical_id: f"arn:aws:lambda:{REGION}:{ACCOUNT}:function:{f.logical_id}" for f in TASKS}
         definition = render(definition_substitutions({t.logical_id: t.logical_id for t in ALL_TABLES}, arns))
         self.client("stepfunctions").create_state_machine(
@@ -205,6 +207,7 @@ class LocalStack:
 
 def create_table_request(table: TableDefinition) -> dict[str, Any]:
     """A CreateTable request for the table definition (on-demand capacity)."""
+
     def key_schema(partition: str, sort: str | None) -> list[dict[str, str]]:
         schema = [{"AttributeName": partition, "KeyType": "HASH"}]
         if sort:

@@ -166,7 +166,11 @@ class TwilioStandIn(StandIn):
     """Create and list messages under `/2010-04-01/Accounts/<sid>/Messages.json`."""
 
     rules = [
-        Rule("/2010-04-01/Accounts/<account_sid>/Messages.json", endpoint="messages_api", methods=["GET", "POST"]),
+        Rule(
+            "/2010-04-01/Accounts/<account_sid>/Messages.json",
+            endpoint="messages_api",
+            methods=["GET", "POST"],
+        ),
     ]
 
     def __init__(self) -> None:
@@ -199,10 +203,14 @@ class TwilioStandIn(StandIn):
                 }
             )
         form = request.form
-        self._record({"to": form.get("To"), "from": form.get("From"), "body": form.get("Body"), "at": time.time()})
+        self._record(
+            {"to": form.get("To"), "from": form.get("From"), "body": form.get("Body"), "at": time.time()}
+        )
         fault = self._apply_fault()
         if fault:
-            return _twilio_error(int(fault["status"]), int(fault.get("code") or fault["status"]), "injected fault")
+            return _twilio_error(
+                int(fault["status"]), int(fault.get("code") or fault["status"]), "injected fault"
+            )
         now = format_datetime(datetime.now(UTC))
         message = {
             "sid": "SM" + secrets.token_hex(16),
@@ -234,6 +242,11 @@ def _json(body: Any, status: int = 200) -> Response:
 
 def _twilio_error(status: int, code: int, message: str) -> Response:
     return _json(
-        {"code": code, "message": message, "more_info": f"https://www.twilio.com/docs/errors/{code}", "status": status},
+        {
+            "code": code,
+            "message": message,
+            "more_info": f"https://www.twilio.com/docs/errors/{code}",
+            "status": status,
+        },
         status,
     )

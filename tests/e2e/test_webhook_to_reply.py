@@ -68,7 +68,10 @@ def test_a_forged_signature_is_refused_and_nothing_is_staged(harness):
     forged = post_webhook(harness.stack.whatsapp_url, form, "not-the-auth-token")
     unsigned = post_webhook(harness.stack.whatsapp_url, form, None)
     other_url = post_webhook(
-        harness.stack.whatsapp_url, form, None, signature=sign("https://elsewhere.example/whatsapp", form, config.twilio_auth_token)
+        harness.stack.whatsapp_url,
+        form,
+        None,
+        signature=sign("https://elsewhere.example/whatsapp", form, config.twilio_auth_token),
     )
 
     assert [r.status_code for r in (forged, unsigned, other_url)] == [403, 403, 403]

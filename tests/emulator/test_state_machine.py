@@ -15,7 +15,9 @@ pytestmark = pytest.mark.emulator
 
 def test_happy_path_answers_the_batch_once_and_cleans_up(harness):
     user = harness.new_user()
-    conversation_id = harness.stage_directly(user, ["Hey", "I have a question about my order", "Order #12345"])
+    conversation_id = harness.stage_directly(
+        user, ["Hey", "I have a question about my order", "Order #12345"]
+    )
 
     run = harness.wait_for_run(harness.start_run(conversation_id))
 
@@ -111,7 +113,9 @@ def test_openai_permanent_failure_releases_the_lock_and_keeps_the_messages(harne
     assert "lock_owner" not in harness.conversation_item(conversation_id)
     assert len(store.pending_messages(conversation_id)) == 2  # kept for a later window
     assert harness.replies_to(user) == []
-    windows = harness.dynamodb.get_item(TableName="BatchWindows", Key={"conversation_id": {"S": conversation_id}})
+    windows = harness.dynamodb.get_item(
+        TableName="BatchWindows", Key={"conversation_id": {"S": conversation_id}}
+    )
     assert "Item" not in windows  # closed, so the next message opens a new one
 
 

@@ -8,7 +8,14 @@ SID = "SM" + "a" * 32
 
 
 def _form(**overrides: str) -> dict[str, str]:
-    form = {"MessageSid": SID, "AccountSid": ACCOUNT, "From": "whatsapp:+15551230000", "To": "whatsapp:+15559990000", "Body": "hi", "NumMedia": "0"}
+    form = {
+        "MessageSid": SID,
+        "AccountSid": ACCOUNT,
+        "From": "whatsapp:+15551230000",
+        "To": "whatsapp:+15559990000",
+        "Body": "hi",
+        "NumMedia": "0",
+    }
     form.update(overrides)
     return {k: v for k, v in form.items() if v is not None}
 

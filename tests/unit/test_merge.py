@@ -3,7 +3,9 @@ from functions.models import StagedMessage
 
 
 def _staged(sid: str, at: str, body: str = "", media: list[str] | None = None) -> StagedMessage:
-    return StagedMessage(conversation_id="c", message_sid=sid, received_at=at, body=body, media_urls=media or [])
+    return StagedMessage(
+        conversation_id="c", message_sid=sid, received_at=at, body=body, media_urls=media or []
+    )
 
 
 def test_arrival_order_sorts_by_time_then_sid_and_removes_duplicates():
@@ -34,7 +36,9 @@ def test_merged_body_joins_in_the_given_order_and_lists_media():
         _staged("SM1", "t1", "first"),
         _staged("SM3", "t3", "", ["https://media.example/1.jpg"]),
     ]
-    assert merged_body(messages, ["SM1", "SM2", "SM3"]) == "first\nsecond\n[media] https://media.example/1.jpg"
+    assert (
+        merged_body(messages, ["SM1", "SM2", "SM3"]) == "first\nsecond\n[media] https://media.example/1.jpg"
+    )
 
 
 def test_merged_body_keeps_non_latin_text_and_emoji():

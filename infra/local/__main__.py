@@ -1,0 +1,43 @@
+"""`make local`: the local stack as a long-running service, until SIGINT or SIGTERM.
+
+Honours TWILIO_ACCOUNT_SID, TWILIO_AUTH_TOKEN, OPENAI_API_KEY, BATCH_WINDOW_SECONDS,
+GATEWAY_PORT, AWS_PORT and AUTO_CREATE_CONVERSATIONS. OpenAI and Twilio are local
+stand-ins unless USE_REAL_OPENAI=1 / USE_REAL_TWILIO=1 ask for the real services."""
+
+from __future__ import annotations
+
+import signal
+import sys
+import threading
+
+from infra.local.stack import LocalConfig, LocalStack
+
+
+def main() -> int:
+    config = LocalConfig.from_env()
+    if config.use_real_openai and config.openai_api_key.startswith("local-"):
+        print("USE_REAL_OPENAI=1 needs OPENAI_API_KEY.", file=sys.stderr)
+        return 2
+    if config.use_real_twilio and config.twilio_auth_token.startswith("local-"):
+        print("USE_REAL_TWILIO=1 needs TWILIO_ACCOUNT_SID and TWILIO_AUTH_TOKEN.", file=sys.stderr)
+        return 2
+    stop = threading.Event()
+    for signum in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(signum, lambda *_: stop.set())
+    with LocalStack(config) as stack:
+        print(f"Webhook (WhatsApp): {stack.whatsapp_url}")
+        print(f"Webhook (SMS): {stack.sms_url}")
+        print(f"AWS endpoint: {stack.aws.url}")
+        if stack.twilio_url:
+            print(f"Twilio API: {stack.twilio_url}")
+        if stack.openai_url:
+            print(f"OpenAI API: {stack.openai_url}")
+        print(f"State machine: {stack.state_machine_arn}")
+        print(f"Batch window: {config.batch_window_seconds}s. Ctrl-C to stop.", flush=True)
+        stop.wait()
+    print("Stopped.")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,171 @@
+"""Inspect runs of the batch-window state machine, locally or on AWS (same code; only
+the endpoint differs): list recent runs, and show one as a timeline of its states with
+their durations, retries and errors, beside the conversation's recorded turns.
+
+    python -m infra.runs list [--status FAILED] [--conversation ID] [--limit N]
+    python -m infra.runs show EXECUTION_NAME_OR_ARN [--bodies]
+
+Reads STATE_MACHINE_ARN and TURNS_TABLE; AWS_ENDPOINT_URL points it at the local stack.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+import boto3
+
+
+@dataclass
+class StateSpan:
+    name: str
+    entered: datetime
+    exited: datetime | None = None
+    failed_attempts: list[tuple[str, str]] = field(default_factory=list)  # (error, cause)
+
+    @property
+    def duration_ms(self) -> int | None:
+        return None if self.exited is None else int((self.exited - self.entered).total_seconds() * 1000)
+
+
+def timeline(events: list[dict[str, Any]]) -> list[StateSpan]:
+    """The states a run went through, in order, from its history events."""
+    spans: list[StateSpan] = []
+    for event in sorted(events, key=lambda e: e["id"]):
+        kind = event["type"]
+        if kind.endswith("StateEntered"):
+            spans.append(StateSpan(event["stateEnteredEventDetails"]["name"], event["timestamp"]))
+        elif kind.endswith("StateExited") and spans:
+            spans[-1].exited = event["timestamp"]
+        elif kind in ("TaskFailed", "LambdaFunctionFailed", "TaskTimedOut") and spans:
+            details = next((v for k, v in event.items() if k.endswith("EventDetails")), {})
+            spans[-1].failed_attempts.append(
+                (details.get("error", "?"), _short_cause(details.get("cause", "")))
+            )
+    return spans
+
+
+def _short_cause(cause: str) -> str:
+    """Lambda errors carry a JSON cause with a stack trace; keep its message."""
+    try:
+        parsed = json.loads(cause)
+    except (TypeError, ValueError):
+        return cause[:200]
+    return str(parsed.get("errorMessage", cause))[:200] if isinstance(parsed, dict) else cause[:200]
+
+
+def format_timeline(spans: list[StateSpan]) -> list[str]:
+    if not spans:
+        return ["  (no states yet)"]
+    start = spans[0].entered
+    lines = []
+    for span in spans:
+        offset = (span.entered - start).total_seconds()
+        duration = "running" if span.duration_ms is None else f"{span.duration_ms:>6} ms"
+        lines.append(f"  +{offset:7.2f}s  {span.name:<34} {duration}")
+        for error, cause in span.failed_attempts:
+            lines.append(f"  {'':9}    ↳ attempt failed: {error}: {cause}")
+    return lines
+
+
+class Runs:
+    def __init__(self, state_machine_arn: str, turns_table: str) -> None:
+        self.state_machine_arn = state_machine_arn
+        self.turns_table = turns_table
+        self.sfn = boto3.client("stepfunctions")
+        self.dynamodb = boto3.client("dynamodb")
+
+    def list(
+        self, status: str | None = None, conversation: str | None = None, limit: int = 20
+    ) -> list[dict[str, Any]]:
+        request: dict[str, Any] = {"stateMachineArn": self.state_machine_arn, "maxResults": 1000}
+        if status:
+            request["statusFilter"] = status
+        runs = []
+        for page in self.sfn.get_paginator("list_executions").paginate(**request):
+            runs += [
+                r for r in page["executions"] if not conversation or r["name"].startswith(conversation + "-")
+            ]
+        runs.sort(key=lambda r: r["startDate"], reverse=True)
+        return runs[:limit]
+
+    def arn_of(self, name_or_arn: str) -> str:
+        if name_or_arn.startswith("arn:"):
+            return name_or_arn
+        execution_prefix = self.state_machine_arn.replace(":stateMachine:", ":execution:")
+        return f"{execution_prefix}:{name_or_arn}"
+
+    def show(self, name_or_arn: str, bodies: bool = False) -> list[str]:
+        arn = self.arn_of(name_or_arn)
+        described = self.sfn.describe_execution(executionArn=arn)
+        events: list[dict[str, Any]] = []
+        for page in self.sfn.get_paginator("get_execution_history").paginate(executionArn=arn):
+            events += page["events"]
+        run_input = json.loads(described.get("input") or "{}")
+        lines = [
+            f"Run {described['name']}",
+            f"  status {described['status']}, started {described['startDate']:%Y-%m-%d %H:%M:%S}",
+        ]
+        if described.get("error"):
+            lines.append(f"  error {described['error']}: {_short_cause(described.get('cause', ''))}")
+        lines += ["", "States:", *format_timeline(timeline(events))]
+        conversation_id, window_id = run_input.get("conversation_id"), run_input.get("window_id")
+        if conversation_id and window_id:
+            lines += ["", f"Turns of this window (conversation {conversation_id}):"]
+            lines += self._turns(conversation_id, window_id, bodies)
+        return lines
+
+    def _turns(self, conversation_id: str, window_id: str, bodies: bool) -> list[str]:
+        items = self.dynamodb.query(
+            TableName=self.turns_table,
+            KeyConditionExpression="conversation_id = :c AND begins_with(turn_id, :w)",
+            ExpressionAttributeValues={":c": {"S": conversation_id}, ":w": {"S": window_id + "#"}},
+            ConsistentRead=True,
+        )["Items"]
+        if not items:
+            return ["  (none recorded)"]
+        lines = []
+        for item in items:
+            role, status = item["role"]["S"], item.get("status", {}).get("S", "?")
+            body = item.get("body", {}).get("S", "")
+            sids = [s["S"] for s in item.get("message_sids", {}).get("L", [])]
+            lines.append(f"  {role:<9} {status:<8} {len(body):>5} chars  messages {', '.join(sids) or '-'}")
+            if bodies:
+                lines += [f"      | {line}" for line in body.splitlines()]
+        return lines
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m infra.runs", description=__doc__.split("\n\n")[0])
+    commands = parser.add_subparsers(dest="command", required=True)
+    listing = commands.add_parser("list", help="recent runs, newest first")
+    listing.add_argument("--status", choices=["RUNNING", "SUCCEEDED", "FAILED", "TIMED_OUT", "ABORTED"])
+    listing.add_argument("--conversation")
+    listing.add_argument("--limit", type=int, default=20)
+    showing = commands.add_parser("show", help="one run as a timeline, with its turns")
+    showing.add_argument("execution", help="execution name or ARN")
+    showing.add_argument("--bodies", action="store_true", help="also print message texts (personal data)")
+    args = parser.parse_args(argv)
+
+    state_machine_arn = os.environ.get("STATE_MACHINE_ARN")
+    if not state_machine_arn:
+        print("Set STATE_MACHINE_ARN (the stack output StateMachineArn).", file=sys.stderr)
+        return 2
+    runs = Runs(state_machine_arn, os.environ.get("TURNS_TABLE", "Turns"))
+    if args.command == "list":
+        for run in runs.list(args.status, args.conversation, args.limit):
+            stopped = run.get("stopDate")
+            took = f"{(stopped - run['startDate']).total_seconds():7.1f}s" if stopped else "running"
+            print(f"{run['startDate']:%Y-%m-%d %H:%M:%S}  {run['status']:<9} {took}  {run['name']}")
+    else:
+        print("\n".join(runs.show(args.execution, args.bodies)))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
