@@ -18,6 +18,7 @@ class Settings(BaseModel):
     batch_windows_table: str = Field("BatchWindows", alias="BATCH_WINDOWS_TABLE")
     turns_table: str = Field("Turns", alias="TURNS_TABLE")
     state_machine_arn: str = Field("", alias="STATE_MACHINE_ARN")
+    event_bus_name: str = Field("burst-reply", alias="EVENT_BUS_NAME")
 
     batch_window_seconds: int = Field(10, ge=1, le=3600, alias="BATCH_WINDOW_SECONDS")
     lock_lease_seconds: int = Field(600, ge=30, alias="LOCK_LEASE_SECONDS")

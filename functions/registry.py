@@ -53,6 +53,12 @@ TASKS = (
         30,
     ),
     FunctionDefinition(
+        "AnnounceAnsweredBatch",
+        "functions.handlers.tasks.announce_answered_batch",
+        "AnnounceAnsweredBatchFunctionArn",
+        15,
+    ),
+    FunctionDefinition(
         "CloseBatchWindow",
         "functions.handlers.tasks.close_batch_window",
         "CloseBatchWindowFunctionArn",

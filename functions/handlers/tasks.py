@@ -8,7 +8,7 @@ from aws_lambda_powertools.utilities.typing import LambdaContext
 
 from functions.logic import batch
 from functions.logic.batch import BatchRef
-from functions.observability import logger, tracer
+from functions.observability import logger, metrics, tracer
 
 
 def _ref(event: dict[str, Any]) -> BatchRef:
@@ -19,30 +19,35 @@ def _ref(event: dict[str, Any]) -> BatchRef:
 
 @logger.inject_lambda_context(clear_state=True)
 @tracer.capture_lambda_handler
+@metrics.log_metrics
 def acquire_processing_lock(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
     return batch.acquire_processing_lock(_ref(event))
 
 
 @logger.inject_lambda_context(clear_state=True)
 @tracer.capture_lambda_handler
+@metrics.log_metrics
 def merge_staged_messages(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
     return batch.merge_staged_messages(_ref(event), event["staged_items"])
 
 
 @logger.inject_lambda_context(clear_state=True)
 @tracer.capture_lambda_handler
+@metrics.log_metrics
 def generate_reply(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
     return batch.generate_reply(_ref(event))
 
 
 @logger.inject_lambda_context(clear_state=True)
 @tracer.capture_lambda_handler
+@metrics.log_metrics
 def send_reply(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
     return batch.send_reply(_ref(event))
 
 
 @logger.inject_lambda_context(clear_state=True)
 @tracer.capture_lambda_handler
+@metrics.log_metrics
 def record_turns(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
     reply = event["reply"]
     tokens = {k: int(reply[k]) for k in ("prompt_tokens", "completion_tokens", "total_tokens")}
@@ -57,11 +62,20 @@ def record_turns(event: dict[str, Any], context: LambdaContext) -> dict[str, Any
 
 @logger.inject_lambda_context(clear_state=True)
 @tracer.capture_lambda_handler
+@metrics.log_metrics
 def close_batch_window(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
     return batch.close_batch_window(_ref(event))
 
 
 @logger.inject_lambda_context(clear_state=True)
 @tracer.capture_lambda_handler
+@metrics.log_metrics
 def open_next_window(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
     return batch.open_next_window(_ref(event), event["window"].get("oldest_leftover_at"))
+
+
+@logger.inject_lambda_context(clear_state=True)
+@tracer.capture_lambda_handler
+@metrics.log_metrics
+def announce_answered_batch(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
+    return batch.announce_answered_batch(_ref(event))

@@ -11,7 +11,7 @@ from aws_lambda_powertools.utilities.typing import LambdaContext
 from functions.config import get_settings
 from functions.logic.intake import Outcome, accept_message
 from functions.models import Channel
-from functions.observability import logger, tracer
+from functions.observability import logger, metrics, tracer
 
 app = APIGatewayRestResolver()
 
@@ -58,5 +58,6 @@ def public_url(event: dict[str, Any]) -> str:
 
 @logger.inject_lambda_context(clear_state=True)
 @tracer.capture_lambda_handler
+@metrics.log_metrics
 def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
     return app.resolve(event, context)

@@ -5,6 +5,7 @@ visible in the run history. Errors become AIRetryableError or AIPermanentError."
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from functools import cache
@@ -14,6 +15,7 @@ import openai
 
 from functions.config import get_settings
 from functions.errors import AIPermanentError, AIRetryableError
+from functions.observability import count, milliseconds
 
 T = TypeVar("T")
 
@@ -66,14 +68,21 @@ def generate_reply(
 
 
 def _call(request: Callable[[], T]) -> T:
+    """Make one OpenAI request, timed, with its error classified."""
+    started = time.monotonic()
     try:
         return request()
     except (openai.APITimeoutError, openai.APIConnectionError) as error:
+        count("AIErrors")
         raise AIRetryableError(f"OpenAI unreachable: {type(error).__name__}") from error
     except openai.APIStatusError as error:
+        count("AIErrors")
+        described = f"OpenAI HTTP {error.status_code} {error.code or ''}".strip()
         if is_retryable(error.status_code, getattr(error, "code", None)):
-            raise AIRetryableError(f"OpenAI HTTP {error.status_code} {error.code or ''}".strip()) from error
-        raise AIPermanentError(f"OpenAI HTTP {error.status_code} {error.code or ''}".strip()) from error
+            raise AIRetryableError(described) from error
+        raise AIPermanentError(described) from error
+    finally:
+        milliseconds("AILatency", (time.monotonic() - started) * 1000)
 
 
 def is_retryable(status: int, code: str | None) -> bool:

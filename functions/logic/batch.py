@@ -12,12 +12,12 @@ from pydantic import BaseModel, ConfigDict
 from functions.config import get_settings
 from functions.dal import store
 from functions.errors import ConversationNotFound, ProcessingLockHeld, ProcessingLockLost
-from functions.logic import ai, clock, credentials, messaging
+from functions.logic import ai, clock, credentials, events, messaging
 from functions.logic.merge import arrival_order, merged_body
 from functions.logic.replies import split_reply
 from functions.logic.windows import open_batch_window
 from functions.models import Conversation
-from functions.observability import logger
+from functions.observability import count, logger
 
 
 class BatchRef(BaseModel):
@@ -86,6 +86,7 @@ def merge_staged_messages(ref: BatchRef, staged_items: list[dict[str, Any]]) -> 
         }
     )
     logger.info("Batch merged", extra={"message_count": len(order), "chars": len(body)})
+    count("BatchSize", len(order))
     return {"message_count": len(order), "message_sids": order, "chars": len(body)}
 
 
@@ -205,3 +206,30 @@ def open_next_window(ref: BatchRef, oldest_leftover_at: str | None) -> dict[str,
         waited = (clock.now() - clock.parse(oldest_leftover_at)).total_seconds()
         wait = max(0, min(wait, int(wait - waited)))
     return {"window_id": open_batch_window(ref.conversation_id, wait)}
+
+
+def announce_answered_batch(ref: BatchRef) -> dict[str, Any]:
+    """Publish the answered batch (conversation, merged fragments, reply) for other
+    services. Runs after the lock is released; its failure does not fail the batch."""
+    conversation = _conversation(ref.conversation_id)
+    user_turn = store.get_turn(ref.conversation_id, ref.user_turn_id) or {}
+    assistant_turn = store.get_turn(ref.conversation_id, ref.assistant_turn_id) or {}
+    merged, merged_clipped = events.clip(user_turn.get("body", ""))
+    reply, reply_clipped = events.clip(assistant_turn.get("body", ""))
+    events.publish_batch_answered(
+        {
+            "conversation_id": ref.conversation_id,
+            "channel": conversation.channel.value,
+            "user_address": conversation.user_address,
+            "our_address": conversation.our_address,
+            "window_id": ref.window_id,
+            "execution_name": ref.execution_name,
+            "message_sids": user_turn.get("message_sids", []),
+            "merged_body": merged,
+            "reply_body": reply,
+            "reply_message_sids": assistant_turn.get("message_sids", []),
+            "truncated": merged_clipped or reply_clipped,
+            "total_tokens": assistant_turn.get("total_tokens", 0),
+        }
+    )
+    return {"published": True}

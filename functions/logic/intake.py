@@ -12,7 +12,7 @@ from functions.dal import store
 from functions.logic import clock, credentials
 from functions.logic.windows import open_batch_window
 from functions.models import Channel, InboundMessage
-from functions.observability import logger
+from functions.observability import count, logger
 
 
 class Outcome(StrEnum):
@@ -36,12 +36,14 @@ def signature_is_valid(form: dict[str, str], url: str, signature: str | None) ->
 def accept_message(channel: Channel, form: dict[str, str], url: str, signature: str | None) -> Outcome:
     if not signature_is_valid(form, url, signature):
         logger.warning("Webhook refused: signature not valid", extra={"url": url})
+        count("WebhooksRefused")
         return Outcome.FORBIDDEN
     try:
         message = InboundMessage.model_validate(form)
     except ValidationError as error:
         fields = sorted({".".join(str(p) for p in e["loc"]) for e in error.errors()})
         logger.warning("Webhook malformed, acknowledged and dropped", extra={"invalid_fields": fields})
+        count("WebhooksMalformed")
         return Outcome.MALFORMED
     logger.append_keys(message_sid=message.message_sid)
 
@@ -62,6 +64,8 @@ def accept_message(channel: Channel, form: dict[str, str], url: str, signature: 
     open_batch_window(conversation.conversation_id)
     if not staged:
         logger.info("Duplicate webhook: MessageSid already staged")
+        count("DuplicateWebhooks")
         return Outcome.DUPLICATE
     logger.info("Message staged", extra={"body_chars": len(message.body), "media": len(message.media_urls)})
+    count("MessagesStaged")
     return Outcome.STAGED

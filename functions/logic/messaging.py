@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from functools import cache
 
 import requests
@@ -12,6 +13,7 @@ from twilio.rest import Client
 from functions.config import get_settings
 from functions.errors import TwilioPermanentError, TwilioRetryableError
 from functions.logic.credentials import TwilioCredentials
+from functions.observability import count, milliseconds
 
 RATE_LIMITED = 20429
 
@@ -33,14 +35,19 @@ def client_for(credentials: TwilioCredentials) -> Client:
 
 def send_message(client: Client, from_address: str, to_address: str, body: str) -> str:
     """Send one message; its Twilio SID."""
+    started = time.monotonic()
     try:
         message = client.messages.create(from_=from_address, to=to_address, body=body)
     except TwilioRestException as error:
+        count("TwilioErrors")
         if is_retryable(error.status, error.code):
             raise TwilioRetryableError(f"Twilio HTTP {error.status} code {error.code}") from error
         raise TwilioPermanentError(f"Twilio HTTP {error.status} code {error.code}") from error
     except requests.RequestException as error:
+        count("TwilioErrors")
         raise TwilioRetryableError(f"Twilio unreachable: {type(error).__name__}") from error
+    finally:
+        milliseconds("TwilioLatency", (time.monotonic() - started) * 1000)
     return str(message.sid)
 
 

@@ -15,7 +15,7 @@ import boto3
 from functions.config import get_settings
 from functions.dal import store
 from functions.logic import clock
-from functions.observability import logger
+from functions.observability import count, logger
 
 _NAME_UNSAFE = re.compile(r"[^A-Za-z0-9_-]")
 _MAX_EXECUTION_NAME = 80
@@ -72,4 +72,5 @@ def open_batch_window(conversation_id: str, wait_seconds: int | None = None) -> 
         store.close_window(conversation_id, window_id)
         raise
     logger.info("Batch window opened", extra={"execution_name": name, "wait_seconds": wait})
+    count("WindowsOpened")
     return window_id

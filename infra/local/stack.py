@@ -168,6 +168,9 @@ class LocalStack:
             "BATCH_WINDOW_SECONDS": str(c.batch_window_seconds),
             "AUTO_CREATE_CONVERSATIONS": "true" if c.auto_create_conversations else "false",
             "POWERTOOLS_TRACE_DISABLED": "true",
+            "POWERTOOLS_METRICS_NAMESPACE": "BurstReply",
+            # EMF metrics are CloudWatch's; locally they would only clutter the output.
+            "POWERTOOLS_METRICS_DISABLED": os.environ.get("POWERTOOLS_METRICS_DISABLED", "true"),
             "POWERTOOLS_SERVICE_NAME": "burst-reply",
         }
         env.update({t.env_var: t.logical_id for t in ALL_TABLES})
@@ -195,6 +198,7 @@ class LocalStack:
         secrets.create_secret(
             Name=settings.openai_secret_name, SecretString=json.dumps({"api_key": c.openai_api_key})
         )
+        self.client("events").create_event_bus(Name=settings.event_bus_name)
         arns = {f.logical_id: f"arn:aws:lambda:{REGION}:{ACCOUNT}:function:{f.logical_id}" for f in TASKS}
         definition = render(definition_substitutions({t.logical_id: t.logical_id for t in ALL_TABLES}, arns))
         self.client("stepfunctions").create_state_machine(

@@ -3,6 +3,7 @@ interpreter. Runs are started by hand on staged messages, with no batch wait."""
 
 from __future__ import annotations
 
+import json
 import threading
 import time
 
@@ -33,6 +34,7 @@ def test_happy_path_answers_the_batch_once_and_cleans_up(harness):
         "Generate Reply",
         "Send Reply",
         "Record Turns And Release Lock",
+        "Announce Answered Batch",
         "Close Batch Window",
         "Messages Arrived Meanwhile?",
         "Batch Done",
@@ -164,3 +166,26 @@ def test_a_message_staged_during_processing_gets_the_next_window(harness):
     assert [r["status"] for r in runs] == ["SUCCEEDED", "SUCCEEDED"]
     assert harness.ai_inputs(conversation_id) == ["before", "during"]
     assert store.pending_messages(conversation_id) == []
+
+
+def test_an_answered_batch_is_announced_on_the_event_bus(harness):
+    sqs, events = harness.stack.client("sqs"), harness.stack.client("events")
+    queue_url = sqs.create_queue(QueueName="answered-batches")["QueueUrl"]
+    queue_arn = sqs.get_queue_attributes(QueueUrl=queue_url, AttributeNames=["QueueArn"])["Attributes"]["QueueArn"]
+    events.put_rule(
+        Name="answered", EventBusName="burst-reply", EventPattern=json.dumps({"detail-type": ["batch.answered"]})
+    )
+    events.put_targets(Rule="answered", EventBusName="burst-reply", Targets=[{"Id": "queue", "Arn": queue_arn}])
+    user = harness.new_user()
+    conversation_id = harness.stage_directly(user, ["where is", "my parcel"])
+
+    run = harness.wait_for_run(harness.start_run(conversation_id))
+
+    assert run["status"] == "SUCCEEDED"
+    received = sqs.receive_message(QueueUrl=queue_url, MaxNumberOfMessages=10, WaitTimeSeconds=2)["Messages"]
+    details = [json.loads(m["Body"])["detail"] for m in received]
+    detail = next(d for d in details if d["conversation_id"] == conversation_id)
+    assert detail["merged_body"] == "where is\nmy parcel"
+    assert detail["reply_body"] == "You said: where is\nmy parcel"
+    assert len(detail["message_sids"]) == 2 and len(detail["reply_message_sids"]) == 1
+    assert detail["user_address"] == user and detail["truncated"] is False
