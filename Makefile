@@ -3,8 +3,12 @@ PYTHON ?= python3
 VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
+CDK    := npx --no-install cdk
 
-.PHONY: install test unit demo local lint format clean
+# jsii (under aws-cdk-lib) warns at length that Node 20 is past its end of life; synth works.
+export JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION := 20
+
+.PHONY: install test unit demo local runs lint format clean build synth deploy destroy
 
 install: $(STAMP)
 
@@ -30,6 +34,29 @@ demo: install
 local: install
 	$(BIN)/python -m infra.local
 
+## Inspect runs: make runs ARGS="list --status FAILED" or ARGS="show <execution name>".
+runs: install
+	$(BIN)/python -m infra.runs $(or $(ARGS),list)
+
+## Lambda assets in build/lambda: our code, and the dependencies for arm64 (pip, no Docker).
+build: install
+	$(BIN)/python -m infra.build_lambda
+
+## The CloudFormation template in cdk.out (offline; no AWS account needed).
+synth: build
+	$(BIN)/python -m infra.app
+	@echo "Template: cdk.out/BurstReply.template.json"
+
+node_modules/.package-lock.json: package.json package-lock.json
+	npm ci --no-audit --no-fund
+
+## Deploy to the AWS account and region of your credentials (the pinned CDK CLI).
+deploy: build node_modules/.package-lock.json
+	$(CDK) deploy --require-approval broadening
+
+destroy: node_modules/.package-lock.json
+	$(CDK) destroy
+
 lint: install
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
@@ -40,4 +67,4 @@ format: install
 	$(BIN)/ruff format .
 
 clean:
-	rm -rf $(VENV) .pytest_cache .ruff_cache .mypy_cache cdk.out
+	rm -rf $(VENV) .pytest_cache .ruff_cache .mypy_cache cdk.out build node_modules

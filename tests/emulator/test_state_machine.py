@@ -171,11 +171,17 @@ def test_a_message_staged_during_processing_gets_the_next_window(harness):
 def test_an_answered_batch_is_announced_on_the_event_bus(harness):
     sqs, events = harness.stack.client("sqs"), harness.stack.client("events")
     queue_url = sqs.create_queue(QueueName="answered-batches")["QueueUrl"]
-    queue_arn = sqs.get_queue_attributes(QueueUrl=queue_url, AttributeNames=["QueueArn"])["Attributes"]["QueueArn"]
+    queue_arn = sqs.get_queue_attributes(QueueUrl=queue_url, AttributeNames=["QueueArn"])["Attributes"][
+        "QueueArn"
+    ]
     events.put_rule(
-        Name="answered", EventBusName="burst-reply", EventPattern=json.dumps({"detail-type": ["batch.answered"]})
+        Name="answered",
+        EventBusName="burst-reply",
+        EventPattern=json.dumps({"detail-type": ["batch.answered"]}),
     )
-    events.put_targets(Rule="answered", EventBusName="burst-reply", Targets=[{"Id": "queue", "Arn": queue_arn}])
+    events.put_targets(
+        Rule="answered", EventBusName="burst-reply", Targets=[{"Id": "queue", "Arn": queue_arn}]
+    )
     user = harness.new_user()
     conversation_id = harness.stage_directly(user, ["where is", "my parcel"])
 

@@ -1,0 +1,287 @@
+"""The synthesized CloudFormation template: resources, least privilege, cdk-nag and
+cfn-lint clean, and no drift from the local stack (same ASL file, same tables)."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+from aws_cdk.assertions import Annotations, Match, Template
+from cfnlint.api import ManualArgs, lint
+
+from functions.dal.tables import ALL_TABLES
+from functions.registry import ALL_FUNCTIONS, TASKS
+from infra.app import build_app
+from infra.local.stack import create_table_request
+from infra.statemachine import DEFINITION_FILE, placeholders
+
+pytestmark = pytest.mark.infra
+
+
+@pytest.fixture(scope="module")
+def synthesized(tmp_path_factory) -> tuple[Any, dict[str, Any]]:
+    root = tmp_path_factory.mktemp("assets")
+    (root / "code" / "functions").mkdir(parents=True)
+    (root / "code" / "functions" / "__init__.py").write_text("")
+    (root / "dependencies" / "python").mkdir(parents=True)
+    app, stack = build_app(root / "code", root / "dependencies", outdir=str(root / "cdk.out"))
+    template = Template.from_stack(stack)
+    return stack, template.to_json(), root / "cdk.out"
+
+
+@pytest.fixture(scope="module")
+def template(synthesized) -> Template:
+    return Template.from_json(synthesized[1])
+
+
+def resources(template_json: dict[str, Any], kind: str) -> dict[str, dict[str, Any]]:
+    return {k: v for k, v in template_json["Resources"].items() if v["Type"] == kind}
+
+
+def logical_id_of(template_json: dict[str, Any], kind: str, path_part: str) -> str:
+    matches = [
+        k
+        for k, v in resources(template_json, kind).items()
+        if path_part in v.get("Metadata", {}).get("aws:cdk:path", "")
+    ]
+    assert len(matches) == 1, (kind, path_part, matches)
+    return matches[0]
+
+
+# --- resources ----------------------------------------------------------------------------
+
+
+def test_tables_are_on_demand_encrypted_with_point_in_time_recovery(template):
+    template.resource_count_is("AWS::DynamoDB::Table", len(ALL_TABLES))
+    template.all_resources_properties(
+        "AWS::DynamoDB::Table",
+        {
+            "BillingMode": "PAY_PER_REQUEST",
+            "SSESpecification": {"SSEEnabled": True},
+            "PointInTimeRecoverySpecification": {"PointInTimeRecoveryEnabled": True},
+        },
+    )
+    for table in ALL_TABLES:
+        if table.ttl_attribute:
+            template.has_resource_properties(
+                "AWS::DynamoDB::Table",
+                {
+                    "KeySchema": Match.array_with(
+                        [{"AttributeName": table.partition_key, "KeyType": "HASH"}]
+                    ),
+                    "TimeToLiveSpecification": {"AttributeName": table.ttl_attribute, "Enabled": True},
+                },
+            )
+
+
+def test_functions_are_arm64_current_python_traced_and_match_the_registry(synthesized, template):
+    stack_json = synthesized[1]
+    functions = {
+        k: v
+        for k, v in resources(stack_json, "AWS::Lambda::Function").items()
+        if "Functions/" in v["Metadata"]["aws:cdk:path"]
+    }
+    assert sorted(v["Properties"]["Handler"] for v in functions.values()) == sorted(
+        f.handler for f in ALL_FUNCTIONS
+    )
+    for function in functions.values():
+        properties = function["Properties"]
+        assert properties["Architectures"] == ["arm64"]
+        assert properties["Runtime"] == "python3.14"
+        assert properties["TracingConfig"] == {"Mode": "Active"}
+        assert properties["LoggingConfig"]["LogFormat"] == "JSON"
+        assert len(properties["Layers"]) == 1
+        environment = properties["Environment"]["Variables"]
+        assert "POWERTOOLS_SERVICE_NAME" in environment
+        assert not any(
+            k in environment for k in ("TWILIO_AUTH_TOKEN", "OPENAI_API_KEY")
+        )  # secrets by name only
+
+
+def test_the_api_has_the_two_webhooks_throttled_and_access_logged(template):
+    template.has_resource_properties("AWS::ApiGateway::Resource", {"PathPart": "whatsapp"})
+    template.has_resource_properties("AWS::ApiGateway::Resource", {"PathPart": "sms"})
+    template.resource_properties_count_is("AWS::ApiGateway::Method", {"HttpMethod": "POST"}, 2)
+    template.has_resource_properties(
+        "AWS::ApiGateway::Stage",
+        {
+            "StageName": "prod",
+            "TracingEnabled": True,
+            "AccessLogSetting": Match.object_like({"DestinationArn": Match.any_value()}),
+            "MethodSettings": Match.array_with(
+                [
+                    Match.object_like(
+                        {"ThrottlingRateLimit": 50, "ThrottlingBurstLimit": 100, "DataTraceEnabled": False}
+                    )
+                ]
+            ),
+        },
+    )
+
+
+def test_the_state_machine_is_standard_traced_and_logged(template):
+    template.has_resource_properties(
+        "AWS::StepFunctions::StateMachine",
+        {
+            "StateMachineType": "STANDARD",
+            "TracingConfiguration": {"Enabled": True},
+            "LoggingConfiguration": Match.object_like({"Level": "ALL", "IncludeExecutionData": False}),
+        },
+    )
+
+
+def test_secrets_alarms_bus_and_outputs_exist(template):
+    template.resource_count_is("AWS::SecretsManager::Secret", 2)
+    template.resource_count_is("AWS::Events::EventBus", 1)
+    template.resource_count_is("AWS::CloudWatch::Alarm", 4)
+    for name in ("FailedRuns", "ThrottledRuns", "FunctionThrottles", "Webhook5xx"):
+        assert any(name in k for k in template.find_resources("AWS::CloudWatch::Alarm"))
+    outputs = template.to_json()["Outputs"]
+    for output in (
+        "WhatsAppWebhookUrl",
+        "SmsWebhookUrl",
+        "StateMachineArn",
+        "TwilioSecretName",
+        "OpenAISecretName",
+    ):
+        assert output in outputs
+
+
+# --- least privilege ----------------------------------------------------------------------
+
+
+def _statements(stack_json: dict[str, Any], role_path: str) -> list[dict[str, Any]]:
+    statements = []
+    for policy in resources(stack_json, "AWS::IAM::Policy").values():
+        if role_path in policy["Metadata"]["aws:cdk:path"]:
+            statements += policy["Properties"]["PolicyDocument"]["Statement"]
+    return statements
+
+
+def _actions(statements: list[dict[str, Any]]) -> set[str]:
+    actions: set[str] = set()
+    for statement in statements:
+        value = statement["Action"]
+        actions |= {value} if isinstance(value, str) else set(value)
+    return actions
+
+
+XRAY = {"xray:PutTraceSegments", "xray:PutTelemetryRecords"}
+SECRETS = {"secretsmanager:GetSecretValue", "secretsmanager:DescribeSecret"}
+
+EXPECTED_ACTIONS = {
+    "Webhook": {
+        "dynamodb:Query",
+        "dynamodb:GetItem",
+        "dynamodb:PutItem",
+        "dynamodb:DeleteItem",
+        "states:StartExecution",
+    }
+    | SECRETS,
+    "AcquireProcessingLock": {"dynamodb:UpdateItem", "dynamodb:GetItem"},
+    "MergeStagedMessages": {"dynamodb:BatchGetItem", "dynamodb:PutItem"},
+    "GenerateReply": {"dynamodb:GetItem", "dynamodb:UpdateItem", "dynamodb:PutItem"} | SECRETS,
+    "SendReply": {"dynamodb:GetItem", "dynamodb:UpdateItem"} | SECRETS,
+    "RecordTurns": {"dynamodb:BatchWriteItem", "dynamodb:PutItem", "dynamodb:UpdateItem", "dynamodb:GetItem"},
+    "AnnounceAnsweredBatch": {"dynamodb:GetItem", "events:PutEvents"},
+    "CloseBatchWindow": {"dynamodb:DeleteItem", "dynamodb:Query"},
+    "OpenNextWindow": {"dynamodb:PutItem", "dynamodb:DeleteItem", "states:StartExecution"},
+}
+
+
+@pytest.mark.parametrize("function", sorted(EXPECTED_ACTIONS))
+def test_each_function_may_do_only_what_it_does(synthesized, function):
+    statements = _statements(synthesized[1], f"/Functions/{function}/")
+    assert _actions(statements) - XRAY == EXPECTED_ACTIONS[function]
+    for statement in statements:
+        if statement["Resource"] == "*":
+            assert set(statement["Action"]) <= XRAY, statement
+
+
+def test_the_state_machine_may_invoke_its_tasks_and_nothing_else(synthesized):
+    stack_json = synthesized[1]
+    statements = _statements(stack_json, "/Workflow/BatchWindow/Role/")
+    assert _actions(statements) - XRAY - {"xray:GetSamplingRules", "xray:GetSamplingTargets"} - {
+        "logs:CreateLogDelivery",
+        "logs:GetLogDelivery",
+        "logs:UpdateLogDelivery",
+        "logs:DeleteLogDelivery",
+        "logs:ListLogDeliveries",
+        "logs:PutResourcePolicy",
+        "logs:DescribeResourcePolicies",
+        "logs:DescribeLogGroups",
+    } == {"lambda:InvokeFunction", "dynamodb:Query", "dynamodb:UpdateItem", "dynamodb:DeleteItem"}
+    invoked = json.dumps([s["Resource"] for s in statements if s["Action"] == "lambda:InvokeFunction"])
+    for task in TASKS:
+        assert logical_id_of(stack_json, "AWS::Lambda::Function", f"/Functions/{task.logical_id}/") in invoked
+    for statement in statements:
+        if statement["Action"] in ("dynamodb:Query", "dynamodb:UpdateItem", "dynamodb:DeleteItem"):
+            assert statement["Resource"] != "*"
+
+
+# --- checks -------------------------------------------------------------------------------
+
+
+def test_cdk_nag_aws_solutions_finds_nothing_unsuppressed(synthesized):
+    stack = synthesized[0]
+    errors = Annotations.from_stack(stack).find_error("*", Match.string_like_regexp("AwsSolutions-.*"))
+    warnings = Annotations.from_stack(stack).find_warning("*", Match.string_like_regexp("AwsSolutions-.*"))
+    assert [e.entry.data for e in errors + warnings] == []
+
+
+def test_every_suppression_gives_its_reason(synthesized):
+    for resource in synthesized[1]["Resources"].values():
+        for rule in resource.get("Metadata", {}).get("cdk_nag", {}).get("rules_to_suppress", []):
+            assert len(rule["reason"]) >= 20, rule
+
+
+def test_cfn_lint_finds_nothing(synthesized):
+    # W3005 (a DependsOn also implied by a GetAtt) is how CDK orders a function after its
+    # role's policy; it is harmless and not ours to change.
+    config = ManualArgs(regions=["us-east-1"], ignore_checks=["W3005"])
+    matches = lint(json.dumps(synthesized[1]), config=config)
+    assert [str(m) for m in matches] == []
+
+
+# --- no drift -----------------------------------------------------------------------------
+
+
+def test_the_deployed_state_machine_is_the_asl_file_with_its_substitutions(synthesized):
+    stack_json = synthesized[1]
+    (machine,) = resources(stack_json, "AWS::StepFunctions::StateMachine").values()
+    properties = machine["Properties"]
+    # CDK uploads the file as an asset: cdk.out/asset.<key>
+    uploaded = synthesized[2] / f"asset.{properties['DefinitionS3Location']['Key']}"
+    assert uploaded.read_text() == DEFINITION_FILE.read_text()
+    substitutions = properties["DefinitionSubstitutions"]
+    assert set(substitutions) == placeholders()
+    for table in ALL_TABLES:
+        if table.placeholder not in substitutions:
+            continue  # a table the definition does not name
+        assert substitutions[table.placeholder] == {
+            "Ref": logical_id_of(stack_json, "AWS::DynamoDB::Table", f"/Tables/{table.logical_id}/")
+        }
+    for task in TASKS:
+        function_id = logical_id_of(stack_json, "AWS::Lambda::Function", f"/Functions/{task.logical_id}/")
+        assert substitutions[task.placeholder] == {"Fn::GetAtt": [function_id, "Arn"]}
+
+
+@pytest.mark.parametrize("table", ALL_TABLES, ids=lambda t: t.logical_id)
+def test_the_local_tables_match_the_deployed_ones(synthesized, table):
+    stack_json = synthesized[1]
+    deployed = stack_json["Resources"][
+        logical_id_of(stack_json, "AWS::DynamoDB::Table", f"/Tables/{table.logical_id}/")
+    ]
+    properties = deployed["Properties"]
+    local = create_table_request(table)
+    assert properties["KeySchema"] == local["KeySchema"]
+    assert sorted(properties["AttributeDefinitions"], key=str) == sorted(
+        local["AttributeDefinitions"], key=str
+    )
+    deployed_indexes = [
+        {"IndexName": i["IndexName"], "KeySchema": i["KeySchema"], "Projection": i["Projection"]}
+        for i in properties.get("GlobalSecondaryIndexes", [])
+    ]
+    assert deployed_indexes == local.get("GlobalSecondaryIndexes", [])
+    assert properties["BillingMode"] == local["BillingMode"]
