@@ -27,6 +27,21 @@ class Settings(BaseModel):
     # late Twilio retry of the same MessageSid is still recognised as a duplicate.
     answered_message_retention_seconds: int = Field(3 * 24 * 3600, alias="ANSWERED_MESSAGE_RETENTION_SECONDS")
 
+    # A batch whose run failed this many times is set aside (dead-lettered), not retried.
+    max_batch_attempts: int = Field(3, ge=1, alias="MAX_BATCH_ATTEMPTS")
+    # The reconciler opens a window for messages pending longer than this with none open.
+    reconcile_after_seconds: int = Field(120, ge=10, alias="RECONCILE_AFTER_SECONDS")
+
+    # What the user is told, when set (empty: nothing is sent).
+    fallback_reply: str = Field(
+        "Sorry, I can't answer right now. Please try again later.", alias="FALLBACK_REPLY"
+    )
+    unknown_sender_reply: str = Field("", alias="UNKNOWN_SENDER_REPLY")
+    inactive_project_reply: str = Field("", alias="INACTIVE_PROJECT_REPLY")
+    channel_not_allowed_reply: str = Field("", alias="CHANNEL_NOT_ALLOWED_REPLY")
+    # WhatsApp template (Content SID) sent when the 24-hour window has closed (63016).
+    whatsapp_template_content_sid: str = Field("", alias="WHATSAPP_TEMPLATE_CONTENT_SID")
+
     # Secrets Manager names of the deployment's default credentials.
     twilio_secret_name: str = Field("burst-reply/twilio", alias="TWILIO_SECRET_NAME")
     openai_secret_name: str = Field("burst-reply/openai", alias="OPENAI_SECRET_NAME")

@@ -32,3 +32,7 @@ class TwilioRetryableError(Exception):
 
 class TwilioPermanentError(Exception):
     """Twilio refused the message (unsubscribed, blocked, bad number, window closed...)."""
+
+    def __init__(self, message: str, code: int | None = None) -> None:
+        super().__init__(message)
+        self.code = code

@@ -75,6 +75,10 @@ class Conversation(BaseModel):
     openai_api_key_secret: str | None = None
     ai_model: str | None = None
     ai_instructions: str | None = None
+    # The seeds' conversation rules: a project that is not active, or a channel the
+    # conversation is not allowed on, is answered with a configured reply, not staged.
+    project_status: str = "active"
+    allowed_channels: list[Channel] | None = None  # None: every channel
 
 
 class StagedMessage(BaseModel):

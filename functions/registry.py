@@ -65,6 +65,12 @@ TASKS = (
         30,
     ),
     FunctionDefinition(
+        "RecordFailedBatch",
+        "functions.handlers.tasks.record_failed_batch",
+        "RecordFailedBatchFunctionArn",
+        30,
+    ),
+    FunctionDefinition(
         "OpenNextWindow",
         "functions.handlers.tasks.open_next_window",
         "OpenNextWindowFunctionArn",

@@ -95,6 +95,17 @@ def set_openai_conversation(conversation_id: str, openai_conversation_id: str) -
     )
 
 
+def record_delivery_failure(conversation_id: str, code: int | None, at: str) -> None:
+    """Remember on the conversation that a reply could not be delivered (and why)."""
+    _table(get_settings().conversations_table).update_item(
+        Key={"conversation_id": conversation_id},
+        UpdateExpression=(
+            "SET last_delivery_error = :code, last_delivery_error_at = :at ADD delivery_failures :one"
+        ),
+        ExpressionAttributeValues={":code": code if code is not None else 0, ":at": at, ":one": 1},
+    )
+
+
 # --- processing lock -----------------------------------------------------------------
 
 
@@ -134,6 +145,7 @@ def stage_message(conversation_id: str, message: InboundMessage, received_at: st
         "conversation_id": conversation_id,
         "message_sid": message.message_sid,
         "received_at": received_at,
+        "pending_since": received_at,
         "body": message.body,
         "from_address": message.from_address,
     }
@@ -174,8 +186,8 @@ def pending_messages(conversation_id: str) -> list[dict[str, Any]]:
     table = _table(get_settings().staged_messages_table)
     query: dict[str, Any] = {
         "KeyConditionExpression": Key("conversation_id").eq(conversation_id),
-        "FilterExpression": Attr("answered_in").not_exists(),
-        "ProjectionExpression": "message_sid, received_at",
+        "FilterExpression": Attr("answered_in").not_exists() & Attr("failed_in").not_exists(),
+        "ProjectionExpression": "message_sid, received_at, attempts",
         "ConsistentRead": True,
     }
     items: list[dict[str, Any]] = []
@@ -185,6 +197,57 @@ def pending_messages(conversation_id: str) -> list[dict[str, Any]]:
         if "LastEvaluatedKey" not in response:
             return items
         query["ExclusiveStartKey"] = response["LastEvaluatedKey"]
+
+
+def count_failed_attempt(conversation_id: str, message_sids: list[str]) -> int:
+    """Add one failed attempt to each pending message; the highest count among them."""
+    table = _table(get_settings().staged_messages_table)
+    highest = 0
+    for sid in message_sids:
+        try:
+            item = table.update_item(
+                Key={"conversation_id": conversation_id, "message_sid": sid},
+                UpdateExpression="ADD attempts :one",
+                ConditionExpression=Attr("pending_since").exists(),
+                ExpressionAttributeValues={":one": 1},
+                ReturnValues="UPDATED_NEW",
+            )["Attributes"]
+        except ClientError as error:
+            if _conditional_check_failed(error):
+                continue  # answered or failed meanwhile
+            raise
+        highest = max(highest, int(item["attempts"]))
+    return highest
+
+
+def mark_messages_failed(conversation_id: str, message_sids: list[str], window_id: str, reason: str) -> None:
+    """Set messages aside: kept with their bodies, no longer pending, not retried."""
+    table = _table(get_settings().staged_messages_table)
+    for sid in message_sids:
+        try:
+            table.update_item(
+                Key={"conversation_id": conversation_id, "message_sid": sid},
+                UpdateExpression="SET failed_in = :w, failure = :r REMOVE pending_since",
+                ConditionExpression=Attr("pending_since").exists(),
+                ExpressionAttributeValues={":w": window_id, ":r": reason},
+            )
+        except ClientError as error:
+            if not _conditional_check_failed(error):
+                raise
+
+
+def scan_pending_messages() -> list[dict[str, Any]]:
+    """Every pending message of every conversation (keys and pending_since), from the
+    sparse `pending` index: its size is the backlog, not the history."""
+    table = _table(get_settings().staged_messages_table)
+    request: dict[str, Any] = {"IndexName": "pending"}
+    items: list[dict[str, Any]] = []
+    while True:
+        response = table.scan(**request)
+        items += response["Items"]
+        if "LastEvaluatedKey" not in response:
+            return items
+        request["ExclusiveStartKey"] = response["LastEvaluatedKey"]
 
 
 def mark_messages_answered(
@@ -206,7 +269,9 @@ def mark_messages_answered(
 # --- batch windows -------------------------------------------------------------------
 
 
-def open_window(conversation_id: str, window_id: str, opened_at: str, expires_at: int) -> bool:
+def open_window(
+    conversation_id: str, window_id: str, opened_at: str, expires_at: int, execution_name: str = ""
+) -> bool:
     """Open the conversation's batch window unless one is open. True for the one winner."""
     try:
         _table(get_settings().batch_windows_table).put_item(
@@ -215,6 +280,7 @@ def open_window(conversation_id: str, window_id: str, opened_at: str, expires_at
                 "window_id": window_id,
                 "opened_at": opened_at,
                 "expires_at": expires_at,
+                "execution_name": execution_name,
             },
             ConditionExpression=Attr("conversation_id").not_exists(),
         )
@@ -223,6 +289,28 @@ def open_window(conversation_id: str, window_id: str, opened_at: str, expires_at
             return False
         raise
     return True
+
+
+def get_window(conversation_id: str) -> dict[str, Any] | None:
+    item = (
+        _table(get_settings().batch_windows_table)
+        .get_item(Key={"conversation_id": conversation_id}, ConsistentRead=True)
+        .get("Item")
+    )
+    return _from_dynamo(item) if item else None
+
+
+def scan_windows() -> list[dict[str, Any]]:
+    """The open windows (the table holds nothing else)."""
+    table = _table(get_settings().batch_windows_table)
+    request: dict[str, Any] = {}
+    items: list[dict[str, Any]] = []
+    while True:
+        response = table.scan(**request)
+        items += [_from_dynamo(i) for i in response["Items"]]
+        if "LastEvaluatedKey" not in response:
+            return items
+        request["ExclusiveStartKey"] = response["LastEvaluatedKey"]
 
 
 def close_window(conversation_id: str, window_id: str) -> bool:
@@ -259,6 +347,19 @@ def list_turns(conversation_id: str) -> list[dict[str, Any]]:
     table = _table(get_settings().turns_table)
     response = table.query(KeyConditionExpression=Key("conversation_id").eq(conversation_id))
     return [_from_dynamo(i) for i in response["Items"]]
+
+
+def mark_turn_failed(conversation_id: str, turn_id: str, fields: dict[str, Any]) -> None:
+    """Record a batch as failed on its user turn, creating the turn if the run failed
+    before merging."""
+    values = {f":{k}": v for k, v in _to_dynamo(fields).items()}
+    assignments = ", ".join(f"#{k} = :{k}" for k in fields)
+    _table(get_settings().turns_table).update_item(
+        Key={"conversation_id": conversation_id, "turn_id": turn_id},
+        UpdateExpression=f"SET {assignments}",
+        ExpressionAttributeNames={f"#{k}": k for k in fields},
+        ExpressionAttributeValues=values,
+    )
 
 
 def append_sent_part(conversation_id: str, turn_id: str, part_index: int, message_sid: str) -> None:

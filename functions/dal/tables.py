@@ -41,6 +41,8 @@ CONVERSATIONS = TableDefinition(
 
 # Every accepted message, until its batch is answered; then a bodiless tombstone kept
 # (with a TTL) so that a replayed MessageSid stays a duplicate.
+# A pending message also carries `pending_since`, which puts it in the sparse `pending`
+# index that the reconciler scans; answered and failed messages leave that index.
 STAGED_MESSAGES = TableDefinition(
     logical_id="StagedMessages",
     env_var="STAGED_MESSAGES_TABLE",
@@ -48,6 +50,7 @@ STAGED_MESSAGES = TableDefinition(
     partition_key="conversation_id",
     sort_key="message_sid",
     ttl_attribute="expires_at",
+    indexes=(Index("pending", "conversation_id", "pending_since"),),
 )
 
 # At most one open batch window per conversation; the conditional put that creates it

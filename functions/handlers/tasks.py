@@ -79,3 +79,12 @@ def open_next_window(event: dict[str, Any], context: LambdaContext) -> dict[str,
 @metrics.log_metrics
 def announce_answered_batch(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
     return batch.announce_answered_batch(_ref(event))
+
+
+@logger.inject_lambda_context(clear_state=True)
+@tracer.capture_lambda_handler
+@metrics.log_metrics
+def record_failed_batch(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
+    run = event.get("run") or {}
+    message_sids = (run.get("batch") or {}).get("message_sids") or []
+    return batch.record_failed_batch(_ref(event), run.get("error") or {}, message_sids)

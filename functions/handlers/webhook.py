@@ -16,6 +16,7 @@ from functions.observability import logger, metrics, tracer
 app = APIGatewayRestResolver()
 
 EMPTY_TWIML = '<?xml version="1.0" encoding="UTF-8"?><Response/>'
+FORM = "application/x-www-form-urlencoded"
 
 
 @app.post("/whatsapp")

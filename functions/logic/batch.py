@@ -5,13 +5,18 @@ machine and its history); texts are loaded and stored here, never passed along."
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict
 
 from functions.config import get_settings
 from functions.dal import store
-from functions.errors import ConversationNotFound, ProcessingLockHeld, ProcessingLockLost
+from functions.errors import (
+    ConversationNotFound,
+    ProcessingLockHeld,
+    ProcessingLockLost,
+)
 from functions.logic import ai, clock, credentials, events, messaging
 from functions.logic.merge import arrival_order, merged_body
 from functions.logic.replies import split_reply
@@ -233,3 +238,73 @@ def announce_answered_batch(ref: BatchRef) -> dict[str, Any]:
         }
     )
     return {"published": True}
+
+
+def record_failed_batch(ref: BatchRef, error: dict[str, Any], message_sids: list[str]) -> dict[str, Any]:
+    """The failure path, before the lock is released. A permanent error sets the batch
+    aside at once (with the fallback reply, for the AI); any other failure counts an
+    attempt on the pending messages, which stay staged for a later window until they
+    have failed `max_batch_attempts` times and are set aside too (dead-lettered)."""
+    settings = get_settings()
+    error_name = str(error.get("Error", "Unknown"))
+    cause = _error_message(error.get("Cause"))
+    if error_name in ("AIPermanentError", "TwilioPermanentError") and message_sids:
+        if error_name == "AIPermanentError":
+            _send_fallback(ref)
+        _set_aside(ref, message_sids, error_name, cause, outcome="failed")
+        return {"outcome": "failed", "message_count": len(message_sids)}
+    pending = [str(item["message_sid"]) for item in store.pending_messages(ref.conversation_id)]
+    attempts = store.count_failed_attempt(ref.conversation_id, pending)
+    if pending and attempts >= settings.max_batch_attempts:
+        _set_aside(ref, pending, error_name, cause, outcome="dead_lettered")
+        count("DeadLetteredBatches")
+        return {"outcome": "dead_lettered", "message_count": len(pending), "attempts": attempts}
+    return {"outcome": "kept", "message_count": len(pending), "attempts": attempts}
+
+
+def _set_aside(ref: BatchRef, message_sids: list[str], error_name: str, cause: str, outcome: str) -> None:
+    reason = f"{error_name}: {cause}"[:500]
+    store.mark_messages_failed(ref.conversation_id, message_sids, ref.window_id, reason)
+    store.mark_turn_failed(
+        ref.conversation_id,
+        ref.user_turn_id,
+        {
+            "role": "user",
+            "status": outcome,
+            "error": error_name,
+            "cause": cause[:500],
+            "message_sids": message_sids,
+            "message_count": len(message_sids),
+            "window_id": ref.window_id,
+            "execution_name": ref.execution_name,
+            "failed_at": clock.iso(clock.now()),
+        },
+    )
+    logger.warning(
+        "Batch set aside", extra={"outcome": outcome, "error": error_name, "message_count": len(message_sids)}
+    )
+
+
+def _send_fallback(ref: BatchRef) -> None:
+    """Tell the user we cannot answer (best effort: the batch is recorded either way)."""
+    text = get_settings().fallback_reply
+    if not text:
+        return
+    try:
+        conversation = _conversation(ref.conversation_id)
+        client = messaging.client_for(credentials.twilio_credentials(conversation.twilio_credentials_secret))
+        messaging.send_message(client, conversation.our_address, conversation.user_address, text)
+        count("FallbackReplies")
+    except Exception:
+        logger.exception("Fallback reply not sent")
+
+
+def _error_message(cause: Any) -> str:
+    """A Lambda error's cause is JSON with errorMessage; other causes are plain text."""
+    if not isinstance(cause, str):
+        return ""
+    try:
+        parsed = json.loads(cause)
+    except ValueError:
+        return cause
+    return str(parsed.get("errorMessage", cause)) if isinstance(parsed, dict) else cause

@@ -11,7 +11,7 @@ from functions.config import get_settings
 from functions.dal import store
 from functions.logic import clock, credentials
 from functions.logic.windows import open_batch_window
-from functions.models import Channel, InboundMessage
+from functions.models import Channel, Conversation, InboundMessage
 from functions.observability import count, logger
 
 
@@ -19,8 +19,20 @@ class Outcome(StrEnum):
     FORBIDDEN = "forbidden"  # no valid signature from one of our accounts
     MALFORMED = "malformed"  # signed, but not a message we can stage
     UNKNOWN_SENDER = "unknown_sender"  # no conversation, and auto-create is off
+    PROJECT_INACTIVE = "project_inactive"  # the conversation's project is not active
+    CHANNEL_NOT_ALLOWED = "channel_not_allowed"  # not on this conversation's channels
     DUPLICATE = "duplicate"  # this MessageSid was staged before
     STAGED = "staged"
+
+    @property
+    def reply(self) -> str:
+        """The configured answer to the sender for this outcome (empty: none)."""
+        settings = get_settings()
+        return {
+            Outcome.UNKNOWN_SENDER: settings.unknown_sender_reply,
+            Outcome.PROJECT_INACTIVE: settings.inactive_project_reply,
+            Outcome.CHANNEL_NOT_ALLOWED: settings.channel_not_allowed_reply,
+        }.get(self, "")
 
 
 def signature_is_valid(form: dict[str, str], url: str, signature: str | None) -> bool:
@@ -57,6 +69,10 @@ def accept_message(channel: Channel, form: dict[str, str], url: str, signature: 
             channel, message.from_address, message.to_address, received_at
         )
     logger.append_keys(conversation_id=conversation.conversation_id)
+    refused = _refused_by_rules(conversation, channel)
+    if refused:
+        logger.warning("Message refused by the conversation's rules", extra={"outcome": refused.value})
+        return refused
 
     staged = store.stage_message(conversation.conversation_id, message, received_at)
     # Also on a duplicate: the first delivery may have staged the message and failed
@@ -69,3 +85,11 @@ def accept_message(channel: Channel, form: dict[str, str], url: str, signature: 
     logger.info("Message staged", extra={"body_chars": len(message.body), "media": len(message.media_urls)})
     count("MessagesStaged")
     return Outcome.STAGED
+
+
+def _refused_by_rules(conversation: Conversation, channel: Channel) -> Outcome | None:
+    if conversation.project_status != "active":
+        return Outcome.PROJECT_INACTIVE
+    if conversation.allowed_channels is not None and channel not in conversation.allowed_channels:
+        return Outcome.CHANNEL_NOT_ALLOWED
+    return None

@@ -16,6 +16,7 @@ from functions.logic.credentials import TwilioCredentials
 from functions.observability import count, milliseconds
 
 RATE_LIMITED = 20429
+WHATSAPP_WINDOW_CLOSED = 63016
 
 
 @cache
@@ -33,16 +34,23 @@ def client_for(credentials: TwilioCredentials) -> Client:
     return _client(credentials.account_sid, credentials.auth_token.get_secret_value())
 
 
-def send_message(client: Client, from_address: str, to_address: str, body: str) -> str:
-    """Send one message; its Twilio SID."""
+def send_message(
+    client: Client,
+    from_address: str,
+    to_address: str,
+    body: str | None = None,
+    content_sid: str | None = None,
+) -> str:
+    """Send one message (a body, or a WhatsApp template by its Content SID); its SID."""
     started = time.monotonic()
+    content = {"content_sid": content_sid} if content_sid else {"body": body}
     try:
-        message = client.messages.create(from_=from_address, to=to_address, body=body)
+        message = client.messages.create(from_=from_address, to=to_address, **content)
     except TwilioRestException as error:
         count("TwilioErrors")
         if is_retryable(error.status, error.code):
             raise TwilioRetryableError(f"Twilio HTTP {error.status} code {error.code}") from error
-        raise TwilioPermanentError(f"Twilio HTTP {error.status} code {error.code}") from error
+        raise TwilioPermanentError(f"Twilio HTTP {error.status} code {error.code}", error.code) from error
     except requests.RequestException as error:
         count("TwilioErrors")
         raise TwilioRetryableError(f"Twilio unreachable: {type(error).__name__}") from error

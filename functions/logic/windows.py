@@ -56,9 +56,9 @@ def open_batch_window(conversation_id: str, wait_seconds: int | None = None) -> 
     window_id = new_window_id(opened_at)
     wait = settings.batch_window_seconds if wait_seconds is None else wait_seconds
     expires_at = int(opened_at.timestamp()) + wait + settings.lock_lease_seconds + _WINDOW_TTL_MARGIN_SECONDS
-    if not store.open_window(conversation_id, window_id, clock.iso(opened_at), expires_at):
-        return None
     name = execution_name(conversation_id, window_id)
+    if not store.open_window(conversation_id, window_id, clock.iso(opened_at), expires_at, name):
+        return None
     try:
         _stepfunctions().start_execution(
             stateMachineArn=settings.state_machine_arn,

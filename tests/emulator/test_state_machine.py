@@ -9,6 +9,7 @@ import time
 
 import pytest
 
+from functions.config import get_settings
 from functions.dal import store
 
 pytestmark = pytest.mark.emulator
@@ -101,7 +102,7 @@ def test_openai_503_twice_then_success_is_retried_visibly(harness):
     assert harness.replies_to(user) == ["You said: are you there?"]
 
 
-def test_openai_permanent_failure_releases_the_lock_and_keeps_the_messages(harness):
+def test_openai_permanent_failure_sends_the_fallback_and_sets_the_batch_aside(harness):
     user = harness.new_user()
     conversation_id = harness.stage_directly(user, ["one", "two"])
     harness.stack.openai.inject({"status": 401, "code": "invalid_api_key"})
@@ -112,12 +113,18 @@ def test_openai_permanent_failure_releases_the_lock_and_keeps_the_messages(harne
     assert run["error"] == "AIPermanentError"
     assert "OpenAI HTTP 401" in run["cause"]
     assert harness.failures_in(run["executionArn"]) == ["AIPermanentError"]  # not retried
+    assert "Record Failed Batch" in harness.states_entered(run["executionArn"])
     assert "lock_owner" not in harness.conversation_item(conversation_id)
-    assert len(store.pending_messages(conversation_id)) == 2  # kept for a later window
-    assert harness.replies_to(user) == []
-    windows = harness.dynamodb.get_item(
-        TableName="BatchWindows", Key={"conversation_id": {"S": conversation_id}}
-    )
+    assert harness.replies_to(user) == [get_settings().fallback_reply]
+    # Kept with their bodies, recorded as failed, and no longer pending (not retried).
+    staged = harness.staged(conversation_id)
+    assert sorted(i["body"]["S"] for i in staged) == ["one", "two"]
+    assert all("failed_in" in i for i in staged)
+    assert store.pending_messages(conversation_id) == []
+    (user_turn,) = store.list_turns(conversation_id)
+    assert user_turn["status"] == "failed" and user_turn["error"] == "AIPermanentError"
+    assert user_turn["message_count"] == 2
+    windows = harness.dynamodb.get_item(TableName="BatchWindows", Key={"conversation_id": {"S": conversation_id}})
     assert "Item" not in windows  # closed, so the next message opens a new one
 
 
