@@ -24,6 +24,8 @@ class FunctionDefinition:
 
 
 WEBHOOK = FunctionDefinition("Webhook", "functions.handlers.webhook.handler", None, 15)
+# Run every minute by a schedule: see functions/logic/reconcile.py.
+RECONCILER = FunctionDefinition("Reconciler", "functions.handlers.reconciler.handler", None, 120)
 
 TASKS = (
     FunctionDefinition(
@@ -78,7 +80,7 @@ TASKS = (
     ),
 )
 
-ALL_FUNCTIONS = (WEBHOOK, *TASKS)
+ALL_FUNCTIONS = (WEBHOOK, RECONCILER, *TASKS)
 BY_NAME = {f.logical_id: f for f in ALL_FUNCTIONS}
 
 

@@ -11,7 +11,9 @@ from typing import Any
 
 import pytest
 import requests
+from boto3.dynamodb.types import TypeDeserializer
 
+from functions.config import get_settings
 from functions.dal import store
 from functions.logic import clock
 from functions.logic.windows import execution_name, new_window_id
@@ -60,16 +62,28 @@ class Harness:
             ConsistentRead=True,
         )["Items"]
 
-    def stage_directly(self, user: str, bodies: list[str]) -> str:
+    def stage_directly(self, user: str, bodies: list[str], received_at: str | None = None) -> str:
         """Create the conversation and stage messages without the webhook (for runs
         started by hand). Returns the conversation id."""
         conversation = store.create_conversation(Channel.WHATSAPP, user, OUR_WHATSAPP, clock.iso(clock.now()))
         for body in bodies:
             form = inbound_form(body, user, OUR_WHATSAPP, self.stack.config.twilio_account_sid)
-            store.stage_message(
-                conversation.conversation_id, InboundMessage.model_validate(form), clock.iso(clock.now())
-            )
+            message = InboundMessage.model_validate(form)
+            store.stage_message(conversation.conversation_id, message, received_at or clock.iso(clock.now()))
         return conversation.conversation_id
+
+    def window_of(self, conversation_id: str) -> dict[str, Any] | None:
+        return store.get_window(conversation_id)
+
+    def set_conversation(self, conversation_id: str, **fields: Any) -> None:
+        """Change fields of a conversation record, as a tenant's admin would."""
+        store.put_conversation({**self._conversation_record(conversation_id), **fields})
+
+    def _conversation_record(self, conversation_id: str) -> dict[str, Any]:
+        item = self.dynamodb.get_item(
+            TableName="Conversations", Key={"conversation_id": {"S": conversation_id}}, ConsistentRead=True
+        )["Item"]
+        return {k: TypeDeserializer().deserialize(v) for k, v in item.items()}
 
     # --- runs ---------------------------------------------------------------------------
 
@@ -136,11 +150,16 @@ class Harness:
 
     # --- the stand-ins --------------------------------------------------------------------
 
-    def ai_inputs(self, conversation_id: str) -> list[str]:
-        openai_conversation = (
-            self.conversation_item(conversation_id).get("openai_conversation_id", {}).get("S")
-        )
-        return [c["input"] for c in self.stack.openai.calls if c["conversation"] == openai_conversation]
+    def ai_inputs(self, conversation_id: str, answered_only: bool = False) -> list[str]:
+        """The inputs of the AI calls for the conversation, in order (with those that a
+        fault failed, unless `answered_only`)."""
+        item = self.conversation_item(conversation_id)
+        openai_conversation = item.get("openai_conversation_id", {}).get("S")
+        return [
+            c["input"]
+            for c in self.stack.openai.calls
+            if c["conversation"] == openai_conversation and (c["status"] == 200 or not answered_only)
+        ]
 
     def replies_to(self, user: str) -> list[str]:
         return [m["body"] for m in self.stack.twilio.messages if m["to"] == user]
@@ -160,3 +179,17 @@ def harness(stack: LocalStack) -> Iterator[Harness]:
     yield Harness(stack)
     stack.openai.reset()
     stack.twilio.reset()
+
+
+@pytest.fixture
+def configure(monkeypatch: pytest.MonkeyPatch) -> Iterator[Any]:
+    """Change the functions' settings for one test (the handlers run in this process)."""
+
+    def setter(**values: str) -> None:
+        for name, value in values.items():
+            monkeypatch.setenv(name, value)
+        get_settings.cache_clear()
+
+    yield setter
+    monkeypatch.undo()
+    get_settings.cache_clear()

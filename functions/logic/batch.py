@@ -6,6 +6,7 @@ machine and its history); texts are loaded and stored here, never passed along."
 from __future__ import annotations
 
 import json
+from functools import partial
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict
@@ -16,6 +17,7 @@ from functions.errors import (
     ConversationNotFound,
     ProcessingLockHeld,
     ProcessingLockLost,
+    TwilioPermanentError,
 )
 from functions.logic import ai, clock, credentials, events, messaging
 from functions.logic.merge import arrival_order, merged_body
@@ -149,7 +151,9 @@ def _new_assistant_turn(ref: BatchRef) -> dict[str, Any]:
 
 def send_reply(ref: BatchRef) -> dict[str, Any]:
     """Send the assistant turn, split into parts the channel accepts, in order. Parts
-    already sent (by an earlier attempt) are not sent again."""
+    already sent (by an earlier attempt) are not sent again. A permanent refusal is
+    recorded on the conversation; when it is WhatsApp's closed 24-hour window and a
+    template is configured, the template is sent instead."""
     conversation = _conversation(ref.conversation_id)
     turn = store.get_turn(ref.conversation_id, ref.assistant_turn_id)
     if turn is None:
@@ -158,12 +162,21 @@ def send_reply(ref: BatchRef) -> dict[str, Any]:
     sent: list[str] = list(turn.get("message_sids") or [])
     if len(sent) < len(parts):
         client = messaging.client_for(credentials.twilio_credentials(conversation.twilio_credentials_secret))
-        for index in range(len(sent), len(parts)):
-            sid = messaging.send_message(
-                client, conversation.our_address, conversation.user_address, parts[index]
-            )
-            store.append_sent_part(ref.conversation_id, ref.assistant_turn_id, index, sid)
-            sent.append(sid)
+        send = partial(messaging.send_message, client, conversation.our_address, conversation.user_address)
+        try:
+            for index in range(len(sent), len(parts)):
+                sid = send(parts[index])
+                store.append_sent_part(ref.conversation_id, ref.assistant_turn_id, index, sid)
+                sent.append(sid)
+        except TwilioPermanentError as error:
+            store.record_delivery_failure(ref.conversation_id, error.code, clock.iso(clock.now()))
+            template = get_settings().whatsapp_template_content_sid
+            if error.code != messaging.WHATSAPP_WINDOW_CLOSED or not template or sent:
+                raise
+            sid = send(content_sid=template)
+            store.append_sent_part(ref.conversation_id, ref.assistant_turn_id, 0, sid)
+            logger.info("WhatsApp window closed: template sent instead", extra={"message_sid": sid})
+            return {"message_sids": [sid], "parts": 1}
     logger.info("Reply sent", extra={"parts": len(parts), "message_sids": sent})
     return {"message_sids": sent, "parts": len(parts)}
 

@@ -24,7 +24,7 @@ _WINDOW_TTL_MARGIN_SECONDS = 3600
 
 
 @cache
-def _stepfunctions() -> Any:
+def stepfunctions() -> Any:
     return boto3.client("stepfunctions")
 
 
@@ -60,7 +60,7 @@ def open_batch_window(conversation_id: str, wait_seconds: int | None = None) -> 
     if not store.open_window(conversation_id, window_id, clock.iso(opened_at), expires_at, name):
         return None
     try:
-        _stepfunctions().start_execution(
+        stepfunctions().start_execution(
             stateMachineArn=settings.state_machine_arn,
             name=name,
             input=json.dumps(

@@ -7,6 +7,7 @@ order. A fault is an object with any of:
   - "delay": seconds to wait before answering (longer than the SDK timeout = a timeout)
   - "status": HTTP status to answer with instead (429, 500, 503, 400, ...)
   - "code": the error code in the body (OpenAI "conversation_locked"; Twilio 20429, 21610...)
+An empty fault `{}` lets its call through, so that a later call can be made to fail.
 `GET /_control/calls` lists the calls received; `POST /_control/reset` forgets everything.
 """
 
@@ -115,16 +116,17 @@ class OpenAIStandIn(StandIn):
 
     def create_response(self, request: Request) -> Response:
         body = request.get_json(force=True)
+        fault = self._apply_fault()
         self._record(
             {
                 "conversation": body.get("conversation"),
                 "model": body.get("model"),
                 "instructions": body.get("instructions"),
                 "input": body.get("input"),
+                "status": int(fault["status"]) if fault else 200,
                 "at": time.time(),
             }
         )
-        fault = self._apply_fault()
         if fault:
             error = {"message": "injected fault", "type": "invalid_request_error", "code": fault.get("code")}
             return _json({"error": error}, int(fault["status"]))
@@ -203,10 +205,11 @@ class TwilioStandIn(StandIn):
                 }
             )
         form = request.form
-        self._record(
-            {"to": form.get("To"), "from": form.get("From"), "body": form.get("Body"), "at": time.time()}
-        )
         fault = self._apply_fault()
+        status = int(fault["status"]) if fault else 201
+        self._record(
+            {"to": form.get("To"), "from": form.get("From"), "body": form.get("Body"), "status": status}
+        )
         if fault:
             return _twilio_error(
                 int(fault["status"]), int(fault.get("code") or fault["status"]), "injected fault"
@@ -218,6 +221,7 @@ class TwilioStandIn(StandIn):
             "to": form.get("To"),
             "from": form.get("From"),
             "body": form.get("Body"),
+            "content_sid": form.get("ContentSid"),
             "status": "queued",
             "direction": "outbound-api",
             "num_segments": "1",

@@ -124,7 +124,9 @@ def test_openai_permanent_failure_sends_the_fallback_and_sets_the_batch_aside(ha
     (user_turn,) = store.list_turns(conversation_id)
     assert user_turn["status"] == "failed" and user_turn["error"] == "AIPermanentError"
     assert user_turn["message_count"] == 2
-    windows = harness.dynamodb.get_item(TableName="BatchWindows", Key={"conversation_id": {"S": conversation_id}})
+    windows = harness.dynamodb.get_item(
+        TableName="BatchWindows", Key={"conversation_id": {"S": conversation_id}}
+    )
     assert "Item" not in windows  # closed, so the next message opens a new one
 
 

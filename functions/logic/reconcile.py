@@ -1,0 +1,72 @@
+"""The reconciler, run on a schedule: nothing accepted stays stranded.
+
+It closes windows whose run has ended (a run that died before closing its window would
+otherwise keep the conversation from opening a new one until the TTL), and opens a
+window for messages pending longer than RECONCILE_AFTER_SECONDS with none open (a run
+that failed keeps its messages staged; this is what retries them, up to
+MAX_BATCH_ATTEMPTS). It reports the age of the oldest pending message as a metric."""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from typing import Any
+
+from aws_lambda_powertools.metrics import MetricUnit
+from botocore.exceptions import ClientError
+
+from functions.config import get_settings
+from functions.dal import store
+from functions.logic import clock
+from functions.logic.windows import open_batch_window, stepfunctions
+from functions.observability import logger, metrics
+
+# A window younger than this may still be starting its run: leave it alone.
+WINDOW_GRACE_SECONDS = 60
+
+
+def execution_status(execution_name: str) -> str | None:
+    """RUNNING, SUCCEEDED, FAILED, ... of the named run of our state machine; None if
+    there is no such run."""
+    arn = get_settings().state_machine_arn.replace(":stateMachine:", ":execution:") + ":" + execution_name
+    try:
+        return str(stepfunctions().describe_execution(executionArn=arn)["status"])
+    except ClientError as error:
+        if error.response["Error"]["Code"] == "ExecutionDoesNotExist":
+            return None
+        raise
+
+
+def reconcile() -> dict[str, Any]:
+    settings = get_settings()
+    now = clock.now()
+    closed = 0
+    for window in store.scan_windows():
+        age = (now - clock.parse(window["opened_at"])).total_seconds()
+        name = window.get("execution_name") or ""
+        if age < WINDOW_GRACE_SECONDS + settings.batch_window_seconds:
+            continue
+        if not name or execution_status(name) != "RUNNING":
+            closed += store.close_window(window["conversation_id"], window["window_id"])
+
+    oldest: dict[str, str] = defaultdict(str)
+    pending = store.scan_pending_messages()
+    for item in pending:
+        conversation_id, since = item["conversation_id"], item["pending_since"]
+        if not oldest[conversation_id] or since < oldest[conversation_id]:
+            oldest[conversation_id] = since
+    opened = 0
+    oldest_age = 0.0
+    for conversation_id, since in oldest.items():
+        age = (now - clock.parse(since)).total_seconds()
+        oldest_age = max(oldest_age, age)
+        if age >= settings.reconcile_after_seconds and open_batch_window(conversation_id, wait_seconds=0):
+            opened += 1
+    metrics.add_metric(name="OldestPendingMessageAge", unit=MetricUnit.Seconds, value=oldest_age)
+    summary = {
+        "windows_closed": closed,
+        "windows_opened": opened,
+        "pending_messages": len(pending),
+        "oldest_pending_age_seconds": int(oldest_age),
+    }
+    logger.info("Reconciled", extra=summary)
+    return summary
