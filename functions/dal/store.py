@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 from decimal import Decimal
+from enum import StrEnum
 from functools import cache
 from typing import Any
 
@@ -138,9 +139,15 @@ def acquire_lock(conversation_id: str, owner: str, now_epoch: int, lease_seconds
 # --- staged messages -----------------------------------------------------------------
 
 
-def stage_message(conversation_id: str, message: InboundMessage, received_at: str) -> bool:
-    """Stage an accepted message. False when its MessageSid was already staged (a
-    Twilio retry): nothing changes then."""
+class Staging(StrEnum):
+    STAGED = "staged"
+    DUPLICATE_PENDING = "duplicate_pending"  # staged before, not answered yet
+    DUPLICATE_DONE = "duplicate_done"  # staged before and answered (or set aside)
+
+
+def stage_message(conversation_id: str, message: InboundMessage, received_at: str) -> Staging:
+    """Stage an accepted message, unless its MessageSid was staged before (a Twilio
+    retry): nothing changes then, and the answer says whether it is still pending."""
     item: dict[str, Any] = {
         "conversation_id": conversation_id,
         "message_sid": message.message_sid,
@@ -155,13 +162,16 @@ def stage_message(conversation_id: str, message: InboundMessage, received_at: st
         item["profile_name"] = message.profile_name
     try:
         _table(get_settings().staged_messages_table).put_item(
-            Item=item, ConditionExpression=Attr("message_sid").not_exists()
+            Item=item,
+            ConditionExpression=Attr("message_sid").not_exists(),
+            ReturnValuesOnConditionCheckFailure="ALL_OLD",
         )
     except ClientError as error:
-        if _conditional_check_failed(error):
-            return False
-        raise
-    return True
+        if not _conditional_check_failed(error):
+            raise
+        existing = error.response.get("Item") or {}
+        return Staging.DUPLICATE_PENDING if "pending_since" in existing else Staging.DUPLICATE_DONE
+    return Staging.STAGED
 
 
 def load_staged_messages(conversation_id: str, message_sids: list[str]) -> list[StagedMessage]:

@@ -7,6 +7,7 @@ from urllib.parse import parse_qsl
 
 from aws_lambda_powertools.event_handler import APIGatewayRestResolver, Response
 from aws_lambda_powertools.utilities.typing import LambdaContext
+from twilio.twiml.messaging_response import MessagingResponse
 
 from functions.config import get_settings
 from functions.logic.intake import Outcome, accept_message
@@ -31,13 +32,33 @@ def sms() -> Response[str]:
 
 def _receive(channel: Channel) -> Response[str]:
     event = app.current_event
+    content_type = (event.headers.get("Content-Type") or "").split(";")[0].strip().lower()
+    if content_type != FORM:
+        logger.warning("Webhook refused: not a form", extra={"content_type": content_type[:100]})
+        return Response(415, "text/plain", f"Unsupported Media Type: Twilio posts {FORM}")
     form = dict(parse_qsl(event.decoded_body or "", keep_blank_values=True))
-    outcome = accept_message(
-        channel, form, public_url(event.raw_event), event.headers.get("X-Twilio-Signature")
-    )
+    signature = event.headers.get("X-Twilio-Signature")
+    outcome = accept_message(channel, form, public_url(event.raw_event), signature)
     if outcome is Outcome.FORBIDDEN:
         return Response(403, "text/plain", "Forbidden")
-    return Response(200, "text/xml", EMPTY_TWIML)
+    return Response(200, "text/xml", twiml(outcome.reply))
+
+
+def twiml(reply: str) -> str:
+    """Empty TwiML, or TwiML that answers the sender with `reply`."""
+    if not reply:
+        return EMPTY_TWIML
+    response = MessagingResponse()
+    response.message(reply)
+    return str(response)
+
+
+@app.exception_handler(Exception)
+def unavailable(error: Exception) -> Response[str]:
+    """A failure before the message was safely staged and its window opened: answer 5xx
+    so that Twilio retries (a retry of a staged message is a harmless duplicate)."""
+    logger.exception("Webhook failed; Twilio will retry")
+    return Response(500, "text/plain", "Temporarily unavailable")
 
 
 def public_url(event: dict[str, Any]) -> str:

@@ -9,6 +9,7 @@ from twilio.request_validator import RequestValidator
 
 from functions.config import get_settings
 from functions.dal import store
+from functions.dal.store import Staging
 from functions.logic import clock, credentials
 from functions.logic.windows import open_batch_window
 from functions.models import Channel, Conversation, InboundMessage
@@ -74,12 +75,13 @@ def accept_message(channel: Channel, form: dict[str, str], url: str, signature: 
         logger.warning("Message refused by the conversation's rules", extra={"outcome": refused.value})
         return refused
 
-    staged = store.stage_message(conversation.conversation_id, message, received_at)
-    # Also on a duplicate: the first delivery may have staged the message and failed
-    # before opening the window; opening is a no-op when a window is open.
-    open_batch_window(conversation.conversation_id)
-    if not staged:
-        logger.info("Duplicate webhook: MessageSid already staged")
+    staging = store.stage_message(conversation.conversation_id, message, received_at)
+    if staging is not Staging.DUPLICATE_DONE:
+        # Also for a pending duplicate: its first delivery may have staged it and failed
+        # before opening the window. Opening is a no-op while a window is open.
+        open_batch_window(conversation.conversation_id)
+    if staging is not Staging.STAGED:
+        logger.info("Duplicate webhook: MessageSid already staged", extra={"staging": staging.value})
         count("DuplicateWebhooks")
         return Outcome.DUPLICATE
     logger.info("Message staged", extra={"body_chars": len(message.body), "media": len(message.media_urls)})

@@ -1,0 +1,172 @@
+"""Bad input over HTTP: each gets a defined answer and loses nothing accepted before it."""
+
+from __future__ import annotations
+
+import pytest
+import requests
+
+from functions.logic import windows
+from infra.local.webhooks import inbound_form, new_message_sid, post_webhook, sign
+from tests.conftest import OUR_WHATSAPP
+
+pytestmark = pytest.mark.e2e
+
+EMPTY_TWIML = '<?xml version="1.0" encoding="UTF-8"?><Response/>'
+
+
+def _form(harness, user: str, body: str = "hi", **extra: str) -> dict[str, str]:
+    return inbound_form(body, user, OUR_WHATSAPP, harness.stack.config.twilio_account_sid, **extra)
+
+
+def _post(harness, form: dict[str, str]) -> requests.Response:
+    return post_webhook(harness.stack.whatsapp_url, form, harness.stack.config.twilio_auth_token)
+
+
+def test_an_account_that_is_not_ours_is_refused(harness):
+    user = harness.new_user()
+    form = _form(harness, user, AccountSid="AC" + "9" * 32)  # signed with our token, names another account
+
+    assert _post(harness, form).status_code == 403
+    assert harness.conversation_of(user) is None
+
+
+@pytest.mark.parametrize(
+    "change",
+    [
+        {"MessageSid": ""},
+        {"MessageSid": "SMnot-a-sid"},
+        {"From": ""},
+        {"Body": "", "NumMedia": "0"},
+        {"NumMedia": "lots"},
+    ],
+)
+def test_a_malformed_form_is_acknowledged_and_nothing_is_staged(harness, change):
+    user = harness.new_user()
+    form = {**_form(harness, user), **change}
+
+    response = _post(harness, form)
+
+    assert response.status_code == 200 and response.text == EMPTY_TWIML
+    assert harness.conversation_of(user) is None
+
+
+def test_a_message_with_media_and_no_body_is_staged_with_its_media(harness):
+    user = harness.new_user()
+    form = _form(harness, user, body="", NumMedia="1", MediaUrl0="https://media.example/photo.jpg")
+
+    assert _post(harness, form).status_code == 200
+
+    conversation_id = harness.conversation_of(user).conversation_id
+    (staged,) = harness.staged(conversation_id)
+    assert [u["S"] for u in staged["media_urls"]["L"]] == ["https://media.example/photo.jpg"]
+    harness.wait_until_quiet(conversation_id, runs=1)
+    assert harness.ai_inputs(conversation_id) == ["[media] https://media.example/photo.jpg"]
+
+
+def test_long_bodies_emoji_and_non_latin_scripts_arrive_intact(harness):
+    user = harness.new_user()
+    bodies = ["x" * 10_000, "Привет 👋🏽", "مرحبا بك", "你好，世界"]
+    for body in bodies:
+        assert _post(harness, _form(harness, user, body=body)).status_code == 200
+
+    conversation_id = harness.conversation_of(user).conversation_id
+    harness.wait_until_quiet(conversation_id, runs=1)
+    assert harness.ai_inputs(conversation_id) == ["\n".join(bodies)]
+
+
+def test_an_unknown_sender_with_auto_create_off_gets_the_configured_answer(harness, configure):
+    configure(AUTO_CREATE_CONVERSATIONS="false", UNKNOWN_SENDER_REPLY="This number is not in service.")
+    user = harness.new_user()
+
+    response = _post(harness, _form(harness, user))
+
+    assert response.status_code == 200
+    assert "<Message>This number is not in service.</Message>" in response.text
+    assert harness.conversation_of(user) is None
+
+
+def test_an_inactive_project_or_a_channel_not_allowed_gets_the_configured_answer(harness, configure):
+    configure(INACTIVE_PROJECT_REPLY="We are closed.", CHANNEL_NOT_ALLOWED_REPLY="Please write on SMS.")
+    inactive, whatsapp_barred = harness.new_user(), harness.new_user()
+    for user, fields in (
+        (inactive, {"project_status": "inactive"}),
+        (whatsapp_barred, {"allowed_channels": ["sms"]}),
+    ):
+        harness.stage_directly(user, [])
+        harness.set_conversation(harness.conversation_of(user).conversation_id, **fields)
+
+    closed = _post(harness, _form(harness, inactive))
+    barred = _post(harness, _form(harness, whatsapp_barred))
+
+    assert closed.status_code == 200 and "<Message>We are closed.</Message>" in closed.text
+    assert barred.status_code == 200 and "<Message>Please write on SMS.</Message>" in barred.text
+    for user in (inactive, whatsapp_barred):
+        assert harness.staged(harness.conversation_of(user).conversation_id) == []
+
+
+def test_a_replayed_message_sid_changes_nothing_after_it_was_answered(harness):
+    user = harness.new_user()
+    sid = new_message_sid()
+    assert _post(harness, _form(harness, user, body="once", message_sid=sid)).status_code == 200
+    conversation_id = harness.conversation_of(user).conversation_id
+    harness.wait_until_quiet(conversation_id, runs=1)
+
+    assert _post(harness, _form(harness, user, body="once", message_sid=sid)).status_code == 200
+
+    assert len(harness.staged(conversation_id)) == 1
+    assert len(harness.runs(conversation_id)) == 1  # no new window for an answered message
+    assert harness.ai_inputs(conversation_id) == ["once"]
+    assert harness.replies_to(user) == ["You said: once"]
+
+
+def test_a_body_that_is_not_a_form_is_refused_as_unsupported(harness):
+    user = harness.new_user()
+    form = _form(harness, user)
+    response = requests.post(
+        harness.stack.whatsapp_url,
+        json=form,
+        headers={
+            "X-Twilio-Signature": sign(
+                harness.stack.whatsapp_url, form, harness.stack.config.twilio_auth_token
+            )
+        },
+        timeout=10,
+    )
+
+    assert response.status_code == 415
+    assert harness.conversation_of(user) is None
+
+
+def test_a_huge_form_is_acknowledged_and_not_staged(harness):
+    user = harness.new_user()
+    form = _form(harness, user, body="y" * 1_000_000, Padding="z" * 1_000_000)
+
+    response = _post(harness, form)
+
+    assert response.status_code == 200 and response.text == EMPTY_TWIML
+    assert harness.conversation_of(user) is None
+
+
+def test_a_failed_start_execution_answers_5xx_and_twilios_retry_is_answered_once(harness, monkeypatch):
+    user = harness.new_user()
+    form = _form(harness, user, body="retry me")
+    real = windows.stepfunctions()
+
+    class Unavailable:
+        def start_execution(self, **kwargs):
+            raise ConnectionError("Step Functions unreachable")
+
+    monkeypatch.setattr(windows, "stepfunctions", lambda: Unavailable())
+    first = _post(harness, form)
+    conversation_id = harness.conversation_of(user).conversation_id
+
+    assert first.status_code == 500
+    assert harness.window_of(conversation_id) is None  # not left open without a run
+    monkeypatch.setattr(windows, "stepfunctions", lambda: real)
+
+    retry = _post(harness, form)  # Twilio's retry: the same MessageSid
+
+    assert retry.status_code == 200
+    assert len(harness.staged(conversation_id)) == 1
+    harness.wait_until_quiet(conversation_id, runs=1)
+    assert harness.replies_to(user) == ["You said: retry me"]
