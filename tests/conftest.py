@@ -3,7 +3,6 @@
 
 from __future__ import annotations
 
-import json
 import secrets
 import time
 from collections.abc import Iterator
@@ -16,7 +15,7 @@ from boto3.dynamodb.types import TypeDeserializer
 from functions.config import get_settings
 from functions.dal import store
 from functions.logic import clock
-from functions.logic.windows import execution_name, new_window_id
+from functions.logic.windows import execution_name, open_batch_window
 from functions.models import Channel, InboundMessage
 from infra.local.stack import LocalConfig, LocalStack
 from infra.local.webhooks import inbound_form, post_webhook
@@ -89,18 +88,10 @@ class Harness:
 
     def start_run(self, conversation_id: str, wait_seconds: int = 0) -> str:
         """Open a window and start its execution, as the webhook does; its ARN."""
-        opened = clock.now()
-        window_id = new_window_id(opened)
-        assert store.open_window(
-            conversation_id, window_id, clock.iso(opened), int(opened.timestamp()) + 3600
-        )
-        return self.sfn.start_execution(
-            stateMachineArn=self.stack.state_machine_arn,
-            name=execution_name(conversation_id, window_id),
-            input=json.dumps(
-                {"conversation_id": conversation_id, "window_id": window_id, "wait_seconds": wait_seconds}
-            ),
-        )["executionArn"]
+        window_id = open_batch_window(conversation_id, wait_seconds)
+        assert window_id is not None, "a window is open already"
+        name = execution_name(conversation_id, window_id)
+        return self.stack.state_machine_arn.replace(":stateMachine:", ":execution:") + ":" + name
 
     def runs(self, conversation_id: str) -> list[dict[str, Any]]:
         executions = self.sfn.list_executions(stateMachineArn=self.stack.state_machine_arn)["executions"]

@@ -10,10 +10,13 @@ from typing import Any
 
 import boto3
 from boto3.dynamodb.conditions import Attr, Key
+from boto3.dynamodb.types import TypeDeserializer
 from botocore.exceptions import ClientError
 
 from functions.config import get_settings
 from functions.models import Channel, Conversation, InboundMessage, StagedMessage, address_key
+
+_DESERIALIZER = TypeDeserializer()
 
 
 @cache
@@ -27,6 +30,13 @@ def _table(name: str) -> Any:
 
 def _conditional_check_failed(error: ClientError) -> bool:
     return error.response["Error"]["Code"] == "ConditionalCheckFailedException"
+
+
+def _old_item(error: ClientError) -> dict[str, Any]:
+    """The item that failed a condition (ReturnValuesOnConditionCheckFailure=ALL_OLD);
+    error responses are not deserialized by the resource layer, so do it here."""
+    raw = error.response.get("Item") or {}
+    return _from_dynamo({k: _DESERIALIZER.deserialize(v) for k, v in raw.items()})
 
 
 # --- conversations -------------------------------------------------------------------
@@ -169,7 +179,7 @@ def stage_message(conversation_id: str, message: InboundMessage, received_at: st
     except ClientError as error:
         if not _conditional_check_failed(error):
             raise
-        existing = error.response.get("Item") or {}
+        existing = _old_item(error)
         return Staging.DUPLICATE_PENDING if "pending_since" in existing else Staging.DUPLICATE_DONE
     return Staging.STAGED
 
@@ -280,9 +290,15 @@ def mark_messages_answered(
 
 
 def open_window(
-    conversation_id: str, window_id: str, opened_at: str, expires_at: int, execution_name: str = ""
-) -> bool:
-    """Open the conversation's batch window unless one is open. True for the one winner."""
+    conversation_id: str,
+    window_id: str,
+    opened_at: str,
+    expires_at: int,
+    execution_name: str = "",
+    execution_input: str = "",
+) -> dict[str, Any] | None:
+    """Open the conversation's batch window unless one is open. None for the one winner;
+    otherwise the window that is open."""
     try:
         _table(get_settings().batch_windows_table).put_item(
             Item={
@@ -291,14 +307,16 @@ def open_window(
                 "opened_at": opened_at,
                 "expires_at": expires_at,
                 "execution_name": execution_name,
+                "execution_input": execution_input,
             },
             ConditionExpression=Attr("conversation_id").not_exists(),
+            ReturnValuesOnConditionCheckFailure="ALL_OLD",
         )
     except ClientError as error:
         if _conditional_check_failed(error):
-            return False
+            return _old_item(error)
         raise
-    return True
+    return None
 
 
 def get_window(conversation_id: str) -> dict[str, Any] | None:

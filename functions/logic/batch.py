@@ -223,7 +223,7 @@ def open_next_window(ref: BatchRef, oldest_leftover_at: str | None) -> dict[str,
     if oldest_leftover_at:
         waited = (clock.now() - clock.parse(oldest_leftover_at)).total_seconds()
         wait = max(0, min(wait, int(wait - waited)))
-    return {"window_id": open_batch_window(ref.conversation_id, wait)}
+    return {"window_id": open_batch_window(ref.conversation_id, wait, ensure_started=True)}
 
 
 def announce_answered_batch(ref: BatchRef) -> dict[str, Any]:

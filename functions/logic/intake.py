@@ -79,7 +79,7 @@ def accept_message(channel: Channel, form: dict[str, str], url: str, signature: 
     if staging is not Staging.DUPLICATE_DONE:
         # Also for a pending duplicate: its first delivery may have staged it and failed
         # before opening the window. Opening is a no-op while a window is open.
-        open_batch_window(conversation.conversation_id)
+        open_batch_window(conversation.conversation_id, ensure_started=staging is Staging.DUPLICATE_PENDING)
     if staging is not Staging.STAGED:
         logger.info("Duplicate webhook: MessageSid already staged", extra={"staging": staging.value})
         count("DuplicateWebhooks")

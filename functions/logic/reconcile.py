@@ -20,9 +20,6 @@ from functions.logic import clock
 from functions.logic.windows import open_batch_window, stepfunctions
 from functions.observability import logger, metrics
 
-# A window younger than this may still be starting its run: leave it alone.
-WINDOW_GRACE_SECONDS = 60
-
 
 def execution_status(execution_name: str) -> str | None:
     """RUNNING, SUCCEEDED, FAILED, ... of the named run of our state machine; None if
@@ -43,7 +40,7 @@ def reconcile() -> dict[str, Any]:
     for window in store.scan_windows():
         age = (now - clock.parse(window["opened_at"])).total_seconds()
         name = window.get("execution_name") or ""
-        if age < WINDOW_GRACE_SECONDS + settings.batch_window_seconds:
+        if age < settings.reconcile_after_seconds + settings.batch_window_seconds:
             continue
         if not name or execution_status(name) != "RUNNING":
             closed += store.close_window(window["conversation_id"], window["window_id"])

@@ -147,13 +147,9 @@ def test_the_reconciler_closes_a_window_whose_run_has_ended(harness):
     conversation_id = harness.stage_directly(user, [])
     opened = clock.now() - timedelta(minutes=30)
     window_id = "0000000000001-dead00"
-    store.open_window(
-        conversation_id,
-        window_id,
-        clock.iso(opened),
-        int(time.time()) + 3600,
-        execution_name(conversation_id, window_id),
-    )
+    name = execution_name(conversation_id, window_id)  # a run that never started
+    expires = int(time.time()) + 3600
+    assert store.open_window(conversation_id, window_id, clock.iso(opened), expires, name) is None
 
     reconcile()
 
