@@ -8,7 +8,7 @@ CDK    := npx --no-install cdk
 # jsii (under aws-cdk-lib) warns at length that Node 20 is past its end of life; synth works.
 export JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION := 20
 
-.PHONY: install test unit demo local runs lint format clean build synth deploy destroy
+.PHONY: install test unit chaos demo local runs lint format clean build synth deploy destroy
 
 install: $(STAMP)
 
@@ -21,6 +21,11 @@ $(STAMP): pyproject.toml
 ## Every test: unit, state machine on the emulator, end to end over HTTP.
 test: install
 	$(BIN)/python -m pytest
+
+## The randomized fault test at a larger size: make chaos CONVERSATIONS=60 SEED=7
+chaos: install
+	CHAOS_CONVERSATIONS=$(or $(CONVERSATIONS),60) CHAOS_SEED=$(or $(SEED),20261125) \
+		$(BIN)/python -m pytest tests/e2e/test_randomized.py -q
 
 ## Only the fast tests that need no emulator.
 unit: install

@@ -8,12 +8,15 @@ order. A fault is an object with any of:
   - "status": HTTP status to answer with instead (429, 500, 503, 400, ...)
   - "code": the error code in the body (OpenAI "conversation_locked"; Twilio 20429, 21610...)
 An empty fault `{}` lets its call through, so that a later call can be made to fail.
+`POST /_control/chaos` with `{"rate": 0.2, "faults": [...], "seed": 1}` fails that share
+of the calls, at random, with faults drawn from the list.
 `GET /_control/calls` lists the calls received; `POST /_control/reset` forgets everything.
 """
 
 from __future__ import annotations
 
 import json
+import random
 import secrets
 import threading
 import time
@@ -34,10 +37,12 @@ class StandIn:
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self._faults: deque[dict[str, Any]] = deque()
+        self._chaos: tuple[float, list[dict[str, Any]], random.Random] | None = None
         self.calls: list[dict[str, Any]] = []
         self._map = Map(
             [
                 Rule("/_control/faults", endpoint="control_faults", methods=["POST"]),
+                Rule("/_control/chaos", endpoint="control_chaos", methods=["POST"]),
                 Rule("/_control/calls", endpoint="control_calls", methods=["GET"]),
                 Rule("/_control/reset", endpoint="control_reset", methods=["POST"]),
                 *self.rules,
@@ -51,15 +56,28 @@ class StandIn:
     def reset(self) -> None:
         with self._lock:
             self._faults.clear()
+            self._chaos = None
             self.calls.clear()
             self._reset()
 
     def _reset(self) -> None:
         pass
 
+    def chaos(self, rate: float, faults: list[dict[str, Any]], seed: int = 0) -> None:
+        """From now on, fail each call with probability `rate`, with a fault drawn from
+        `faults` (after the queued faults are used up). Rate 0 turns it off."""
+        with self._lock:
+            self._chaos = (rate, list(faults), random.Random(seed)) if rate > 0 else None
+
     def _next_fault(self) -> dict[str, Any] | None:
         with self._lock:
-            return self._faults.popleft() if self._faults else None
+            if self._faults:
+                return self._faults.popleft()
+            if self._chaos is not None:
+                rate, faults, rng = self._chaos
+                if rng.random() < rate:
+                    return dict(rng.choice(faults))
+            return None
 
     def _record(self, call: dict[str, Any]) -> None:
         with self._lock:
@@ -78,6 +96,11 @@ class StandIn:
     def control_faults(self, request: Request) -> Response:
         self.inject(*(request.get_json(force=True).get("faults") or []))
         return _json({"queued": len(self._faults)})
+
+    def control_chaos(self, request: Request) -> Response:
+        body = request.get_json(force=True)
+        self.chaos(float(body.get("rate", 0)), body.get("faults") or [], int(body.get("seed", 0)))
+        return _json({"chaos": body})
 
     def control_calls(self, request: Request) -> Response:
         return _json({"calls": self.calls})

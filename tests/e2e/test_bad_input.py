@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 import requests
 
+from functions.dal import store
 from functions.logic import windows
 from infra.local.webhooks import inbound_form, new_message_sid, post_webhook, sign
 from tests.conftest import OUR_WHATSAPP
@@ -170,3 +171,24 @@ def test_a_failed_start_execution_answers_5xx_and_twilios_retry_is_answered_once
     assert len(harness.staged(conversation_id)) == 1
     harness.wait_until_quiet(conversation_id, runs=1)
     assert harness.replies_to(user) == ["You said: retry me"]
+
+
+def test_a_webhook_that_died_after_opening_the_window_is_healed_by_twilios_retry(harness, monkeypatch):
+    user = harness.new_user()
+    form = _form(harness, user, body="half done")
+    real_open_window = store.open_window
+
+    def open_then_die(*args, **kwargs):
+        real_open_window(*args, **kwargs)
+        raise ConnectionError("the response was lost")
+
+    monkeypatch.setattr(store, "open_window", open_then_die)
+    assert _post(harness, form).status_code == 500
+    conversation_id = harness.conversation_of(user).conversation_id
+    assert harness.window_of(conversation_id) is not None and harness.runs(conversation_id) == []
+    monkeypatch.undo()
+
+    assert _post(harness, form).status_code == 200  # Twilio's retry starts the window's run
+
+    harness.wait_until_quiet(conversation_id, runs=1)
+    assert harness.replies_to(user) == ["You said: half done"]
