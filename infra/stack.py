@@ -12,6 +12,7 @@ from aws_cdk import aws_apigateway as apigw
 from aws_cdk import aws_cloudwatch as cloudwatch
 from aws_cdk import aws_dynamodb as dynamodb
 from aws_cdk import aws_events as events
+from aws_cdk import aws_events_targets as targets
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_lambda as lambda_
 from aws_cdk import aws_logs as logs
@@ -22,7 +23,14 @@ from constructs import Construct
 
 from functions.dal.tables import ALL_TABLES, BATCH_WINDOWS, CONVERSATIONS, STAGED_MESSAGES, TURNS
 from functions.observability import NAMESPACE
-from functions.registry import TASKS, WEBHOOK, FunctionDefinition, definition_substitutions
+from functions.registry import (
+    ALL_FUNCTIONS,
+    RECONCILER,
+    TASKS,
+    WEBHOOK,
+    FunctionDefinition,
+    definition_substitutions,
+)
 from infra.statemachine import DEFINITION_FILE, placeholders
 
 RUNTIME = lambda_.Runtime.PYTHON_3_14
@@ -145,7 +153,7 @@ class Functions(Construct):
             description="boto3, aws-lambda-powertools, pydantic, openai, twilio",
         )
         self.by_logical_id: dict[str, lambda_.Function] = {}
-        for definition in (WEBHOOK, *TASKS):
+        for definition in ALL_FUNCTIONS:
             self.by_logical_id[definition.logical_id] = self._function(
                 definition, code, dependencies, environment
             )
@@ -369,7 +377,8 @@ class WebhookApi(Construct):
 
 
 class Monitoring(Construct):
-    """Alarms an operator needs: failed runs, throttling, webhook errors."""
+    """Alarms an operator needs: failed runs, throttling, webhook errors, messages waiting
+    too long, batches set aside."""
 
     def __init__(
         self,
@@ -381,6 +390,7 @@ class Monitoring(Construct):
     ) -> None:
         super().__init__(scope, construct_id)
         five_minutes = Duration.minutes(5)
+        others = [f for name, f in functions.by_logical_id.items() if name != WEBHOOK.logical_id]
         self.alarms = [
             cloudwatch.Alarm(
                 self,
@@ -402,15 +412,19 @@ class Monitoring(Construct):
             ),
             cloudwatch.Alarm(
                 self,
-                "FunctionThrottles",
-                alarm_description="A Lambda function was throttled.",
-                metric=cloudwatch.MathExpression(
-                    expression=" + ".join(f"t{i}" for i in range(len(functions.by_logical_id))),
-                    using_metrics={
-                        f"t{i}": f.metric_throttles(period=five_minutes, statistic="Sum")
-                        for i, f in enumerate(functions.by_logical_id.values())
-                    },
-                    period=five_minutes,
+                "WebhookThrottles",
+                alarm_description="The webhook was throttled: Twilio retries; raise its concurrency.",
+                metric=functions[WEBHOOK.logical_id].metric_throttles(period=five_minutes, statistic="Sum"),
+                threshold=1,
+                evaluation_periods=1,
+                treat_missing_data=cloudwatch.TreatMissingData.NOT_BREACHING,
+            ),
+            cloudwatch.Alarm(
+                self,
+                "TaskThrottles",
+                alarm_description="A task or the reconciler was throttled (the state machine retries).",
+                metric=_sum_of(
+                    [f.metric_throttles(period=five_minutes, statistic="Sum") for f in others], five_minutes
                 ),
                 threshold=1,
                 evaluation_periods=1,
@@ -425,7 +439,48 @@ class Monitoring(Construct):
                 evaluation_periods=1,
                 treat_missing_data=cloudwatch.TreatMissingData.NOT_BREACHING,
             ),
+            cloudwatch.Alarm(
+                self,
+                "OldestPendingMessage",
+                alarm_description="A message has waited over 10 minutes for its answer (reported by the "
+                "reconciler): runs are failing or not starting.",
+                metric=_service_metric("OldestPendingMessageAge", "Maximum", five_minutes),
+                threshold=600,
+                evaluation_periods=1,
+                treat_missing_data=cloudwatch.TreatMissingData.NOT_BREACHING,
+            ),
+            cloudwatch.Alarm(
+                self,
+                "DeadLetteredBatches",
+                alarm_description="A batch kept failing and was set aside (Turns status dead_lettered; its "
+                "messages stay in StagedMessages with failed_in).",
+                metric=_service_metric("DeadLetteredBatches", "Sum", five_minutes),
+                threshold=1,
+                evaluation_periods=1,
+                treat_missing_data=cloudwatch.TreatMissingData.NOT_BREACHING,
+            ),
         ]
+
+
+def _sum_of(metrics: list[cloudwatch.IMetric], period: Duration) -> cloudwatch.MathExpression:
+    """One alarm may sum at most 10 metrics."""
+    assert len(metrics) <= 10, "split this alarm"
+    return cloudwatch.MathExpression(
+        expression=" + ".join(f"m{i}" for i in range(len(metrics))),
+        using_metrics={f"m{i}": metric for i, metric in enumerate(metrics)},
+        period=period,
+    )
+
+
+def _service_metric(name: str, statistic: str, period: Duration) -> cloudwatch.Metric:
+    """A metric our functions emit with Powertools (EMF, dimension `service`)."""
+    return cloudwatch.Metric(
+        namespace=NAMESPACE,
+        metric_name=name,
+        dimensions_map={"service": "burst-reply"},
+        statistic=statistic,
+        period=period,
+    )
 
 
 class BurstReplyStack(Stack):
@@ -451,6 +506,13 @@ class BurstReplyStack(Stack):
         self._grant(tables, credentials, bus, functions, workflow.arn)
         api = WebhookApi(self, "Webhook", settings, webhook)
         Monitoring(self, "Monitoring", workflow.state_machine, api.api, functions)
+        events.Rule(
+            self,
+            "ReconcileSchedule",
+            description="Run the reconciler: nothing accepted stays stranded",
+            schedule=events.Schedule.rate(Duration.minutes(1)),
+            targets=[targets.LambdaFunction(functions[RECONCILER.logical_id], retry_attempts=0)],
+        )
 
         CfnOutput(
             self,
@@ -506,7 +568,7 @@ class BurstReplyStack(Stack):
         allow("GenerateReply", ["dynamodb:GetItem", "dynamodb:PutItem"], [turns.table_arn])
         credentials.openai.grant_read(functions["GenerateReply"])
         allow("GenerateReply", ["secretsmanager:GetSecretValue"], [tenant_secrets])
-        allow("SendReply", ["dynamodb:GetItem"], [conversations.table_arn])
+        allow("SendReply", ["dynamodb:GetItem", "dynamodb:UpdateItem"], [conversations.table_arn])
         allow("SendReply", ["dynamodb:GetItem", "dynamodb:UpdateItem"], [turns.table_arn])
         credentials.twilio.grant_read(functions["SendReply"])
         allow("SendReply", ["secretsmanager:GetSecretValue"], [tenant_secrets])
@@ -518,8 +580,31 @@ class BurstReplyStack(Stack):
         allow("CloseBatchWindow", ["dynamodb:DeleteItem"], [windows.table_arn])
         allow("CloseBatchWindow", ["dynamodb:Query"], [staged.table_arn])
         open_windows("OpenNextWindow")
+        allow("RecordFailedBatch", ["dynamodb:Query", "dynamodb:UpdateItem"], [staged.table_arn])
+        allow("RecordFailedBatch", ["dynamodb:UpdateItem"], [turns.table_arn])
+        allow("RecordFailedBatch", ["dynamodb:GetItem"], [conversations.table_arn])
+        credentials.twilio.grant_read(functions["RecordFailedBatch"])  # the fallback reply
+        allow("RecordFailedBatch", ["secretsmanager:GetSecretValue"], [tenant_secrets])
+        allow("Reconciler", ["dynamodb:Scan"], [f"{staged.table_arn}/index/pending", windows.table_arn])
+        open_windows("Reconciler")
+        executions = state_machine_arn.replace(":stateMachine:", ":execution:") + ":*"
+        allow("Reconciler", ["states:DescribeExecution"], [executions])
         NagSuppressions.add_resource_suppressions(
-            [functions["Webhook"], functions["GenerateReply"], functions["SendReply"]],
+            functions["Reconciler"],
+            [
+                NagPackSuppression(
+                    id="AwsSolutions-IAM5",
+                    reason="The reconciler checks runs of this state machine by name (execution ARNs).",
+                    applies_to=[
+                        "Resource::arn:<AWS::Partition>:states:<AWS::Region>:<AWS::AccountId>:execution:"
+                        f"{self.stack_name}-BatchWindow:*"
+                    ],
+                )
+            ],
+            apply_to_children=True,
+        )
+        NagSuppressions.add_resource_suppressions(
+            [functions[f] for f in ("Webhook", "GenerateReply", "SendReply", "RecordFailedBatch")],
             [
                 NagPackSuppression(
                     id="AwsSolutions-IAM5",

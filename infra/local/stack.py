@@ -19,7 +19,7 @@ from functions.config import get_settings
 from functions.dal.tables import ALL_TABLES, TableDefinition
 from functions.registry import TASKS, definition_substitutions
 from infra.local.gateway import Gateway
-from infra.local.lambdas import LambdaMiddleware
+from infra.local.lambdas import LambdaMiddleware, invoke
 from infra.local.standins import OpenAIStandIn, TwilioStandIn
 from infra.statemachine import render
 
@@ -52,6 +52,8 @@ class LocalConfig:
     openai_api_key: str = LOCAL_OPENAI_KEY
     use_real_openai: bool = False
     use_real_twilio: bool = False
+    # Run the reconciler this often, as the deployed schedule does (None: never).
+    reconcile_every_seconds: float | None = None
     extra_env: dict[str, str] = field(default_factory=dict)
 
     @classmethod
@@ -69,6 +71,7 @@ class LocalConfig:
             openai_api_key=env.get("OPENAI_API_KEY") or LOCAL_OPENAI_KEY,
             use_real_openai=_flag(env.get("USE_REAL_OPENAI"), False),
             use_real_twilio=_flag(env.get("USE_REAL_TWILIO"), False),
+            reconcile_every_seconds=60,
         )
 
 
@@ -92,6 +95,7 @@ class LocalStack:
         self.openai = OpenAIStandIn()
         self.twilio = TwilioStandIn()
         self._servers: list[_Server] = []
+        self._stopping = threading.Event()
         self.state_machine_arn = f"arn:aws:states:{REGION}:{ACCOUNT}:stateMachine:{STATE_MACHINE_NAME}"
 
     # --- lifecycle ---------------------------------------------------------------------
@@ -119,9 +123,18 @@ class LocalStack:
             timeout=10,
         ).raise_for_status()
         self._provision()
+        if c.reconcile_every_seconds:
+            threading.Thread(target=self._reconcile_periodically, daemon=True).start()
         return self
 
+    def _reconcile_periodically(self) -> None:
+        """The deployed stack's schedule, locally: errors are reported and the next
+        round tries again."""
+        while not self._stopping.wait(self.config.reconcile_every_seconds or 60):
+            invoke("Reconciler", {})
+
     def stop(self) -> None:
+        self._stopping.set()
         for server in reversed(self._servers):
             server.stop()
 

@@ -134,8 +134,16 @@ def test_the_state_machine_is_standard_traced_and_logged(template):
 def test_secrets_alarms_bus_and_outputs_exist(template):
     template.resource_count_is("AWS::SecretsManager::Secret", 2)
     template.resource_count_is("AWS::Events::EventBus", 1)
-    template.resource_count_is("AWS::CloudWatch::Alarm", 4)
-    for name in ("FailedRuns", "ThrottledRuns", "FunctionThrottles", "Webhook5xx"):
+    template.resource_count_is("AWS::CloudWatch::Alarm", 7)
+    for name in (
+        "FailedRuns",
+        "ThrottledRuns",
+        "WebhookThrottles",
+        "TaskThrottles",
+        "Webhook5xx",
+        "OldestPendingMessage",
+        "DeadLetteredBatches",
+    ):
         assert any(name in k for k in template.find_resources("AWS::CloudWatch::Alarm"))
     outputs = template.to_json()["Outputs"]
     for output in (
@@ -183,6 +191,14 @@ EXPECTED_ACTIONS = {
     "MergeStagedMessages": {"dynamodb:BatchGetItem", "dynamodb:PutItem"},
     "GenerateReply": {"dynamodb:GetItem", "dynamodb:UpdateItem", "dynamodb:PutItem"} | SECRETS,
     "SendReply": {"dynamodb:GetItem", "dynamodb:UpdateItem"} | SECRETS,
+    "RecordFailedBatch": {"dynamodb:Query", "dynamodb:UpdateItem", "dynamodb:GetItem"} | SECRETS,
+    "Reconciler": {
+        "dynamodb:Scan",
+        "dynamodb:PutItem",
+        "dynamodb:DeleteItem",
+        "states:StartExecution",
+        "states:DescribeExecution",
+    },
     "RecordTurns": {"dynamodb:BatchWriteItem", "dynamodb:PutItem", "dynamodb:UpdateItem", "dynamodb:GetItem"},
     "AnnounceAnsweredBatch": {"dynamodb:GetItem", "events:PutEvents"},
     "CloseBatchWindow": {"dynamodb:DeleteItem", "dynamodb:Query"},
@@ -285,3 +301,11 @@ def test_the_local_tables_match_the_deployed_ones(synthesized, table):
     ]
     assert deployed_indexes == local.get("GlobalSecondaryIndexes", [])
     assert properties["BillingMode"] == local["BillingMode"]
+
+
+def test_the_reconciler_runs_every_minute(synthesized):
+    stack_json = synthesized[1]
+    (rule,) = resources(stack_json, "AWS::Events::Rule").values()
+    assert rule["Properties"]["ScheduleExpression"] == "rate(1 minute)"
+    reconciler = logical_id_of(stack_json, "AWS::Lambda::Function", "/Functions/Reconciler/")
+    assert rule["Properties"]["Targets"][0]["Arn"] == {"Fn::GetAtt": [reconciler, "Arn"]}
