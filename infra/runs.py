@@ -4,6 +4,10 @@ their durations, retries and errors, beside the conversation's recorded turns.
 
     python -m infra.runs list [--status FAILED] [--conversation ID] [--limit N]
     python -m infra.runs show EXECUTION_NAME_OR_ARN [--bodies]
+    python -m infra.runs redrive CONVERSATION_ID
+
+`redrive` makes a conversation's set-aside messages (a permanent error, or a batch that
+kept failing) pending again and opens a window for them.
 
 Reads STATE_MACHINE_ARN and TURNS_TABLE; AWS_ENDPOINT_URL points it at the local stack.
 """
@@ -150,6 +154,8 @@ def main(argv: list[str] | None = None) -> int:
     showing = commands.add_parser("show", help="one run as a timeline, with its turns")
     showing.add_argument("execution", help="execution name or ARN")
     showing.add_argument("--bodies", action="store_true", help="also print message texts (personal data)")
+    redriving = commands.add_parser("redrive", help="answer a conversation's set-aside messages after all")
+    redriving.add_argument("conversation")
     args = parser.parse_args(argv)
 
     state_machine_arn = os.environ.get("STATE_MACHINE_ARN")
@@ -157,6 +163,11 @@ def main(argv: list[str] | None = None) -> int:
         print("Set STATE_MACHINE_ARN (the stack output StateMachineArn).", file=sys.stderr)
         return 2
     runs = Runs(state_machine_arn, os.environ.get("TURNS_TABLE", "Turns"))
+    if args.command == "redrive":
+        from functions.logic.reconcile import redrive  # needs the functions' settings
+
+        print(json.dumps(redrive(args.conversation)))
+        return 0
     if args.command == "list":
         for run in runs.list(args.status, args.conversation, args.limit):
             stopped = run.get("stopDate")

@@ -256,6 +256,31 @@ def mark_messages_failed(conversation_id: str, message_sids: list[str], window_i
                 raise
 
 
+def requeue_set_aside_messages(conversation_id: str) -> int:
+    """Make the conversation's set-aside (failed) messages pending again, with their
+    attempts reset: the operator's redrive. How many were requeued."""
+    table = _table(get_settings().staged_messages_table)
+    query: dict[str, Any] = {
+        "KeyConditionExpression": Key("conversation_id").eq(conversation_id),
+        "FilterExpression": Attr("failed_in").exists(),
+        "ProjectionExpression": "message_sid, received_at",
+        "ConsistentRead": True,
+    }
+    requeued = 0
+    while True:
+        response = table.query(**query)
+        for item in response["Items"]:
+            table.update_item(
+                Key={"conversation_id": conversation_id, "message_sid": item["message_sid"]},
+                UpdateExpression="SET pending_since = :since REMOVE failed_in, failure, attempts",
+                ExpressionAttributeValues={":since": item["received_at"]},
+            )
+            requeued += 1
+        if "LastEvaluatedKey" not in response:
+            return requeued
+        query["ExclusiveStartKey"] = response["LastEvaluatedKey"]
+
+
 def scan_pending_messages() -> list[dict[str, Any]]:
     """Every pending message of every conversation (keys and pending_since), from the
     sparse `pending` index: its size is the backlog, not the history."""

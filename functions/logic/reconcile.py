@@ -67,3 +67,12 @@ def reconcile() -> dict[str, Any]:
     }
     logger.info("Reconciled", extra=summary)
     return summary
+
+
+def redrive(conversation_id: str) -> dict[str, Any]:
+    """Answer a conversation's set-aside messages after all (once their cause is fixed):
+    they become pending again and a window opens for them at once."""
+    requeued = store.requeue_set_aside_messages(conversation_id)
+    window_id = open_batch_window(conversation_id, wait_seconds=0, ensure_started=True) if requeued else None
+    logger.info("Redriven", extra={"conversation_id": conversation_id, "requeued": requeued})
+    return {"requeued": requeued, "window_id": window_id}

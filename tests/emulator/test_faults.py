@@ -11,7 +11,7 @@ import pytest
 
 from functions.dal import store
 from functions.logic import clock
-from functions.logic.reconcile import reconcile
+from functions.logic.reconcile import reconcile, redrive
 from functions.logic.windows import execution_name
 
 pytestmark = pytest.mark.emulator
@@ -117,6 +117,14 @@ def test_a_batch_that_keeps_failing_is_dead_lettered_after_the_attempts(harness,
     assert staged["body"]["S"] == "doomed" and "failed_in" in staged  # set aside, visible
     dead = [t for t in store.list_turns(conversation_id) if t["status"] == "dead_lettered"]
     assert len(dead) == 1 and dead[0]["message_count"] == 1
+
+    harness.set_conversation(conversation_id, openai_api_key_secret=None)  # the operator fixes it
+    assert redrive(conversation_id)["requeued"] == 1
+
+    runs = harness.wait_until_quiet(conversation_id, runs=3)
+    assert runs[-1]["status"] == "SUCCEEDED"
+    assert harness.replies_to(user) == ["You said: doomed"]
+    assert store.pending_messages(conversation_id) == []
 
 
 def test_the_reconciler_opens_a_window_for_stranded_messages(harness):
