@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 from functools import cache
+from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -17,10 +18,20 @@ class Settings(BaseModel):
     staged_messages_table: str = Field("StagedMessages", alias="STAGED_MESSAGES_TABLE")
     batch_windows_table: str = Field("BatchWindows", alias="BATCH_WINDOWS_TABLE")
     turns_table: str = Field("Turns", alias="TURNS_TABLE")
+    projects_table: str = Field("Projects", alias="PROJECTS_TABLE")
     state_machine_arn: str = Field("", alias="STATE_MACHINE_ARN")
     event_bus_name: str = Field("burst-reply", alias="EVENT_BUS_NAME")
 
+    # The global batching rules (functions/logic/debounce.py); a project's or a
+    # conversation's own rules override them.
+    batch_mode: str = Field("fixed", alias="BATCH_MODE")
     batch_window_seconds: int = Field(10, ge=1, le=3600, alias="BATCH_WINDOW_SECONDS")
+    quiet_seconds: float = Field(3, gt=0, alias="QUIET_SECONDS")
+    typing_gap_seconds: float = Field(2, ge=0, alias="TYPING_GAP_SECONDS")
+    typing_quiet_seconds: float = Field(6, gt=0, alias="TYPING_QUIET_SECONDS")
+    max_wait_seconds: float = Field(60, gt=0, alias="MAX_WAIT_SECONDS")
+    max_batch_messages: int = Field(0, ge=0, alias="MAX_BATCH_MESSAGES")
+    flush_keywords: str = Field("", alias="FLUSH_KEYWORDS")  # comma-separated
     lock_lease_seconds: int = Field(600, ge=30, alias="LOCK_LEASE_SECONDS")
     auto_create_conversations: bool = Field(False, alias="AUTO_CREATE_CONVERSATIONS")
     # Answered staged messages are kept as bodiless tombstones this long, so that a
@@ -61,6 +72,18 @@ class Settings(BaseModel):
     twilio_api_base_url: str = Field("", alias="TWILIO_API_BASE_URL")
     # The public base URL Twilio calls (for signature validation behind a custom domain).
     webhook_base_url: str = Field("", alias="WEBHOOK_BASE_URL")
+
+    def batching_defaults(self) -> dict[str, Any]:
+        return {
+            "mode": self.batch_mode,
+            "window_seconds": self.batch_window_seconds,
+            "quiet_seconds": self.quiet_seconds,
+            "typing_gap_seconds": self.typing_gap_seconds,
+            "typing_quiet_seconds": self.typing_quiet_seconds,
+            "max_wait_seconds": self.max_wait_seconds,
+            "max_messages": self.max_batch_messages,
+            "flush_keywords": tuple(k.strip() for k in self.flush_keywords.split(",") if k.strip()),
+        }
 
 
 @cache

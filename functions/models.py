@@ -79,6 +79,9 @@ class Conversation(BaseModel):
     # conversation is not allowed on, is answered with a configured reply, not staged.
     project_status: str = "active"
     allowed_channels: list[Channel] | None = None  # None: every channel
+    project_id: str | None = None
+    # Batching rules of this conversation (functions/logic/debounce.py), partial.
+    batching: dict[str, Any] | None = None
 
 
 class StagedMessage(BaseModel):

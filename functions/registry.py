@@ -29,6 +29,18 @@ RECONCILER = FunctionDefinition("Reconciler", "functions.handlers.reconciler.han
 
 TASKS = (
     FunctionDefinition(
+        "ParkUntilDue",
+        "functions.handlers.tasks.park_until_due",
+        "ParkUntilDueFunctionArn",
+        10,
+    ),
+    FunctionDefinition(
+        "CheckBatchWindow",
+        "functions.handlers.tasks.check_batch_window",
+        "CheckBatchWindowFunctionArn",
+        10,
+    ),
+    FunctionDefinition(
         "AcquireProcessingLock",
         "functions.handlers.tasks.acquire_processing_lock",
         "AcquireProcessingLockFunctionArn",

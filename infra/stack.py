@@ -21,7 +21,7 @@ from aws_cdk import aws_stepfunctions as sfn
 from cdk_nag import NagPackSuppression, NagSuppressions
 from constructs import Construct
 
-from functions.dal.tables import ALL_TABLES, BATCH_WINDOWS, CONVERSATIONS, STAGED_MESSAGES, TURNS
+from functions.dal.tables import ALL_TABLES, BATCH_WINDOWS, CONVERSATIONS, PROJECTS, STAGED_MESSAGES, TURNS
 from functions.observability import NAMESPACE
 from functions.registry import (
     ALL_FUNCTIONS,
@@ -419,16 +419,24 @@ class Monitoring(Construct):
                 evaluation_periods=1,
                 treat_missing_data=cloudwatch.TreatMissingData.NOT_BREACHING,
             ),
-            cloudwatch.Alarm(
-                self,
-                "TaskThrottles",
-                alarm_description="A task or the reconciler was throttled (the state machine retries).",
-                metric=_sum_of(
-                    [f.metric_throttles(period=five_minutes, statistic="Sum") for f in others], five_minutes
-                ),
-                threshold=1,
-                evaluation_periods=1,
-                treat_missing_data=cloudwatch.TreatMissingData.NOT_BREACHING,
+            # An alarm sums at most 10 metrics: one alarm per group of 10 functions.
+            *(
+                cloudwatch.Alarm(
+                    self,
+                    f"TaskThrottles{group + 1}",
+                    alarm_description="A task or the reconciler was throttled (the state machine retries).",
+                    metric=_sum_of(
+                        [
+                            f.metric_throttles(period=five_minutes, statistic="Sum")
+                            for f in others[start : start + 10]
+                        ],
+                        five_minutes,
+                    ),
+                    threshold=1,
+                    evaluation_periods=1,
+                    treat_missing_data=cloudwatch.TreatMissingData.NOT_BREACHING,
+                )
+                for group, start in enumerate(range(0, len(others), 10))
             ),
             cloudwatch.Alarm(
                 self,
@@ -541,6 +549,7 @@ class BurstReplyStack(Stack):
         """Least privilege: each function gets the actions it uses on the tables it uses."""
         conversations, staged = tables[CONVERSATIONS.logical_id], tables[STAGED_MESSAGES.logical_id]
         windows, turns = tables[BATCH_WINDOWS.logical_id], tables[TURNS.logical_id]
+        projects = tables[PROJECTS.logical_id]
         tenant_secrets = credentials.tenant_secrets_arn()
 
         def allow(function_id: str, actions: list[str], resources: list[str]) -> None:
@@ -558,9 +567,15 @@ class BurstReplyStack(Stack):
         allow("Webhook", ["dynamodb:GetItem", "dynamodb:PutItem"], [conversations.table_arn])
         allow("Webhook", ["dynamodb:PutItem"], [staged.table_arn])
         open_windows("Webhook")
+        allow("Webhook", ["dynamodb:UpdateItem"], [windows.table_arn])  # count the message in
+        allow("Webhook", ["states:SendTaskSuccess"], [state_machine_arn])  # wake on a flush
+        allow("Webhook", ["dynamodb:GetItem"], [projects.table_arn])  # the project's rules
         credentials.twilio.grant_read(functions["Webhook"])
         allow("Webhook", ["secretsmanager:GetSecretValue"], [tenant_secrets])
 
+        allow("ParkUntilDue", ["dynamodb:UpdateItem"], [windows.table_arn])
+        allow("ParkUntilDue", ["states:SendTaskSuccess"], [state_machine_arn])
+        allow("CheckBatchWindow", ["dynamodb:GetItem"], [windows.table_arn])
         allow("AcquireProcessingLock", ["dynamodb:UpdateItem", "dynamodb:GetItem"], [conversations.table_arn])
         allow("MergeStagedMessages", ["dynamodb:BatchGetItem"], [staged.table_arn])
         allow("MergeStagedMessages", ["dynamodb:PutItem"], [turns.table_arn])
@@ -589,6 +604,7 @@ class BurstReplyStack(Stack):
         open_windows("Reconciler")
         executions = state_machine_arn.replace(":stateMachine:", ":execution:") + ":*"
         allow("Reconciler", ["states:DescribeExecution"], [executions])
+        allow("Reconciler", ["dynamodb:GetItem"], [conversations.table_arn, projects.table_arn])
         NagSuppressions.add_resource_suppressions(
             functions["Reconciler"],
             [

@@ -15,6 +15,7 @@ from boto3.dynamodb.types import TypeDeserializer
 from functions.config import get_settings
 from functions.dal import store
 from functions.logic import clock
+from functions.logic.debounce import resolve_rules
 from functions.logic.windows import execution_name, open_batch_window
 from functions.models import Channel, InboundMessage
 from infra.local.stack import LocalConfig, LocalStack
@@ -86,9 +87,12 @@ class Harness:
 
     # --- runs ---------------------------------------------------------------------------
 
-    def start_run(self, conversation_id: str, wait_seconds: int = 0) -> str:
-        """Open a window and start its execution, as the webhook does; its ARN."""
-        window_id = open_batch_window(conversation_id, wait_seconds)
+    def start_run(self, conversation_id: str) -> str:
+        """Open a window that is due at once and start its run, as the reconciler does;
+        the run's ARN."""
+        rules = resolve_rules(get_settings().batching_defaults(), Channel.WHATSAPP)
+        long_ago = int(time.time() * 1000) - int(rules.max_wait_seconds * 1000) - 1000
+        window_id = open_batch_window(conversation_id, rules, opened_ms=long_ago)
         assert window_id is not None, "a window is open already"
         name = execution_name(conversation_id, window_id)
         return self.stack.state_machine_arn.replace(":stateMachine:", ":execution:") + ":" + name

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+import time
 from decimal import Decimal
 from enum import StrEnum
 from functools import cache
@@ -314,26 +315,12 @@ def mark_messages_answered(
 # --- batch windows -------------------------------------------------------------------
 
 
-def open_window(
-    conversation_id: str,
-    window_id: str,
-    opened_at: str,
-    expires_at: int,
-    execution_name: str = "",
-    execution_input: str = "",
-) -> dict[str, Any] | None:
-    """Open the conversation's batch window unless one is open. None for the one winner;
-    otherwise the window that is open."""
+def open_window(window: dict[str, Any]) -> dict[str, Any] | None:
+    """Open the conversation's batch window (a window item) unless one is open. None for
+    the one winner; otherwise the window that is open."""
     try:
         _table(get_settings().batch_windows_table).put_item(
-            Item={
-                "conversation_id": conversation_id,
-                "window_id": window_id,
-                "opened_at": opened_at,
-                "expires_at": expires_at,
-                "execution_name": execution_name,
-                "execution_input": execution_input,
-            },
+            Item=_to_dynamo(window),
             ConditionExpression=Attr("conversation_id").not_exists(),
             ReturnValuesOnConditionCheckFailure="ALL_OLD",
         )
@@ -342,6 +329,68 @@ def open_window(
             return _old_item(error)
         raise
     return None
+
+
+def record_arrival(conversation_id: str, now_ms: int, flush: bool) -> dict[str, Any] | None:
+    """Count a new message in the open window (its time, the one before, how many, and
+    a flush request); the window after the update, or None if no window is open."""
+    flush_clause = ", flush_requested = :flush" if flush else ""
+    values: dict[str, Any] = {":now": now_ms, ":one": 1}
+    if flush:
+        values[":flush"] = True
+    try:
+        item = _table(get_settings().batch_windows_table).update_item(
+            Key={"conversation_id": conversation_id},
+            UpdateExpression="SET previous_message_ms = last_message_ms, last_message_ms = :now"
+            + flush_clause
+            + " ADD message_count :one",
+            ConditionExpression=Attr("conversation_id").exists(),
+            ExpressionAttributeValues=values,
+            ReturnValues="ALL_NEW",
+        )["Attributes"]
+    except ClientError as error:
+        if _conditional_check_failed(error):
+            return None
+        raise
+    return _from_dynamo(item)  # type: ignore[no-any-return]
+
+
+def park_task_token(conversation_id: str, window_id: str, task_token: str) -> dict[str, Any] | None:
+    """Leave the waiting run's task token on its window, for a flush to wake it; the
+    window after the update, or None if that window is closed."""
+    try:
+        item = _table(get_settings().batch_windows_table).update_item(
+            Key={"conversation_id": conversation_id},
+            UpdateExpression="SET task_token = :token",
+            ConditionExpression=Attr("window_id").eq(window_id),
+            ExpressionAttributeValues={":token": task_token},
+            ReturnValues="ALL_NEW",
+        )["Attributes"]
+    except ClientError as error:
+        if _conditional_check_failed(error):
+            return None
+        raise
+    return _from_dynamo(item)  # type: ignore[no-any-return]
+
+
+_projects: dict[str, tuple[float, dict[str, Any] | None]] = {}
+_PROJECT_CACHE_SECONDS = 60
+
+
+def project_batching_rules(project_id: str) -> dict[str, Any] | None:
+    """A project's batching rules (cached for a minute: read on every message)."""
+    cached = _projects.get(project_id)
+    if cached and cached[0] > time.monotonic():
+        return cached[1]
+    item = _table(get_settings().projects_table).get_item(Key={"project_id": project_id}).get("Item") or {}
+    rules = _from_dynamo(item.get("batching")) if item.get("batching") else None
+    _projects[project_id] = (time.monotonic() + _PROJECT_CACHE_SECONDS, rules)
+    return rules
+
+
+def put_project(item: dict[str, Any]) -> None:
+    _table(get_settings().projects_table).put_item(Item=_to_dynamo(item))
+    _projects.pop(item["project_id"], None)
 
 
 def get_window(conversation_id: str) -> dict[str, Any] | None:
@@ -432,66 +481,61 @@ def record_answered_batch(
     conversation_id: str,
     owner: str,
     user_turn_id: str,
-    assistant_turn_id: str,
+    assistant_turn_id: str | None,
     answered_at: str,
     processing_time_ms: int,
     tokens: dict[str, int],
     last_message_sid: str | None,
 ) -> bool:
-    """In one transaction: mark the user turn answered, the assistant turn sent, update
-    the conversation's totals and release the processing lock, on condition that this
-    run still holds it. False if the lock is no longer ours."""
+    """In one transaction: mark the user turn answered (or handed off to a person, when
+    there is no assistant turn), the assistant turn sent, update the conversation's totals
+    and release the processing lock, on condition that this run still holds it. False if
+    the lock is no longer ours."""
     settings = get_settings()
-    client = _dynamodb().meta.client
     turn_key = {"conversation_id": conversation_id}
-    conversation_update: dict[str, Any] = {
+    handed_off = assistant_turn_id is None
+    user_turn: dict[str, Any] = {
+        "TableName": settings.turns_table,
+        "Key": {**turn_key, "turn_id": user_turn_id},
+        "UpdateExpression": "SET #s = :status, answered_at = :at",
+        "ExpressionAttributeNames": {"#s": "status"},
+        "ExpressionAttributeValues": {
+            ":status": "handed_off" if handed_off else "answered",
+            ":at": answered_at,
+        },
+    }
+    conversation: dict[str, Any] = {
         "TableName": settings.conversations_table,
         "Key": {"conversation_id": conversation_id},
         "UpdateExpression": (
             "SET updated_at = :at, conversation_status = :status, last_assistant_message_sid = :sid "
-            "ADD prompt_tokens :p, completion_tokens :c, total_tokens :t, turn_count :two "
+            "ADD prompt_tokens :p, completion_tokens :c, total_tokens :t, turn_count :turns "
             "REMOVE lock_owner, lock_expires_at, lock_acquired_at"
         ),
         "ConditionExpression": "lock_owner = :me",
         "ExpressionAttributeValues": {
             ":at": answered_at,
-            ":status": "reply_sent",
+            ":status": "awaiting_agent" if handed_off else "reply_sent",
             ":sid": last_message_sid or "",
             ":p": tokens.get("prompt_tokens", 0),
             ":c": tokens.get("completion_tokens", 0),
             ":t": tokens.get("total_tokens", 0),
-            ":two": 2,
+            ":turns": 1 if handed_off else 2,
             ":me": owner,
         },
     }
+    items: list[dict[str, Any]] = [{"Update": user_turn}, {"Update": conversation}]
+    if assistant_turn_id is not None:
+        assistant_turn = {
+            "TableName": settings.turns_table,
+            "Key": {**turn_key, "turn_id": assistant_turn_id},
+            "UpdateExpression": "SET #s = :sent, sent_at = :at, processing_time_ms = :ms",
+            "ExpressionAttributeNames": {"#s": "status"},
+            "ExpressionAttributeValues": {":sent": "sent", ":at": answered_at, ":ms": processing_time_ms},
+        }
+        items.insert(1, {"Update": assistant_turn})
     try:
-        client.transact_write_items(
-            TransactItems=[
-                {
-                    "Update": {
-                        "TableName": settings.turns_table,
-                        "Key": {**turn_key, "turn_id": user_turn_id},
-                        "UpdateExpression": "SET #s = :answered, answered_at = :at",
-                        "ExpressionAttributeNames": {"#s": "status"},
-                        "ExpressionAttributeValues": {":answered": "answered", ":at": answered_at},
-                    }
-                },
-                {
-                    "Update": {
-                        "TableName": settings.turns_table,
-                        "Key": {**turn_key, "turn_id": assistant_turn_id},
-                        "UpdateExpression": "SET #s = :sent, sent_at = :at, processing_time_ms = :ms",
-                        "ExpressionAttributeNames": {"#s": "status"},
-                        "ExpressionAttributeValues": {
-                            ":sent": "sent",
-                            ":at": answered_at,
-                            ":ms": processing_time_ms,
-                        },
-                    }
-                },
-                {"Update": conversation_update},
-            ]
-        )
+        _dynamodb().meta.client.transact_write_items(TransactItems=items)
     except ClientError as error:
         if error.response["Error"]["Code"] == "TransactionCanceledException":
             return False

@@ -73,4 +73,12 @@ TURNS = TableDefinition(
     sort_key="turn_id",
 )
 
-ALL_TABLES = (CONVERSATIONS, STAGED_MESSAGES, BATCH_WINDOWS, TURNS)
+# Projects group conversations (the seeds' project); here they carry batching rules.
+PROJECTS = TableDefinition(
+    logical_id="Projects",
+    env_var="PROJECTS_TABLE",
+    placeholder="ProjectsTableName",
+    partition_key="project_id",
+)
+
+ALL_TABLES = (CONVERSATIONS, STAGED_MESSAGES, BATCH_WINDOWS, TURNS, PROJECTS)

@@ -8,6 +8,7 @@ from aws_lambda_powertools.utilities.typing import LambdaContext
 
 from functions.logic import batch
 from functions.logic.batch import BatchRef
+from functions.logic.debounce import BatchingRules
 from functions.observability import logger, metrics, tracer
 
 
@@ -49,14 +50,16 @@ def send_reply(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
 @tracer.capture_lambda_handler
 @metrics.log_metrics
 def record_turns(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
-    reply = event["reply"]
-    tokens = {k: int(reply[k]) for k in ("prompt_tokens", "completion_tokens", "total_tokens")}
+    reply = event.get("reply")  # absent when the batch is handed off to a person
+    tokens = (
+        {k: int(reply[k]) for k in ("prompt_tokens", "completion_tokens", "total_tokens")} if reply else None
+    )
     return batch.record_turns(
         _ref(event),
         event["lock"]["acquired_at"],
         event["batch"]["message_sids"],
         tokens,
-        event["sent"]["message_sids"],
+        (event.get("sent") or {}).get("message_sids") or [],
     )
 
 
@@ -71,7 +74,7 @@ def close_batch_window(event: dict[str, Any], context: LambdaContext) -> dict[st
 @tracer.capture_lambda_handler
 @metrics.log_metrics
 def open_next_window(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
-    return batch.open_next_window(_ref(event), event["window"].get("oldest_leftover_at"))
+    return batch.open_next_window(_ref(event), _rules(event), event["window"])
 
 
 @logger.inject_lambda_context(clear_state=True)
@@ -88,3 +91,21 @@ def record_failed_batch(event: dict[str, Any], context: LambdaContext) -> dict[s
     run = event.get("run") or {}
     message_sids = (run.get("batch") or {}).get("message_sids") or []
     return batch.record_failed_batch(_ref(event), run.get("error") or {}, message_sids)
+
+
+@logger.inject_lambda_context(clear_state=True)
+@tracer.capture_lambda_handler
+@metrics.log_metrics
+def park_until_due(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
+    return batch.park_until_due(_ref(event), event["task_token"], _rules(event))
+
+
+@logger.inject_lambda_context(clear_state=True)
+@tracer.capture_lambda_handler
+@metrics.log_metrics
+def check_batch_window(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
+    return batch.check_batch_window(_ref(event), _rules(event))
+
+
+def _rules(event: dict[str, Any]) -> BatchingRules:
+    return BatchingRules.model_validate(event.get("rules") or {})

@@ -20,9 +20,10 @@ from functions.errors import (
     TwilioPermanentError,
 )
 from functions.logic import ai, clock, credentials, events, messaging
+from functions.logic.debounce import BatchingRules, is_due_now, seconds_until_due
 from functions.logic.merge import arrival_order, merged_body
 from functions.logic.replies import split_reply
-from functions.logic.windows import open_batch_window
+from functions.logic.windows import open_batch_window, send_wake
 from functions.models import Conversation
 from functions.observability import count, logger
 
@@ -182,28 +183,34 @@ def send_reply(ref: BatchRef) -> dict[str, Any]:
 
 
 def record_turns(
-    ref: BatchRef, acquired_at: str, message_sids: list[str], tokens: dict[str, int], sent_sids: list[str]
+    ref: BatchRef,
+    acquired_at: str,
+    message_sids: list[str],
+    tokens: dict[str, int] | None,
+    sent_sids: list[str],
 ) -> dict[str, Any]:
-    """Mark the batch's staged messages answered, then record both turns and release the
-    processing lock in one transaction conditioned on this run still holding it."""
+    """Mark the batch's staged messages answered, then record the turns and release the
+    processing lock in one transaction conditioned on this run still holding it. Without
+    `tokens` the batch was handed off to a person: there is no assistant turn."""
     settings = get_settings()
     moment = clock.now()
     retention = int(moment.timestamp()) + settings.answered_message_retention_seconds
     store.mark_messages_answered(ref.conversation_id, message_sids, ref.window_id, retention)
     processing_ms = int((moment - clock.parse(acquired_at)).total_seconds() * 1000)
+    handed_off = tokens is None
     recorded = store.record_answered_batch(
         conversation_id=ref.conversation_id,
         owner=ref.execution_name,
         user_turn_id=ref.user_turn_id,
-        assistant_turn_id=ref.assistant_turn_id,
+        assistant_turn_id=None if handed_off else ref.assistant_turn_id,
         answered_at=clock.iso(moment),
         processing_time_ms=processing_ms,
-        tokens=tokens,
+        tokens=tokens or {},
         last_message_sid=sent_sids[-1] if sent_sids else None,
     )
     if not recorded:
-        turn = store.get_turn(ref.conversation_id, ref.assistant_turn_id) or {}
-        if turn.get("status") != "sent":
+        turn_id, done = (ref.user_turn_id, "handed_off") if handed_off else (ref.assistant_turn_id, "sent")
+        if (store.get_turn(ref.conversation_id, turn_id) or {}).get("status") != done:
             raise ProcessingLockLost(f"{ref.execution_name} no longer holds the processing lock")
     return {"processing_time_ms": processing_ms}
 
@@ -211,19 +218,56 @@ def record_turns(
 def close_batch_window(ref: BatchRef) -> dict[str, Any]:
     """Close this window, then look for messages staged meanwhile."""
     store.close_window(ref.conversation_id, ref.window_id)
-    leftovers = store.pending_messages(ref.conversation_id)
-    oldest = min((item["received_at"] for item in leftovers), default=None)
-    return {"leftover_count": len(leftovers), "oldest_leftover_at": oldest}
+    leftovers = sorted(item["received_at"] for item in store.pending_messages(ref.conversation_id))
+    return {
+        "leftover_count": len(leftovers),
+        "oldest_leftover_at": leftovers[0] if leftovers else None,
+        "newest_leftover_at": leftovers[-1] if leftovers else None,
+    }
 
 
-def open_next_window(ref: BatchRef, oldest_leftover_at: str | None) -> dict[str, Any]:
-    """Open the window for messages that arrived while this batch was processed. The wait
-    counts from the oldest of them, as if it had opened the window."""
-    wait = get_settings().batch_window_seconds
-    if oldest_leftover_at:
-        waited = (clock.now() - clock.parse(oldest_leftover_at)).total_seconds()
-        wait = max(0, min(wait, int(wait - waited)))
-    return {"window_id": open_batch_window(ref.conversation_id, wait, ensure_started=True)}
+def open_next_window(ref: BatchRef, rules: BatchingRules, leftovers: dict[str, Any]) -> dict[str, Any]:
+    """Open the window for messages that arrived while this batch was processed: its
+    clock starts at the oldest of them, as if it had opened the window."""
+    oldest, newest = leftovers.get("oldest_leftover_at"), leftovers.get("newest_leftover_at")
+    window_id = open_batch_window(
+        ref.conversation_id,
+        rules,
+        opened_ms=_ms(oldest) if oldest else None,
+        last_message_ms=_ms(newest) if newest else None,
+        message_count=int(leftovers.get("leftover_count") or 1),
+        ensure_started=True,
+    )
+    return {"window_id": window_id}
+
+
+def park_until_due(ref: BatchRef, task_token: str, rules: BatchingRules) -> dict[str, Any]:
+    """The run waits for its burst to end: leave its task token on the window, so that a
+    message that makes the batch due (a flush) can wake it; wake it at once if due."""
+    window = store.park_task_token(ref.conversation_id, ref.window_id, task_token)
+    if window is None or is_due_now(rules, window, _now_ms()):
+        send_wake(task_token)
+    return {"parked": window is not None}
+
+
+def check_batch_window(ref: BatchRef, rules: BatchingRules) -> dict[str, Any]:
+    """After a wait: is the burst over, or did new fragments move its end?"""
+    window = store.get_window(ref.conversation_id)
+    if window is None or window["window_id"] != ref.window_id:
+        return {"ready": True, "wait_seconds": 1}
+    now_ms = _now_ms()
+    return {
+        "ready": is_due_now(rules, window, now_ms),
+        "wait_seconds": seconds_until_due(rules, window, now_ms),
+    }
+
+
+def _now_ms() -> int:
+    return int(clock.now().timestamp() * 1000)
+
+
+def _ms(iso: str) -> int:
+    return int(clock.parse(iso).timestamp() * 1000)
 
 
 def announce_answered_batch(ref: BatchRef) -> dict[str, Any]:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from datetime import datetime
 from enum import StrEnum
 
 from pydantic import ValidationError
@@ -11,7 +12,8 @@ from functions.config import get_settings
 from functions.dal import store
 from functions.dal.store import Staging
 from functions.logic import clock, credentials
-from functions.logic.windows import open_batch_window
+from functions.logic.debounce import BatchingRules, is_flush_keyword, resolve_rules
+from functions.logic.windows import open_batch_window, wake_if_due
 from functions.models import Channel, Conversation, InboundMessage
 from functions.observability import count, logger
 
@@ -76,10 +78,12 @@ def accept_message(channel: Channel, form: dict[str, str], url: str, signature: 
         return refused
 
     staging = store.stage_message(conversation.conversation_id, message, received_at)
-    if staging is not Staging.DUPLICATE_DONE:
-        # Also for a pending duplicate: its first delivery may have staged it and failed
-        # before opening the window. Opening is a no-op while a window is open.
-        open_batch_window(conversation.conversation_id, ensure_started=staging is Staging.DUPLICATE_PENDING)
+    rules = batching_rules(conversation, channel)
+    if staging is Staging.STAGED:
+        _count_in_window(conversation.conversation_id, rules, message, clock.parse(received_at))
+    elif staging is Staging.DUPLICATE_PENDING:
+        # Its first delivery may have staged it and died before the window's run started.
+        open_batch_window(conversation.conversation_id, rules, ensure_started=True)
     if staging is not Staging.STAGED:
         logger.info("Duplicate webhook: MessageSid already staged", extra={"staging": staging.value})
         count("DuplicateWebhooks")
@@ -87,6 +91,28 @@ def accept_message(channel: Channel, form: dict[str, str], url: str, signature: 
     logger.info("Message staged", extra={"body_chars": len(message.body), "media": len(message.media_urls)})
     count("MessagesStaged")
     return Outcome.STAGED
+
+
+def batching_rules(conversation: Conversation, channel: Channel) -> BatchingRules:
+    """The global defaults, then the project's rules, then the conversation's own."""
+    project = store.project_batching_rules(conversation.project_id) if conversation.project_id else None
+    return resolve_rules(get_settings().batching_defaults(), channel, project, conversation.batching)
+
+
+def _count_in_window(
+    conversation_id: str, rules: BatchingRules, message: InboundMessage, at: datetime
+) -> None:
+    """Count the message in the open window (moving its due time), or open one; wake the
+    waiting run if the message makes the batch due now (a flush keyword, max messages)."""
+    now_ms = int(at.timestamp() * 1000)
+    flush = is_flush_keyword(rules, message.body)
+    window = store.record_arrival(conversation_id, now_ms, flush)
+    if window is None:
+        if open_batch_window(conversation_id, rules, opened_ms=now_ms, flush=flush) is not None:
+            return
+        window = store.record_arrival(conversation_id, now_ms, flush)  # another webhook won the race
+    if window is not None:
+        wake_if_due(window, rules)
 
 
 def _refused_by_rules(conversation: Conversation, channel: Channel) -> Outcome | None:

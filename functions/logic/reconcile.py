@@ -17,6 +17,7 @@ from botocore.exceptions import ClientError
 from functions.config import get_settings
 from functions.dal import store
 from functions.logic import clock
+from functions.logic.intake import batching_rules
 from functions.logic.windows import open_batch_window, stepfunctions
 from functions.observability import logger, metrics
 
@@ -56,7 +57,7 @@ def reconcile() -> dict[str, Any]:
     for conversation_id, since in oldest.items():
         age = (now - clock.parse(since)).total_seconds()
         oldest_age = max(oldest_age, age)
-        if age >= settings.reconcile_after_seconds and open_batch_window(conversation_id, wait_seconds=0):
+        if age >= settings.reconcile_after_seconds and _reopen(conversation_id, since):
             opened += 1
     metrics.add_metric(name="OldestPendingMessageAge", unit=MetricUnit.Seconds, value=oldest_age)
     summary = {
@@ -73,6 +74,17 @@ def redrive(conversation_id: str) -> dict[str, Any]:
     """Answer a conversation's set-aside messages after all (once their cause is fixed):
     they become pending again and a window opens for them at once."""
     requeued = store.requeue_set_aside_messages(conversation_id)
-    window_id = open_batch_window(conversation_id, wait_seconds=0, ensure_started=True) if requeued else None
+    window_id = _reopen(conversation_id, None) if requeued else None
     logger.info("Redriven", extra={"conversation_id": conversation_id, "requeued": requeued})
     return {"requeued": requeued, "window_id": window_id}
+
+
+def _reopen(conversation_id: str, pending_since: str | None) -> str | None:
+    """Open a window that is due at once: its messages have waited already."""
+    conversation = store.get_conversation(conversation_id)
+    if conversation is None:
+        return None
+    rules = batching_rules(conversation, conversation.channel)
+    long_ago = int(clock.now().timestamp() * 1000) - int(rules.max_wait_seconds * 1000) - 1000
+    since = int(clock.parse(pending_since).timestamp() * 1000) if pending_since else long_ago
+    return open_batch_window(conversation_id, rules, opened_ms=min(since, long_ago), ensure_started=True)

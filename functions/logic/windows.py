@@ -16,6 +16,7 @@ from botocore.exceptions import ClientError
 from functions.config import get_settings
 from functions.dal import store
 from functions.logic import clock
+from functions.logic.debounce import BatchingRules, is_due_now, seconds_until_due
 from functions.observability import count, logger
 
 _NAME_UNSAFE = re.compile(r"[^A-Za-z0-9_-]")
@@ -47,26 +48,59 @@ def execution_name(conversation_id: str, window_id: str) -> str:
 
 
 def open_batch_window(
-    conversation_id: str, wait_seconds: int | None = None, ensure_started: bool = False
+    conversation_id: str,
+    rules: BatchingRules,
+    *,
+    opened_ms: int | None = None,
+    last_message_ms: int | None = None,
+    message_count: int = 1,
+    flush: bool = False,
+    ensure_started: bool = False,
 ) -> str | None:
-    """Open a batch window for the conversation and start its execution, unless a window
-    is already open. Returns the new window's id, or None when one was open.
+    """Open a batch window for the conversation and start its run, unless a window is
+    open already. Returns the new window's id, or None when one was open.
 
-    If StartExecution fails, the window is closed again and the error raised, so that
-    the caller's retry (Twilio's, or the state machine's) can open it anew. A caller that
-    may be such a retry passes `ensure_started`: if a window is open, its execution is
-    started again with the same name and input, which AWS treats as the same request (a
-    no-op if it runs) and which starts it if the opener died between the put and the start."""
+    The window's clock (first and last fragment, count) decides when its burst is over
+    (see debounce.py); it starts now unless the caller opens it for messages that have
+    waited already. If StartExecution fails, the window is closed again and the error
+    raised, so that the caller's retry (Twilio's, or the state machine's) can open it
+    anew. A caller that may be such a retry passes `ensure_started`: if a window is open,
+    its run is started again with the same name and input, which AWS treats as the same
+    request (a no-op while it runs) and which starts it if the opener died between the
+    put and the start."""
     settings = get_settings()
-    opened_at = clock.now()
-    window_id = new_window_id(opened_at)
-    wait = settings.batch_window_seconds if wait_seconds is None else wait_seconds
-    expires_at = int(opened_at.timestamp()) + wait + settings.lock_lease_seconds + _WINDOW_TTL_MARGIN_SECONDS
+    now = clock.now()
+    now_ms = int(now.timestamp() * 1000)
+    window_id = new_window_id(now)
     name = execution_name(conversation_id, window_id)
-    run_input = json.dumps({"conversation_id": conversation_id, "window_id": window_id, "wait_seconds": wait})
-    existing = store.open_window(
-        conversation_id, window_id, clock.iso(opened_at), expires_at, name, run_input
+    window: dict[str, Any] = {
+        "conversation_id": conversation_id,
+        "window_id": window_id,
+        "opened_at": clock.iso(now),
+        "opened_ms": opened_ms or now_ms,
+        "last_message_ms": last_message_ms or opened_ms or now_ms,
+        "message_count": message_count,
+        "flush_requested": flush,
+        "execution_name": name,
+    }
+    ready = is_due_now(rules, window, now_ms)
+    wait = {"ready": ready, "wait_seconds": seconds_until_due(rules, window, now_ms)}
+    run_input = json.dumps(
+        {
+            "conversation_id": conversation_id,
+            "window_id": window_id,
+            "rules": rules.model_dump(),
+            "wait": wait,
+        }
     )
+    window["execution_input"] = run_input
+    window["expires_at"] = (
+        int(now.timestamp())
+        + int(rules.max_wait_seconds)
+        + settings.lock_lease_seconds
+        + _WINDOW_TTL_MARGIN_SECONDS
+    )
+    existing = store.open_window(window)
     if existing is not None:
         if ensure_started and existing.get("execution_input"):
             _start(existing["execution_name"], existing["execution_input"], already_open=True)
@@ -77,9 +111,30 @@ def open_batch_window(
         logger.exception("StartExecution failed; closing the window again", extra={"execution_name": name})
         store.close_window(conversation_id, window_id)
         raise
-    logger.info("Batch window opened", extra={"execution_name": name, "wait_seconds": wait})
+    logger.info("Batch window opened", extra={"execution_name": name, "wait": wait})
     count("WindowsOpened")
     return window_id
+
+
+def wake_if_due(window: dict[str, Any], rules: BatchingRules) -> bool:
+    """Wake the window's waiting run now if a flush is due (a keyword, or enough
+    messages) and the run has parked its task token. True if it was woken."""
+    token = window.get("task_token")
+    if not token or not is_due_now(rules, window, int(clock.now().timestamp() * 1000)):
+        return False
+    return send_wake(token)
+
+
+def send_wake(token: str) -> bool:
+    try:
+        stepfunctions().send_task_success(taskToken=token, output=json.dumps({"woken": True}))
+    except ClientError as error:
+        # Woken already (by the run itself or another message), or gone: nothing to do.
+        if error.response["Error"]["Code"] in ("TaskTimedOut", "InvalidToken", "TaskDoesNotExist"):
+            return False
+        raise
+    count("EarlyFlushes")
+    return True
 
 
 def _start(name: str, run_input: str, already_open: bool = False) -> None:

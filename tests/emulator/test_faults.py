@@ -24,7 +24,8 @@ def test_a_run_that_lost_its_lock_does_not_overwrite_the_new_holder(harness):
     arn = harness.start_run(conversation_id)
 
     def take_over_the_lock() -> None:
-        time.sleep(0.8)  # inside Generate Reply
+        while not store.list_turns(conversation_id):  # merged: the run is in Generate Reply
+            time.sleep(0.05)
         harness.dynamodb.update_item(
             TableName="Conversations",
             Key={"conversation_id": {"S": conversation_id}},
@@ -155,9 +156,17 @@ def test_the_reconciler_closes_a_window_whose_run_has_ended(harness):
     conversation_id = harness.stage_directly(user, [])
     opened = clock.now() - timedelta(minutes=30)
     window_id = "0000000000001-dead00"
-    name = execution_name(conversation_id, window_id)  # a run that never started
-    expires = int(time.time()) + 3600
-    assert store.open_window(conversation_id, window_id, clock.iso(opened), expires, name) is None
+    window = {
+        "conversation_id": conversation_id,
+        "window_id": window_id,
+        "opened_at": clock.iso(opened),
+        "opened_ms": int(opened.timestamp() * 1000),
+        "last_message_ms": int(opened.timestamp() * 1000),
+        "message_count": 0,
+        "execution_name": execution_name(conversation_id, window_id),  # a run that never started
+        "expires_at": int(time.time()) + 3600,
+    }
+    assert store.open_window(window) is None
 
     reconcile()
 

@@ -134,12 +134,13 @@ def test_the_state_machine_is_standard_traced_and_logged(template):
 def test_secrets_alarms_bus_and_outputs_exist(template):
     template.resource_count_is("AWS::SecretsManager::Secret", 2)
     template.resource_count_is("AWS::Events::EventBus", 1)
-    template.resource_count_is("AWS::CloudWatch::Alarm", 7)
+    template.resource_count_is("AWS::CloudWatch::Alarm", 8)
     for name in (
         "FailedRuns",
         "ThrottledRuns",
         "WebhookThrottles",
-        "TaskThrottles",
+        "TaskThrottles1",
+        "TaskThrottles2",
         "Webhook5xx",
         "OldestPendingMessage",
         "DeadLetteredBatches",
@@ -183,10 +184,14 @@ EXPECTED_ACTIONS = {
         "dynamodb:Query",
         "dynamodb:GetItem",
         "dynamodb:PutItem",
+        "dynamodb:UpdateItem",
         "dynamodb:DeleteItem",
         "states:StartExecution",
+        "states:SendTaskSuccess",
     }
     | SECRETS,
+    "ParkUntilDue": {"dynamodb:UpdateItem", "states:SendTaskSuccess"},
+    "CheckBatchWindow": {"dynamodb:GetItem"},
     "AcquireProcessingLock": {"dynamodb:UpdateItem", "dynamodb:GetItem"},
     "MergeStagedMessages": {"dynamodb:BatchGetItem", "dynamodb:PutItem"},
     "GenerateReply": {"dynamodb:GetItem", "dynamodb:UpdateItem", "dynamodb:PutItem"} | SECRETS,
@@ -198,12 +203,17 @@ EXPECTED_ACTIONS = {
         "dynamodb:DeleteItem",
         "states:StartExecution",
         "states:DescribeExecution",
+        "dynamodb:GetItem",
     },
     "RecordTurns": {"dynamodb:BatchWriteItem", "dynamodb:PutItem", "dynamodb:UpdateItem", "dynamodb:GetItem"},
     "AnnounceAnsweredBatch": {"dynamodb:GetItem", "events:PutEvents"},
     "CloseBatchWindow": {"dynamodb:DeleteItem", "dynamodb:Query"},
     "OpenNextWindow": {"dynamodb:PutItem", "dynamodb:DeleteItem", "states:StartExecution"},
 }
+
+
+def test_every_function_has_its_expected_permissions_listed():
+    assert set(EXPECTED_ACTIONS) == {f.logical_id for f in ALL_FUNCTIONS}
 
 
 @pytest.mark.parametrize("function", sorted(EXPECTED_ACTIONS))

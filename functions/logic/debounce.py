@@ -1,0 +1,87 @@
+"""Batching rules: when a burst is over. Pure functions, times in epoch milliseconds.
+
+- `fixed`: the window closes `window_seconds` after its first fragment (the seeds' W).
+- `quiet`: the window closes once the conversation has been quiet for `quiet_seconds`,
+  or `typing_quiet_seconds` when the last two fragments came closer together than
+  `typing_gap_seconds` (the user is still typing).
+- Either way never later than `max_wait_seconds` after the first fragment, and at once
+  when `max_messages` fragments are in or a fragment matches a flush keyword.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from functions.models import Channel
+
+
+class BatchingRules(BaseModel):
+    model_config = ConfigDict(extra="ignore", frozen=True)
+
+    mode: Literal["fixed", "quiet"] = "fixed"
+    window_seconds: float = Field(10, gt=0)
+    quiet_seconds: float = Field(3, gt=0)
+    typing_gap_seconds: float = Field(2, ge=0)
+    typing_quiet_seconds: float = Field(6, gt=0)
+    max_wait_seconds: float = Field(60, gt=0)
+    max_messages: int = Field(0, ge=0)  # 0: no limit
+    flush_keywords: tuple[str, ...] = ()
+    answer: Literal["ai", "human"] = "ai"
+
+
+def resolve_rules(
+    defaults: Mapping[str, Any], channel: Channel, *layers: Mapping[str, Any] | None
+) -> BatchingRules:
+    """The global defaults, overridden by each layer in turn (the project's rules, then
+    the conversation's); a layer's `channels.<channel>` overrides the rest of that layer."""
+    merged = dict(defaults)
+    for layer in layers:
+        if not layer:
+            continue
+        merged.update({k: v for k, v in layer.items() if k != "channels"})
+        merged.update((layer.get("channels") or {}).get(channel.value) or {})
+    return BatchingRules.model_validate(merged)
+
+
+def due_ms(rules: BatchingRules, opened_ms: int, last_ms: int, previous_ms: int | None) -> int:
+    """When the window's burst is over."""
+    cap = opened_ms + int(rules.max_wait_seconds * 1000)
+    if rules.mode == "fixed":
+        due = opened_ms + int(rules.window_seconds * 1000)
+    else:
+        typing = previous_ms is not None and last_ms - previous_ms < rules.typing_gap_seconds * 1000
+        quiet = rules.typing_quiet_seconds if typing else rules.quiet_seconds
+        due = last_ms + int(quiet * 1000)
+    return min(due, cap)
+
+
+def is_flush_keyword(rules: BatchingRules, body: str) -> bool:
+    return any(
+        re.search(rf"(?<!\w){re.escape(k)}(?!\w)", body, re.IGNORECASE) for k in rules.flush_keywords if k
+    )
+
+
+def is_due_now(rules: BatchingRules, window: Mapping[str, Any], now_ms: int) -> bool:
+    """Whether the run waiting on `window` (a batch window item) should answer now."""
+    if window.get("flush_requested"):
+        return True
+    if rules.max_messages and int(window.get("message_count", 0)) >= rules.max_messages:
+        return True
+    previous = window.get("previous_message_ms")
+    due = due_ms(
+        rules, int(window["opened_ms"]), int(window["last_message_ms"]), int(previous) if previous else None
+    )
+    return due <= now_ms
+
+
+def seconds_until_due(rules: BatchingRules, window: Mapping[str, Any], now_ms: int) -> int:
+    """Whole seconds to wait (Step Functions timeouts are whole seconds, at least 1)."""
+    previous = window.get("previous_message_ms")
+    due = due_ms(
+        rules, int(window["opened_ms"]), int(window["last_message_ms"]), int(previous) if previous else None
+    )
+    return max(1, -(-(due - now_ms) // 1000))
