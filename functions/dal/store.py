@@ -87,7 +87,7 @@ def create_conversation(channel: Channel, user_address: str, our_address: str, n
 
 
 def put_conversation(item: dict[str, Any]) -> None:
-    _table(get_settings().conversations_table).put_item(Item=item)
+    _table(get_settings().conversations_table).put_item(Item=_to_dynamo(item))
 
 
 def get_conversation(conversation_id: str) -> Conversation | None:
