@@ -73,7 +73,10 @@ def format_timeline(spans: list[StateSpan]) -> list[str]:
         duration = "running" if span.duration_ms is None else f"{span.duration_ms:>6} ms"
         lines.append(f"  +{offset:7.2f}s  {span.name:<34} {duration}")
         for error, cause in span.failed_attempts:
-            lines.append(f"  {'':9}    ↳ attempt failed: {error}: {cause}")
+            if error == "States.Timeout":  # a waiting task's timer ran out: the wait is over
+                lines.append(f"  {'':9}    ↳ waited its full time (States.Timeout)")
+            else:
+                lines.append(f"  {'':9}    ↳ attempt failed: {error}: {cause}")
     return lines
 
 

@@ -25,3 +25,41 @@ def test_long_or_unsafe_conversation_ids_still_give_valid_names():
         assert all(ch.isalnum() or ch in "-_" for ch in name)
         assert name.endswith(window)
     assert first != second
+
+
+def test_a_run_timeline_lists_states_with_durations_retries_and_waits():
+    from datetime import timedelta
+
+    from infra.runs import format_timeline, timeline
+
+    t0 = datetime(2026, 1, 1, tzinfo=UTC)
+
+    def event(i: int, kind: str, seconds: float, **details):
+        return {"id": i, "type": kind, "timestamp": t0 + timedelta(seconds=seconds), **details}
+
+    events = [
+        event(1, "TaskStateEntered", 0, stateEnteredEventDetails={"name": "Wait For The Burst To End"}),
+        event(2, "TaskTimedOut", 3, taskTimedOutEventDetails={"error": "States.Timeout", "cause": ""}),
+        event(3, "TaskStateExited", 3, stateExitedEventDetails={"name": "Wait For The Burst To End"}),
+        event(4, "TaskStateEntered", 3, stateEnteredEventDetails={"name": "Generate Reply"}),
+        event(
+            5,
+            "TaskFailed",
+            3.5,
+            taskFailedEventDetails={
+                "error": "AIRetryableError",
+                "cause": '{"errorMessage": "OpenAI HTTP 503"}',
+            },
+        ),
+        event(6, "TaskStateExited", 5, stateExitedEventDetails={"name": "Generate Reply"}),
+    ]
+
+    spans = timeline(events)
+    lines = format_timeline(spans)
+
+    assert [(s.name, s.duration_ms) for s in spans] == [
+        ("Wait For The Burst To End", 3000),
+        ("Generate Reply", 2000),
+    ]
+    assert "waited its full time" in lines[1]
+    assert lines[3].endswith("attempt failed: AIRetryableError: OpenAI HTTP 503")
