@@ -8,7 +8,7 @@ CDK    := npx --no-install cdk
 # jsii (under aws-cdk-lib) warns at length that Node 20 is past its end of life; synth works.
 export JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION := 20
 
-.PHONY: install test unit chaos demo local runs lint format clean build synth deploy destroy
+.PHONY: install test unit chaos bench demo local runs lint format clean build synth deploy destroy
 
 install: $(STAMP)
 
@@ -26,6 +26,10 @@ test: install
 chaos: install
 	CHAOS_CONVERSATIONS=$(or $(CONVERSATIONS),60) CHAOS_SEED=$(or $(SEED),20261125) \
 		$(BIN)/python -m pytest tests/e2e/test_randomized.py -q
+
+## Benchmarks: prints the table and writes docs/benchmarks.md and docs/benchmarks.png.
+bench: install
+	$(BIN)/python -m tests.bench.run
 
 ## Only the fast tests that need no emulator.
 unit: install

@@ -10,7 +10,6 @@ from typing import Any
 
 import pytest
 import requests
-from boto3.dynamodb.types import TypeDeserializer
 
 from functions.config import get_settings
 from functions.dal import store
@@ -77,13 +76,7 @@ class Harness:
 
     def set_conversation(self, conversation_id: str, **fields: Any) -> None:
         """Change fields of a conversation record, as a tenant's admin would."""
-        store.put_conversation({**self._conversation_record(conversation_id), **fields})
-
-    def _conversation_record(self, conversation_id: str) -> dict[str, Any]:
-        item = self.dynamodb.get_item(
-            TableName="Conversations", Key={"conversation_id": {"S": conversation_id}}, ConsistentRead=True
-        )["Item"]
-        return {k: TypeDeserializer().deserialize(v) for k, v in item.items()}
+        store.update_conversation(conversation_id, **fields)
 
     # --- runs ---------------------------------------------------------------------------
 

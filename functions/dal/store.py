@@ -90,6 +90,29 @@ def put_conversation(item: dict[str, Any]) -> None:
     _table(get_settings().conversations_table).put_item(Item=_to_dynamo(item))
 
 
+def update_conversation(conversation_id: str, **fields: Any) -> None:
+    """Set fields of a conversation record (an admin's change: rules, tenant secrets...);
+    a None value removes the field."""
+    to_set = {k: v for k, v in fields.items() if v is not None}
+    to_remove = [k for k, v in fields.items() if v is None]
+    expression = ""
+    if to_set:
+        expression += "SET " + ", ".join(f"#{k} = :{k}" for k in to_set)
+    if to_remove:
+        expression += " REMOVE " + ", ".join(f"#{k}" for k in to_remove)
+    _table(get_settings().conversations_table).update_item(
+        Key={"conversation_id": conversation_id},
+        UpdateExpression=expression.strip(),
+        ConditionExpression=Attr("conversation_id").exists(),
+        ExpressionAttributeNames={f"#{k}": k for k in fields},
+        **(
+            {"ExpressionAttributeValues": {f":{k}": _to_dynamo(v) for k, v in to_set.items()}}
+            if to_set
+            else {}
+        ),
+    )
+
+
 def get_conversation(conversation_id: str) -> Conversation | None:
     item = (
         _table(get_settings().conversations_table)

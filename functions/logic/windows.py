@@ -122,7 +122,10 @@ def wake_if_due(window: dict[str, Any], rules: BatchingRules) -> bool:
     token = window.get("task_token")
     if not token or not is_due_now(rules, window, int(clock.now().timestamp() * 1000)):
         return False
-    return send_wake(token)
+    woken = send_wake(token)
+    if woken:
+        count("EarlyFlushes")
+    return woken
 
 
 def send_wake(token: str) -> bool:
@@ -133,7 +136,6 @@ def send_wake(token: str) -> bool:
         if error.response["Error"]["Code"] in ("TaskTimedOut", "InvalidToken", "TaskDoesNotExist"):
             return False
         raise
-    count("EarlyFlushes")
     return True
 
 

@@ -15,8 +15,10 @@ import uuid
 from dataclasses import dataclass, field
 from typing import Any
 
+from aws_lambda_powertools.metrics.functions import is_metrics_disabled
 from werkzeug.wrappers import Request, Response
 
+from functions.observability import metrics
 from functions.registry import BY_NAME
 
 _INVOKE = re.compile(r"^/2015-03-31/functions/(?P<name>[^/]+)/invocations$")
@@ -55,6 +57,11 @@ def invoke(name: str, payload: Any) -> tuple[Any, str | None]:
             "errorMessage": str(error),
             "stackTrace": traceback.format_exception(error)[-5:],
         }, "Unhandled"
+    finally:
+        # With POWERTOOLS_METRICS_DISABLED, Powertools keeps the metrics it did not print
+        # and prints them all once 100 pile up; locally, drop them after each invocation.
+        if is_metrics_disabled():
+            metrics.clear_metrics()
 
 
 class LambdaMiddleware:
