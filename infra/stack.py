@@ -391,81 +391,66 @@ class Monitoring(Construct):
         super().__init__(scope, construct_id)
         five_minutes = Duration.minutes(5)
         others = [f for name, f in functions.by_logical_id.items() if name != WEBHOOK.logical_id]
+
+        def alarm(
+            alarm_id: str, description: str, metric: cloudwatch.IMetric, threshold: float = 1
+        ) -> cloudwatch.Alarm:
+            """Alarms when one five-minute period reaches the threshold; no data is fine."""
+            return cloudwatch.Alarm(
+                self,
+                alarm_id,
+                alarm_description=description,
+                metric=metric,
+                threshold=threshold,
+                evaluation_periods=1,
+                treat_missing_data=cloudwatch.TreatMissingData.NOT_BREACHING,
+            )
+
+        def throttles(function: lambda_.Function) -> cloudwatch.Metric:
+            return function.metric_throttles(period=five_minutes, statistic="Sum")
+
         self.alarms = [
-            cloudwatch.Alarm(
-                self,
+            alarm(
                 "FailedRuns",
-                alarm_description="A batch run ended FAILED; its messages are kept. Inspect its history.",
-                metric=state_machine.metric_failed(period=five_minutes, statistic="Sum"),
-                threshold=1,
-                evaluation_periods=1,
-                treat_missing_data=cloudwatch.TreatMissingData.NOT_BREACHING,
+                "A batch run ended FAILED; its messages are kept. Inspect its history.",
+                state_machine.metric_failed(period=five_minutes, statistic="Sum"),
             ),
-            cloudwatch.Alarm(
-                self,
+            alarm(
                 "ThrottledRuns",
-                alarm_description="Step Functions throttled StartExecution or state transitions.",
-                metric=state_machine.metric_throttled(period=five_minutes, statistic="Sum"),
-                threshold=1,
-                evaluation_periods=1,
-                treat_missing_data=cloudwatch.TreatMissingData.NOT_BREACHING,
+                "Step Functions throttled StartExecution or state transitions.",
+                state_machine.metric_throttled(period=five_minutes, statistic="Sum"),
             ),
-            cloudwatch.Alarm(
-                self,
+            alarm(
                 "WebhookThrottles",
-                alarm_description="The webhook was throttled: Twilio retries; raise its concurrency.",
-                metric=functions[WEBHOOK.logical_id].metric_throttles(period=five_minutes, statistic="Sum"),
-                threshold=1,
-                evaluation_periods=1,
-                treat_missing_data=cloudwatch.TreatMissingData.NOT_BREACHING,
+                "The webhook was throttled: Twilio retries; raise its concurrency.",
+                throttles(functions[WEBHOOK.logical_id]),
             ),
             # An alarm sums at most 10 metrics: one alarm per group of 10 functions.
             *(
-                cloudwatch.Alarm(
-                    self,
+                alarm(
                     f"TaskThrottles{group + 1}",
-                    alarm_description="A task or the reconciler was throttled (the state machine retries).",
-                    metric=_sum_of(
-                        [
-                            f.metric_throttles(period=five_minutes, statistic="Sum")
-                            for f in others[start : start + 10]
-                        ],
-                        five_minutes,
-                    ),
-                    threshold=1,
-                    evaluation_periods=1,
-                    treat_missing_data=cloudwatch.TreatMissingData.NOT_BREACHING,
+                    "A task or the reconciler was throttled (the state machine retries).",
+                    _sum_of([throttles(f) for f in others[start : start + 10]], five_minutes),
                 )
                 for group, start in enumerate(range(0, len(others), 10))
             ),
-            cloudwatch.Alarm(
-                self,
+            alarm(
                 "Webhook5xx",
-                alarm_description="The webhook answered 5xx: Twilio retries, but look at the webhook's logs.",
-                metric=api.metric_server_error(period=five_minutes, statistic="Sum"),
-                threshold=1,
-                evaluation_periods=1,
-                treat_missing_data=cloudwatch.TreatMissingData.NOT_BREACHING,
+                "The webhook answered 5xx: Twilio retries, but look at the webhook's logs.",
+                api.metric_server_error(period=five_minutes, statistic="Sum"),
             ),
-            cloudwatch.Alarm(
-                self,
+            alarm(
                 "OldestPendingMessage",
-                alarm_description="A message has waited over 10 minutes for its answer (reported by the "
-                "reconciler): runs are failing or not starting.",
-                metric=_service_metric("OldestPendingMessageAge", "Maximum", five_minutes),
+                "A message has waited over 10 minutes for its answer (reported by the reconciler): "
+                "runs are failing or not starting.",
+                _service_metric("OldestPendingMessageAge", "Maximum", five_minutes),
                 threshold=600,
-                evaluation_periods=1,
-                treat_missing_data=cloudwatch.TreatMissingData.NOT_BREACHING,
             ),
-            cloudwatch.Alarm(
-                self,
+            alarm(
                 "DeadLetteredBatches",
-                alarm_description="A batch kept failing and was set aside (Turns status dead_lettered; its "
-                "messages stay in StagedMessages with failed_in).",
-                metric=_service_metric("DeadLetteredBatches", "Sum", five_minutes),
-                threshold=1,
-                evaluation_periods=1,
-                treat_missing_data=cloudwatch.TreatMissingData.NOT_BREACHING,
+                "A batch kept failing and was set aside (Turns status dead_lettered; its messages stay "
+                "in StagedMessages with failed_in).",
+                _service_metric("DeadLetteredBatches", "Sum", five_minutes),
             ),
         ]
 

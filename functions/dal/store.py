@@ -33,6 +33,17 @@ def _conditional_check_failed(error: ClientError) -> bool:
     return error.response["Error"]["Code"] == "ConditionalCheckFailedException"
 
 
+def _all_items(operation: Any, **request: Any) -> list[dict[str, Any]]:
+    """Every item of a paginated Query or Scan."""
+    items: list[dict[str, Any]] = []
+    while True:
+        response = operation(**request)
+        items += response["Items"]
+        if "LastEvaluatedKey" not in response:
+            return items
+        request["ExclusiveStartKey"] = response["LastEvaluatedKey"]
+
+
 def _old_item(error: ClientError) -> dict[str, Any]:
     """The item that failed a condition (ReturnValuesOnConditionCheckFailure=ALL_OLD);
     error responses are not deserialized by the resource layer, so do it here."""
@@ -227,20 +238,13 @@ def load_staged_messages(conversation_id: str, message_sids: list[str]) -> list[
 
 def pending_messages(conversation_id: str) -> list[dict[str, Any]]:
     """Keys and arrival times of the staged messages not yet answered."""
-    table = _table(get_settings().staged_messages_table)
-    query: dict[str, Any] = {
-        "KeyConditionExpression": Key("conversation_id").eq(conversation_id),
-        "FilterExpression": Attr("answered_in").not_exists() & Attr("failed_in").not_exists(),
-        "ProjectionExpression": "message_sid, received_at, attempts",
-        "ConsistentRead": True,
-    }
-    items: list[dict[str, Any]] = []
-    while True:
-        response = table.query(**query)
-        items += response["Items"]
-        if "LastEvaluatedKey" not in response:
-            return items
-        query["ExclusiveStartKey"] = response["LastEvaluatedKey"]
+    return _all_items(
+        _table(get_settings().staged_messages_table).query,
+        KeyConditionExpression=Key("conversation_id").eq(conversation_id),
+        FilterExpression=Attr("answered_in").not_exists() & Attr("failed_in").not_exists(),
+        ProjectionExpression="message_sid, received_at, attempts",
+        ConsistentRead=True,
+    )
 
 
 def count_failed_attempt(conversation_id: str, message_sids: list[str]) -> int:
@@ -284,39 +288,26 @@ def requeue_set_aside_messages(conversation_id: str) -> int:
     """Make the conversation's set-aside (failed) messages pending again, with their
     attempts reset: the operator's redrive. How many were requeued."""
     table = _table(get_settings().staged_messages_table)
-    query: dict[str, Any] = {
-        "KeyConditionExpression": Key("conversation_id").eq(conversation_id),
-        "FilterExpression": Attr("failed_in").exists(),
-        "ProjectionExpression": "message_sid, received_at",
-        "ConsistentRead": True,
-    }
-    requeued = 0
-    while True:
-        response = table.query(**query)
-        for item in response["Items"]:
-            table.update_item(
-                Key={"conversation_id": conversation_id, "message_sid": item["message_sid"]},
-                UpdateExpression="SET pending_since = :since REMOVE failed_in, failure, attempts",
-                ExpressionAttributeValues={":since": item["received_at"]},
-            )
-            requeued += 1
-        if "LastEvaluatedKey" not in response:
-            return requeued
-        query["ExclusiveStartKey"] = response["LastEvaluatedKey"]
+    set_aside = _all_items(
+        table.query,
+        KeyConditionExpression=Key("conversation_id").eq(conversation_id),
+        FilterExpression=Attr("failed_in").exists(),
+        ProjectionExpression="message_sid, received_at",
+        ConsistentRead=True,
+    )
+    for item in set_aside:
+        table.update_item(
+            Key={"conversation_id": conversation_id, "message_sid": item["message_sid"]},
+            UpdateExpression="SET pending_since = :since REMOVE failed_in, failure, attempts",
+            ExpressionAttributeValues={":since": item["received_at"]},
+        )
+    return len(set_aside)
 
 
 def scan_pending_messages() -> list[dict[str, Any]]:
     """Every pending message of every conversation (keys and pending_since), from the
     sparse `pending` index: its size is the backlog, not the history."""
-    table = _table(get_settings().staged_messages_table)
-    request: dict[str, Any] = {"IndexName": "pending"}
-    items: list[dict[str, Any]] = []
-    while True:
-        response = table.scan(**request)
-        items += response["Items"]
-        if "LastEvaluatedKey" not in response:
-            return items
-        request["ExclusiveStartKey"] = response["LastEvaluatedKey"]
+    return _all_items(_table(get_settings().staged_messages_table).scan, IndexName="pending")
 
 
 def mark_messages_answered(
@@ -427,15 +418,7 @@ def get_window(conversation_id: str) -> dict[str, Any] | None:
 
 def scan_windows() -> list[dict[str, Any]]:
     """The open windows (the table holds nothing else)."""
-    table = _table(get_settings().batch_windows_table)
-    request: dict[str, Any] = {}
-    items: list[dict[str, Any]] = []
-    while True:
-        response = table.scan(**request)
-        items += [_from_dynamo(i) for i in response["Items"]]
-        if "LastEvaluatedKey" not in response:
-            return items
-        request["ExclusiveStartKey"] = response["LastEvaluatedKey"]
+    return [_from_dynamo(i) for i in _all_items(_table(get_settings().batch_windows_table).scan)]
 
 
 def close_window(conversation_id: str, window_id: str) -> bool:

@@ -7,11 +7,9 @@ from typing import Any
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
 from functions.logic.reconcile import reconcile
-from functions.observability import logger, metrics, tracer
+from functions.observability import lambda_entry_point
 
 
-@logger.inject_lambda_context(clear_state=True)
-@tracer.capture_lambda_handler
-@metrics.log_metrics
+@lambda_entry_point
 def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
     return reconcile()

@@ -9,7 +9,7 @@ from aws_lambda_powertools.utilities.typing import LambdaContext
 from functions.logic import batch
 from functions.logic.batch import BatchRef
 from functions.logic.debounce import BatchingRules
-from functions.observability import logger, metrics, tracer
+from functions.observability import lambda_entry_point, logger
 
 
 def _ref(event: dict[str, Any]) -> BatchRef:
@@ -18,37 +18,27 @@ def _ref(event: dict[str, Any]) -> BatchRef:
     return ref
 
 
-@logger.inject_lambda_context(clear_state=True)
-@tracer.capture_lambda_handler
-@metrics.log_metrics
+@lambda_entry_point
 def acquire_processing_lock(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
     return batch.acquire_processing_lock(_ref(event))
 
 
-@logger.inject_lambda_context(clear_state=True)
-@tracer.capture_lambda_handler
-@metrics.log_metrics
+@lambda_entry_point
 def merge_staged_messages(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
     return batch.merge_staged_messages(_ref(event), event["staged_items"])
 
 
-@logger.inject_lambda_context(clear_state=True)
-@tracer.capture_lambda_handler
-@metrics.log_metrics
+@lambda_entry_point
 def generate_reply(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
     return batch.generate_reply(_ref(event))
 
 
-@logger.inject_lambda_context(clear_state=True)
-@tracer.capture_lambda_handler
-@metrics.log_metrics
+@lambda_entry_point
 def send_reply(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
     return batch.send_reply(_ref(event))
 
 
-@logger.inject_lambda_context(clear_state=True)
-@tracer.capture_lambda_handler
-@metrics.log_metrics
+@lambda_entry_point
 def record_turns(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
     reply = event.get("reply")  # absent when the batch is handed off to a person
     tokens = (
@@ -63,46 +53,34 @@ def record_turns(event: dict[str, Any], context: LambdaContext) -> dict[str, Any
     )
 
 
-@logger.inject_lambda_context(clear_state=True)
-@tracer.capture_lambda_handler
-@metrics.log_metrics
+@lambda_entry_point
 def close_batch_window(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
     return batch.close_batch_window(_ref(event))
 
 
-@logger.inject_lambda_context(clear_state=True)
-@tracer.capture_lambda_handler
-@metrics.log_metrics
+@lambda_entry_point
 def open_next_window(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
     return batch.open_next_window(_ref(event), _rules(event), event["window"])
 
 
-@logger.inject_lambda_context(clear_state=True)
-@tracer.capture_lambda_handler
-@metrics.log_metrics
+@lambda_entry_point
 def announce_answered_batch(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
     return batch.announce_answered_batch(_ref(event))
 
 
-@logger.inject_lambda_context(clear_state=True)
-@tracer.capture_lambda_handler
-@metrics.log_metrics
+@lambda_entry_point
 def record_failed_batch(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
     run = event.get("run") or {}
     message_sids = (run.get("batch") or {}).get("message_sids") or []
     return batch.record_failed_batch(_ref(event), run.get("error") or {}, message_sids)
 
 
-@logger.inject_lambda_context(clear_state=True)
-@tracer.capture_lambda_handler
-@metrics.log_metrics
+@lambda_entry_point
 def park_until_due(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
     return batch.park_until_due(_ref(event), event["task_token"], _rules(event))
 
 
-@logger.inject_lambda_context(clear_state=True)
-@tracer.capture_lambda_handler
-@metrics.log_metrics
+@lambda_entry_point
 def check_batch_window(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
     return batch.check_batch_window(_ref(event), _rules(event))
 

@@ -12,7 +12,7 @@ from twilio.twiml.messaging_response import MessagingResponse
 from functions.config import get_settings
 from functions.logic.intake import Outcome, accept_message
 from functions.models import Channel
-from functions.observability import logger, metrics, tracer
+from functions.observability import lambda_entry_point, logger
 
 app = APIGatewayRestResolver()
 
@@ -78,8 +78,6 @@ def public_url(event: dict[str, Any]) -> str:
     return f"{base}{path}{suffix}"
 
 
-@logger.inject_lambda_context(clear_state=True)
-@tracer.capture_lambda_handler
-@metrics.log_metrics
+@lambda_entry_point
 def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
     return app.resolve(event, context)
