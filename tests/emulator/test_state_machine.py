@@ -206,3 +206,32 @@ def test_an_answered_batch_is_announced_on_the_event_bus(harness):
     assert detail["reply_body"] == "You said: where is\nmy parcel"
     assert len(detail["message_sids"]) == 2 and len(detail["reply_message_sids"]) == 1
     assert detail["user_address"] == user and detail["truncated"] is False
+
+
+def test_a_conversation_with_thousands_of_turns_keeps_working(harness):
+    user = harness.new_user()
+    conversation_id = harness.stage_directly(user, ["still there?"])
+    turns = harness.stack.client("dynamodb")
+    earlier = [
+        {
+            "PutRequest": {
+                "Item": {
+                    "conversation_id": {"S": conversation_id},
+                    "turn_id": {"S": f"0000000000{n:03d}-old#{role}"},
+                    "role": {"S": role.split("-")[1]},
+                    "body": {"S": "x" * 400},
+                }
+            }
+        }
+        for n in range(1000)
+        for role in ("1-user", "2-assistant")
+    ]
+    for start in range(0, len(earlier), 25):  # 2,000 turns, 800 KB: twice an item's limit
+        turns.batch_write_item(RequestItems={"Turns": earlier[start : start + 25]})
+
+    run = harness.wait_for_run(harness.start_run(conversation_id))
+
+    assert run["status"] == "SUCCEEDED"
+    assert harness.replies_to(user) == ["You said: still there?"]
+    assert len(store.list_turns(conversation_id)) >= 1000  # one query page holds 1 MB
+    assert "messages" not in harness.conversation_item(conversation_id)  # no growing list
