@@ -91,7 +91,10 @@ class Harness:
         return self.stack.state_machine_arn.replace(":stateMachine:", ":execution:") + ":" + name
 
     def runs(self, conversation_id: str) -> list[dict[str, Any]]:
-        executions = self.sfn.list_executions(stateMachineArn=self.stack.state_machine_arn)["executions"]
+        pages = self.sfn.get_paginator("list_executions").paginate(
+            stateMachineArn=self.stack.state_machine_arn
+        )
+        executions = [e for page in pages for e in page["executions"]]
         return sorted(
             (e for e in executions if e["name"].startswith(conversation_id + "-")),
             key=lambda e: e["startDate"],

@@ -348,37 +348,39 @@ def open_window(window: dict[str, Any]) -> dict[str, Any] | None:
 def record_arrival(conversation_id: str, now_ms: int, flush: bool) -> dict[str, Any] | None:
     """Count a new message in the open window (its time, the one before, how many, and
     a flush request); the window after the update, or None if no window is open."""
-    flush_clause = ", flush_requested = :flush" if flush else ""
     values: dict[str, Any] = {":now": now_ms, ":one": 1}
     if flush:
         values[":flush"] = True
-    try:
-        item = _table(get_settings().batch_windows_table).update_item(
-            Key={"conversation_id": conversation_id},
-            UpdateExpression="SET previous_message_ms = last_message_ms, last_message_ms = :now"
-            + flush_clause
-            + " ADD message_count :one",
-            ConditionExpression=Attr("conversation_id").exists(),
-            ExpressionAttributeValues=values,
-            ReturnValues="ALL_NEW",
-        )["Attributes"]
-    except ClientError as error:
-        if _conditional_check_failed(error):
-            return None
-        raise
-    return _from_dynamo(item)  # type: ignore[no-any-return]
+    return _update_window(
+        conversation_id,
+        Attr("conversation_id").exists(),
+        UpdateExpression="SET previous_message_ms = last_message_ms, last_message_ms = :now"
+        + (", flush_requested = :flush" if flush else "")
+        + " ADD message_count :one",
+        ExpressionAttributeValues=values,
+    )
 
 
 def park_task_token(conversation_id: str, window_id: str, task_token: str) -> dict[str, Any] | None:
     """Leave the waiting run's task token on its window, for a flush to wake it; the
     window after the update, or None if that window is closed."""
+    return _update_window(
+        conversation_id,
+        Attr("window_id").eq(window_id),
+        UpdateExpression="SET task_token = :token",
+        ExpressionAttributeValues={":token": task_token},
+    )
+
+
+def _update_window(conversation_id: str, condition: Any, **update: Any) -> dict[str, Any] | None:
+    """A conditional update of the conversation's window: the window after it, or None
+    when the condition does not hold."""
     try:
         item = _table(get_settings().batch_windows_table).update_item(
             Key={"conversation_id": conversation_id},
-            UpdateExpression="SET task_token = :token",
-            ConditionExpression=Attr("window_id").eq(window_id),
-            ExpressionAttributeValues={":token": task_token},
+            ConditionExpression=condition,
             ReturnValues="ALL_NEW",
+            **update,
         )["Attributes"]
     except ClientError as error:
         if _conditional_check_failed(error):
