@@ -14,8 +14,8 @@ import requests
 from functions.config import get_settings
 from functions.dal import store
 from functions.logic import clock
-from functions.logic.debounce import resolve_rules
-from functions.logic.windows import execution_name, open_batch_window
+from functions.logic.reconcile import open_window_due_now
+from functions.logic.windows import execution_name
 from functions.models import Channel, InboundMessage
 from infra.local.stack import LocalConfig, LocalStack
 from infra.local.webhooks import inbound_form, post_webhook
@@ -83,9 +83,7 @@ class Harness:
     def start_run(self, conversation_id: str) -> str:
         """Open a window that is due at once and start its run, as the reconciler does;
         the run's ARN."""
-        rules = resolve_rules(get_settings().batching_defaults(), Channel.WHATSAPP)
-        long_ago = int(time.time() * 1000) - int(rules.max_wait_seconds * 1000) - 1000
-        window_id = open_batch_window(conversation_id, rules, opened_ms=long_ago)
+        window_id = open_window_due_now(conversation_id)
         assert window_id is not None, "a window is open already"
         name = execution_name(conversation_id, window_id)
         return self.stack.state_machine_arn.replace(":stateMachine:", ":execution:") + ":" + name

@@ -97,10 +97,6 @@ def create_conversation(channel: Channel, user_address: str, our_address: str, n
     return Conversation.model_validate(item)
 
 
-def put_conversation(item: dict[str, Any]) -> None:
-    _table(get_settings().conversations_table).put_item(Item=_to_dynamo(item))
-
-
 def update_conversation(conversation_id: str, **fields: Any) -> None:
     """Set fields of a conversation record (an admin's change: rules, tenant secrets...);
     a None value removes the field."""

@@ -57,7 +57,7 @@ def reconcile() -> dict[str, Any]:
     for conversation_id, since in oldest.items():
         age = (now - clock.parse(since)).total_seconds()
         oldest_age = max(oldest_age, age)
-        if age >= settings.reconcile_after_seconds and _reopen(conversation_id, since):
+        if age >= settings.reconcile_after_seconds and open_window_due_now(conversation_id):
             opened += 1
     metrics.add_metric(name="OldestPendingMessageAge", unit=MetricUnit.Seconds, value=oldest_age)
     summary = {
@@ -74,17 +74,17 @@ def redrive(conversation_id: str) -> dict[str, Any]:
     """Answer a conversation's set-aside messages after all (once their cause is fixed):
     they become pending again and a window opens for them at once."""
     requeued = store.requeue_set_aside_messages(conversation_id)
-    window_id = _reopen(conversation_id, None) if requeued else None
+    window_id = open_window_due_now(conversation_id) if requeued else None
     logger.info("Redriven", extra={"conversation_id": conversation_id, "requeued": requeued})
     return {"requeued": requeued, "window_id": window_id}
 
 
-def _reopen(conversation_id: str, pending_since: str | None) -> str | None:
-    """Open a window that is due at once: its messages have waited already."""
+def open_window_due_now(conversation_id: str) -> str | None:
+    """Open a window whose burst is over already (its messages have waited): the run
+    goes straight to the answer. The new window's id, or None."""
     conversation = store.get_conversation(conversation_id)
     if conversation is None:
         return None
     rules = batching_rules(conversation, conversation.channel)
     long_ago = int(clock.now().timestamp() * 1000) - int(rules.max_wait_seconds * 1000) - 1000
-    since = int(clock.parse(pending_since).timestamp() * 1000) if pending_since else long_ago
-    return open_batch_window(conversation_id, rules, opened_ms=min(since, long_ago), ensure_started=True)
+    return open_batch_window(conversation_id, rules, opened_ms=long_ago, ensure_started=True)
