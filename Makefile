@@ -66,10 +66,12 @@ deploy: build node_modules/.package-lock.json
 destroy: node_modules/.package-lock.json
 	$(CDK) destroy
 
-lint: install
+## ruff, mypy (functions and infra), and an independent validator of the ASL file.
+lint: install node_modules/.package-lock.json
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
 	$(BIN)/mypy
+	npx --no-install asl-validator --silent --json-path statemachines/batch_window.asl.json
 
 format: install
 	$(BIN)/ruff check --fix .

@@ -1,26 +1,29 @@
-"""Configuration of the functions, read once from the environment into a typed model."""
+"""Configuration of the functions, read once from the environment into a typed model
+(pydantic-settings). The names of the resources the stack creates have no defaults: a
+function deployed without them fails at cold start, not at its first request."""
 
 from __future__ import annotations
 
-import os
 from functools import cache
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
+from pydantic_settings import BaseSettings, SettingsConfigDict
 
 
-class Settings(BaseModel):
+class Settings(BaseSettings):
     """Every setting a function reads. Names are the environment variables."""
 
-    model_config = ConfigDict(extra="ignore", populate_by_name=True, frozen=True)
+    model_config = SettingsConfigDict(extra="ignore", populate_by_name=True, frozen=True)
 
-    conversations_table: str = Field("Conversations", alias="CONVERSATIONS_TABLE")
-    staged_messages_table: str = Field("StagedMessages", alias="STAGED_MESSAGES_TABLE")
-    batch_windows_table: str = Field("BatchWindows", alias="BATCH_WINDOWS_TABLE")
-    turns_table: str = Field("Turns", alias="TURNS_TABLE")
-    projects_table: str = Field("Projects", alias="PROJECTS_TABLE")
+    conversations_table: str = Field(alias="CONVERSATIONS_TABLE", min_length=1)
+    staged_messages_table: str = Field(alias="STAGED_MESSAGES_TABLE", min_length=1)
+    batch_windows_table: str = Field(alias="BATCH_WINDOWS_TABLE", min_length=1)
+    turns_table: str = Field(alias="TURNS_TABLE", min_length=1)
+    projects_table: str = Field(alias="PROJECTS_TABLE", min_length=1)
+    # Set on the functions that start or inspect runs.
     state_machine_arn: str = Field("", alias="STATE_MACHINE_ARN")
-    event_bus_name: str = Field("burst-reply", alias="EVENT_BUS_NAME")
+    event_bus_name: str = Field(alias="EVENT_BUS_NAME", min_length=1)
 
     # The global batching rules (functions/logic/debounce.py); a project's or a
     # conversation's own rules override them.
@@ -88,4 +91,4 @@ class Settings(BaseModel):
 
 @cache
 def get_settings() -> Settings:
-    return Settings.model_validate(dict(os.environ))
+    return Settings()  # type: ignore[call-arg]  # read from the environment

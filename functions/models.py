@@ -1,4 +1,4 @@
-"""The domain's data: what Twilio sends, and what we keep."""
+"""What Twilio sends: the channels and the inbound message, validated."""
 
 from __future__ import annotations
 
@@ -55,40 +55,3 @@ class InboundMessage(BaseModel):
 def address_key(channel: Channel, user_address: str, our_address: str) -> str:
     """Key of the conversation between a user and one of our numbers on a channel."""
     return f"{channel.value}#{user_address}#{our_address}"
-
-
-class Conversation(BaseModel):
-    """The conversation record (the parts the functions use)."""
-
-    model_config = ConfigDict(extra="ignore")
-
-    conversation_id: str
-    channel: Channel
-    user_address: str  # the user's number ("whatsapp:+1555..." on WhatsApp)
-    our_address: str  # our Twilio number the user wrote to
-    created_at: str
-    task_complete: bool = False
-    openai_conversation_id: str | None = None
-    # Names of Secrets Manager secrets with this tenant's credentials (the seeds'
-    # channel_config / ai_config); empty means the deployment's defaults.
-    twilio_credentials_secret: str | None = None
-    openai_api_key_secret: str | None = None
-    ai_model: str | None = None
-    ai_instructions: str | None = None
-    # The seeds' conversation rules: a project that is not active, or a channel the
-    # conversation is not allowed on, is answered with a configured reply, not staged.
-    project_status: str = "active"
-    allowed_channels: list[Channel] | None = None  # None: every channel
-    project_id: str | None = None
-    # Batching rules of this conversation (functions/logic/debounce.py), partial.
-    batching: dict[str, Any] | None = None
-
-
-class StagedMessage(BaseModel):
-    """A message accepted from the webhook and waiting for its batch."""
-
-    conversation_id: str
-    message_sid: str
-    received_at: str  # ISO 8601, UTC, microseconds: arrival order
-    body: str = ""
-    media_urls: list[str] = []

@@ -7,14 +7,20 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from functions.dal import expressions
 from functions.dal.tables import ALL_TABLES
 
 
 @dataclass(frozen=True)
 class FunctionDefinition:
+    """One Lambda function. From a state's name in the console to its code: find the
+    state in `states`, then open `handler` (functions/handlers/tasks.py), whose one line
+    names the logic function that does the work."""
+
     logical_id: str  # CDK construct id, also the function name locally
     handler: str  # "module.path.function"
-    placeholder: str | None  # ${Placeholder} for its ARN in the state machine, if a task
+    placeholder: str | None = None  # ${Placeholder} for its ARN in the state machine, if a task
+    states: tuple[str, ...] = ()  # the task states it serves
     timeout_seconds: int = 30
     memory_mb: int = 256
 
@@ -23,73 +29,30 @@ class FunctionDefinition:
         return getattr(importlib.import_module(module_name), attribute)  # type: ignore[no-any-return]
 
 
-WEBHOOK = FunctionDefinition("Webhook", "functions.handlers.webhook.handler", None, 15)
+def _task(
+    logical_id: str, handler: str, *states: str, timeout: int = 30, memory: int = 256
+) -> FunctionDefinition:
+    return FunctionDefinition(
+        logical_id, f"functions.handlers.tasks.{handler}", f"{logical_id}FunctionArn", states, timeout, memory
+    )
+
+
+WEBHOOK = FunctionDefinition("Webhook", "functions.handlers.webhook.handler", timeout_seconds=15)
 # Run every minute by a schedule: see functions/logic/reconcile.py.
-RECONCILER = FunctionDefinition("Reconciler", "functions.handlers.reconciler.handler", None, 120)
+RECONCILER = FunctionDefinition("Reconciler", "functions.handlers.reconciler.handler", timeout_seconds=120)
 
 TASKS = (
-    FunctionDefinition(
-        "ParkUntilDue",
-        "functions.handlers.tasks.park_until_due",
-        "ParkUntilDueFunctionArn",
-        10,
-    ),
-    FunctionDefinition(
-        "CheckBatchWindow",
-        "functions.handlers.tasks.check_batch_window",
-        "CheckBatchWindowFunctionArn",
-        10,
-    ),
-    FunctionDefinition(
-        "AcquireProcessingLock",
-        "functions.handlers.tasks.acquire_processing_lock",
-        "AcquireProcessingLockFunctionArn",
-        10,
-    ),
-    FunctionDefinition(
-        "MergeStagedMessages",
-        "functions.handlers.tasks.merge_staged_messages",
-        "MergeStagedMessagesFunctionArn",
-        30,
-    ),
-    FunctionDefinition(
-        "GenerateReply",
-        "functions.handlers.tasks.generate_reply",
-        "GenerateReplyFunctionArn",
-        60,
-        512,
-    ),
-    FunctionDefinition("SendReply", "functions.handlers.tasks.send_reply", "SendReplyFunctionArn", 60),
-    FunctionDefinition(
-        "RecordTurns",
-        "functions.handlers.tasks.record_turns",
-        "RecordTurnsFunctionArn",
-        30,
-    ),
-    FunctionDefinition(
-        "AnnounceAnsweredBatch",
-        "functions.handlers.tasks.announce_answered_batch",
-        "AnnounceAnsweredBatchFunctionArn",
-        15,
-    ),
-    FunctionDefinition(
-        "CloseBatchWindow",
-        "functions.handlers.tasks.close_batch_window",
-        "CloseBatchWindowFunctionArn",
-        30,
-    ),
-    FunctionDefinition(
-        "RecordFailedBatch",
-        "functions.handlers.tasks.record_failed_batch",
-        "RecordFailedBatchFunctionArn",
-        30,
-    ),
-    FunctionDefinition(
-        "OpenNextWindow",
-        "functions.handlers.tasks.open_next_window",
-        "OpenNextWindowFunctionArn",
-        30,
-    ),
+    _task("ParkUntilDue", "park_until_due", "Wait For The Burst To End", timeout=10),
+    _task("CheckBatchWindow", "check_batch_window", "Check Batch Window", timeout=10),
+    _task("AcquireProcessingLock", "acquire_processing_lock", "Acquire Processing Lock", timeout=10),
+    _task("MergeStagedMessages", "merge_staged_messages", "Merge Staged Messages"),
+    _task("GenerateReply", "generate_reply", "Generate Reply", timeout=60, memory=512),
+    _task("SendReply", "send_reply", "Send Reply", timeout=60),
+    _task("RecordTurns", "record_turns", "Record Turns And Release Lock", "Record Turn For A Person"),
+    _task("AnnounceAnsweredBatch", "announce_answered_batch", "Announce Answered Batch", timeout=15),
+    _task("CloseBatchWindow", "close_batch_window", "Close Batch Window"),
+    _task("RecordFailedBatch", "record_failed_batch", "Record Failed Batch"),
+    _task("OpenNextWindow", "open_next_window", "Open Next Window"),
 )
 
 ALL_FUNCTIONS = (WEBHOOK, RECONCILER, *TASKS)
@@ -98,7 +61,9 @@ BY_NAME = {f.logical_id: f for f in ALL_FUNCTIONS}
 
 def definition_substitutions(table_names: dict[str, str], function_arns: dict[str, str]) -> dict[str, str]:
     """The `${Placeholder}` map of the state machine: table names and task function ARNs,
-    keyed by logical id. CDK passes the same map as `definition_substitutions`."""
+    keyed by logical id, and the DynamoDB expressions of its direct integrations. CDK
+    passes the same map as `definition_substitutions`."""
     values = {t.placeholder: table_names[t.logical_id] for t in ALL_TABLES}
+    values.update(expressions.SUBSTITUTIONS)
     values.update({f.placeholder: function_arns[f.logical_id] for f in TASKS if f.placeholder})
     return values

@@ -12,14 +12,11 @@ from pathlib import Path
 from aws_cdk import App, Aspects, Environment
 from cdk_nag import AwsSolutionsChecks
 
-from infra.stack import BurstReplyStack, StackSettings
+from infra.names import STACK_NAME, StackSettings
+from infra.stack import BurstReplyStack
 
 ROOT = Path(__file__).resolve().parent.parent
 BUILD = ROOT / "build" / "lambda"
-
-
-def _flag(value: object) -> bool:
-    return str(value).lower() in ("1", "true", "yes", "on")
 
 
 def build_app(
@@ -28,18 +25,10 @@ def build_app(
     # Path metadata (as the CDK CLI adds) lets tests and the console name each resource.
     app = App(outdir=outdir, context={"aws:cdk:enable-path-metadata": True})
     context = app.node.try_get_context
-    settings = StackSettings(
-        code_directory=code_directory,
-        dependencies_directory=dependencies_directory,
-        batch_window_seconds=int(context("batch_window_seconds") or 10),
-        auto_create_conversations=_flag(context("auto_create_conversations") or False),
-        state_machine_log_level=str(context("state_machine_log_level") or "ALL"),
-        api_rate_limit=int(context("api_rate_limit") or 50),
-        api_burst_limit=int(context("api_burst_limit") or 100),
-    )
+    settings = StackSettings.from_context(context, code_directory, dependencies_directory)
     stack = BurstReplyStack(
         app,
-        str(context("stack_name") or "BurstReply"),
+        str(context("stack_name") or STACK_NAME),
         settings,
         env=Environment(account=None, region=None),
         description="Batched AI replies for WhatsApp and SMS (burst-reply)",

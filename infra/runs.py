@@ -15,6 +15,7 @@ Reads STATE_MACHINE_ARN and TURNS_TABLE; AWS_ENDPOINT_URL points it at the local
 from __future__ import annotations
 
 import argparse
+import builtins
 import json
 import os
 import sys
@@ -47,7 +48,7 @@ def timeline(events: list[dict[str, Any]]) -> list[StateSpan]:
         elif kind.endswith("StateExited") and spans:
             spans[-1].exited = event["timestamp"]
         elif kind in ("TaskFailed", "LambdaFunctionFailed", "TaskTimedOut") and spans:
-            details = next((v for k, v in event.items() if k.endswith("EventDetails")), {})
+            details: dict[str, Any] = next((v for k, v in event.items() if k.endswith("EventDetails")), {})
             spans[-1].failed_attempts.append(
                 (details.get("error", "?"), _short_cause(details.get("cause", "")))
             )
@@ -63,7 +64,7 @@ def _short_cause(cause: str) -> str:
     return str(parsed.get("errorMessage", cause))[:200] if isinstance(parsed, dict) else cause[:200]
 
 
-def format_timeline(spans: list[StateSpan]) -> list[str]:
+def format_timeline(spans: list[StateSpan]) -> builtins.list[str]:
     if not spans:
         return ["  (no states yet)"]
     start = spans[0].entered
@@ -107,7 +108,7 @@ class Runs:
         execution_prefix = self.state_machine_arn.replace(":stateMachine:", ":execution:")
         return f"{execution_prefix}:{name_or_arn}"
 
-    def show(self, name_or_arn: str, bodies: bool = False) -> list[str]:
+    def show(self, name_or_arn: str, bodies: bool = False) -> builtins.list[str]:
         arn = self.arn_of(name_or_arn)
         described = self.sfn.describe_execution(executionArn=arn)
         events: list[dict[str, Any]] = []
@@ -127,7 +128,7 @@ class Runs:
             lines += self._turns(conversation_id, window_id, bodies)
         return lines
 
-    def _turns(self, conversation_id: str, window_id: str, bodies: bool) -> list[str]:
+    def _turns(self, conversation_id: str, window_id: str, bodies: bool) -> builtins.list[str]:
         items = self.dynamodb.query(
             TableName=self.turns_table,
             KeyConditionExpression="conversation_id = :c AND begins_with(turn_id, :w)",

@@ -1,89 +1,57 @@
-"""Entry points of the state machine's task states: parse the input, call the logic."""
+"""Entry points of the state machine's task states, one line each: Powertools' parser
+validates the input against its model in functions/contract.py, the logic does the
+work, and its output model is the result. functions/registry.py names the states each
+entry point serves."""
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Callable
+from typing import Any, TypeVar, get_type_hints
 
+from aws_lambda_powertools.utilities.parser import event_parser
 from aws_lambda_powertools.utilities.typing import LambdaContext
+from pydantic import BaseModel
 
-from functions.logic import batch
-from functions.logic.batch import BatchRef
-from functions.logic.debounce import BatchingRules
+from functions.config import get_settings
+from functions.contract import (
+    BatchRef,
+    CheckInput,
+    FailedInput,
+    MergeInput,
+    OpenNextInput,
+    ParkInput,
+    RecordInput,
+)
+from functions.logic import answering, failure, recording, waiting
 from functions.observability import lambda_entry_point, logger
 
+get_settings()  # fail at cold start, not at the first run, if the stack left a setting out
 
-def _ref(event: dict[str, Any]) -> BatchRef:
-    ref = BatchRef.model_validate(event)
-    logger.append_keys(conversation_id=ref.conversation_id, execution_name=ref.execution_name)
-    return ref
-
-
-@lambda_entry_point
-def acquire_processing_lock(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
-    return batch.acquire_processing_lock(_ref(event))
+Task = TypeVar("Task", bound=BatchRef)
+Handler = Callable[[dict[str, Any], LambdaContext], dict[str, Any]]
 
 
-@lambda_entry_point
-def merge_staged_messages(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
-    return batch.merge_staged_messages(_ref(event), event["staged_items"])
+def task(model: type[Task], step: Callable[[Task], BaseModel]) -> Handler:
+    """A Lambda handler that parses the task's input into `model` and runs `step`."""
+
+    @lambda_entry_point
+    @event_parser(model=model)
+    def handler(event: Task, context: LambdaContext) -> dict[str, Any]:
+        logger.append_keys(conversation_id=event.conversation_id, execution_name=event.execution_name)
+        return step(event).model_dump(mode="json")
+
+    handler.contract = (model, get_type_hints(step)["return"])  # type: ignore[attr-defined]  # contract test
+    return handler  # type: ignore[no-any-return]
 
 
-@lambda_entry_point
-def generate_reply(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
-    return batch.generate_reply(_ref(event))
-
-
-@lambda_entry_point
-def send_reply(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
-    return batch.send_reply(_ref(event))
-
-
-@lambda_entry_point
-def record_turns(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
-    reply = event.get("reply")  # absent when the batch is handed off to a person
-    tokens = (
-        {k: int(reply[k]) for k in ("prompt_tokens", "completion_tokens", "total_tokens")} if reply else None
-    )
-    return batch.record_turns(
-        _ref(event),
-        event["lock"]["acquired_at"],
-        event["batch"]["message_sids"],
-        tokens,
-        (event.get("sent") or {}).get("message_sids") or [],
-    )
-
-
-@lambda_entry_point
-def close_batch_window(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
-    return batch.close_batch_window(_ref(event))
-
-
-@lambda_entry_point
-def open_next_window(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
-    return batch.open_next_window(_ref(event), _rules(event), event["window"])
-
-
-@lambda_entry_point
-def announce_answered_batch(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
-    return batch.announce_answered_batch(_ref(event))
-
-
-@lambda_entry_point
-def record_failed_batch(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
-    run = event.get("run") or {}
-    message_sids = (run.get("batch") or {}).get("message_sids") or []
-    return batch.record_failed_batch(_ref(event), run.get("error") or {}, message_sids)
-
-
-@lambda_entry_point
-def park_until_due(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
-    return batch.park_until_due(_ref(event), event["task_token"], _rules(event))
-
-
-@lambda_entry_point
-def check_batch_window(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
-    return batch.check_batch_window(_ref(event), _rules(event))
-
-
-def _rules(event: dict[str, Any]) -> BatchingRules:
-    return BatchingRules.model_validate(event.get("rules") or {})
+park_until_due = task(ParkInput, waiting.park_until_due)
+check_batch_window = task(CheckInput, waiting.check_batch_window)
+acquire_processing_lock = task(BatchRef, answering.acquire_processing_lock)
+merge_staged_messages = task(MergeInput, answering.merge_staged_messages)
+generate_reply = task(BatchRef, answering.generate_reply)
+send_reply = task(BatchRef, answering.send_reply)
+record_turns = task(RecordInput, recording.record_turns)
+announce_answered_batch = task(BatchRef, recording.announce_answered_batch)
+close_batch_window = task(BatchRef, recording.close_batch_window)
+open_next_window = task(OpenNextInput, recording.open_next_window)
+record_failed_batch = task(FailedInput, failure.record_failed_batch)

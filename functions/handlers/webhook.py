@@ -14,6 +14,8 @@ from functions.logic.intake import Outcome, accept_message
 from functions.models import Channel
 from functions.observability import lambda_entry_point, logger
 
+get_settings()  # fail at cold start if the stack left a setting out
+
 app = APIGatewayRestResolver()
 
 EMPTY_TWIML = '<?xml version="1.0" encoding="UTF-8"?><Response/>'

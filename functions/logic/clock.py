@@ -13,3 +13,11 @@ def iso(moment: datetime) -> str:
 
 def parse(value: str) -> datetime:
     return datetime.fromisoformat(value)
+
+
+def epoch_ms(moment: datetime) -> int:
+    return int(moment.timestamp() * 1000)
+
+
+def iso_to_ms(value: str) -> int:
+    return epoch_ms(parse(value))

@@ -16,6 +16,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from functions.dal.models import BatchWindow
 from functions.models import Channel
 
 
@@ -65,23 +66,19 @@ def is_flush_keyword(rules: BatchingRules, body: str) -> bool:
     )
 
 
-def is_due_now(rules: BatchingRules, window: Mapping[str, Any], now_ms: int) -> bool:
-    """Whether the run waiting on `window` (a batch window item) should answer now."""
-    if window.get("flush_requested"):
-        return True
-    if rules.max_messages and int(window.get("message_count", 0)) >= rules.max_messages:
-        return True
-    previous = window.get("previous_message_ms")
-    due = due_ms(
-        rules, int(window["opened_ms"]), int(window["last_message_ms"]), int(previous) if previous else None
-    )
-    return due <= now_ms
+def window_due_ms(rules: BatchingRules, window: BatchWindow) -> int:
+    return due_ms(rules, window.opened_ms, window.last_message_ms, window.previous_message_ms)
 
 
-def seconds_until_due(rules: BatchingRules, window: Mapping[str, Any], now_ms: int) -> int:
+def is_due_now(rules: BatchingRules, window: BatchWindow, now_ms: int) -> bool:
+    """Whether the run waiting on `window` should answer now."""
+    if window.flush_requested:
+        return True
+    if rules.max_messages and window.message_count >= rules.max_messages:
+        return True
+    return window_due_ms(rules, window) <= now_ms
+
+
+def seconds_until_due(rules: BatchingRules, window: BatchWindow, now_ms: int) -> int:
     """Whole seconds to wait (Step Functions timeouts are whole seconds, at least 1)."""
-    previous = window.get("previous_message_ms")
-    due = due_ms(
-        rules, int(window["opened_ms"]), int(window["last_message_ms"]), int(previous) if previous else None
-    )
-    return max(1, -(-(due - now_ms) // 1000))
+    return max(1, -(-(window_due_ms(rules, window) - now_ms) // 1000))

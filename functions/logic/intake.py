@@ -9,12 +9,14 @@ from pydantic import ValidationError
 from twilio.request_validator import RequestValidator
 
 from functions.config import get_settings
-from functions.dal import store
-from functions.dal.store import Staging
-from functions.logic import clock, credentials
+from functions.dal import batch_windows, conversations, projects, staged_messages
+from functions.dal.models import Conversation
+from functions.dal.staged_messages import Staging
+from functions.integrations import secrets
+from functions.logic import clock
 from functions.logic.debounce import BatchingRules, is_flush_keyword, resolve_rules
 from functions.logic.windows import open_batch_window, wake_if_due
-from functions.models import Channel, Conversation, InboundMessage
+from functions.models import Channel, InboundMessage
 from functions.observability import count, logger
 
 
@@ -44,7 +46,7 @@ def signature_is_valid(form: dict[str, str], url: str, signature: str | None) ->
     account_sid = form.get("AccountSid")
     if not signature or not account_sid:
         return False
-    auth_token = credentials.twilio_auth_token_for(account_sid)
+    auth_token = secrets.twilio_auth_token_for(account_sid)
     return auth_token is not None and RequestValidator(auth_token).validate(url, form, signature)
 
 
@@ -63,21 +65,19 @@ def accept_message(channel: Channel, form: dict[str, str], url: str, signature: 
     logger.append_keys(message_sid=message.message_sid)
 
     received_at = clock.iso(clock.now())
-    conversation = store.find_conversation(channel, message.from_address, message.to_address)
+    conversation = conversations.find(channel, message.from_address, message.to_address)
     if conversation is None:
         if not get_settings().auto_create_conversations:
             logger.warning("No conversation for this sender; message not staged")
             return Outcome.UNKNOWN_SENDER
-        conversation = store.create_conversation(
-            channel, message.from_address, message.to_address, received_at
-        )
+        conversation = conversations.create(channel, message.from_address, message.to_address, received_at)
     logger.append_keys(conversation_id=conversation.conversation_id)
     refused = _refused_by_rules(conversation, channel)
     if refused:
         logger.warning("Message refused by the conversation's rules", extra={"outcome": refused.value})
         return refused
 
-    staging = store.stage_message(conversation.conversation_id, message, received_at)
+    staging = staged_messages.stage(conversation.conversation_id, message, received_at)
     rules = batching_rules(conversation, channel)
     if staging is Staging.STAGED:
         _count_in_window(conversation.conversation_id, rules, message, clock.parse(received_at))
@@ -95,7 +95,7 @@ def accept_message(channel: Channel, form: dict[str, str], url: str, signature: 
 
 def batching_rules(conversation: Conversation, channel: Channel) -> BatchingRules:
     """The global defaults, then the project's rules, then the conversation's own."""
-    project = store.project_batching_rules(conversation.project_id) if conversation.project_id else None
+    project = projects.batching_rules(conversation.project_id) if conversation.project_id else None
     return resolve_rules(get_settings().batching_defaults(), channel, project, conversation.batching)
 
 
@@ -104,13 +104,13 @@ def _count_in_window(
 ) -> None:
     """Count the message in the open window (moving its due time), or open one; wake the
     waiting run if the message makes the batch due now (a flush keyword, max messages)."""
-    now_ms = int(at.timestamp() * 1000)
+    now_ms = clock.epoch_ms(at)
     flush = is_flush_keyword(rules, message.body)
-    window = store.record_arrival(conversation_id, now_ms, flush)
+    window = batch_windows.record_arrival(conversation_id, now_ms, flush)
     if window is None:
         if open_batch_window(conversation_id, rules, opened_ms=now_ms, flush=flush) is not None:
             return
-        window = store.record_arrival(conversation_id, now_ms, flush)  # another webhook won the race
+        window = batch_windows.record_arrival(conversation_id, now_ms, flush)  # another webhook won the race
     if window is not None:
         wake_if_due(window, rules)
 

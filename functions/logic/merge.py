@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from functions.models import StagedMessage
+from functions.dal.models import StagedMessage
 
 
 def arrival_order(items: Iterable[Mapping[str, Any]]) -> list[str]:

@@ -12,42 +12,29 @@ from collections import defaultdict
 from typing import Any
 
 from aws_lambda_powertools.metrics import MetricUnit
-from botocore.exceptions import ClientError
 
 from functions.config import get_settings
-from functions.dal import store
+from functions.dal import batch_windows, conversations, staged_messages
+from functions.integrations import stepfunctions
 from functions.logic import clock
 from functions.logic.intake import batching_rules
-from functions.logic.windows import open_batch_window, stepfunctions
+from functions.logic.windows import open_batch_window
 from functions.observability import logger, metrics
-
-
-def execution_status(execution_name: str) -> str | None:
-    """RUNNING, SUCCEEDED, FAILED, ... of the named run of our state machine; None if
-    there is no such run."""
-    arn = get_settings().state_machine_arn.replace(":stateMachine:", ":execution:") + ":" + execution_name
-    try:
-        return str(stepfunctions().describe_execution(executionArn=arn)["status"])
-    except ClientError as error:
-        if error.response["Error"]["Code"] == "ExecutionDoesNotExist":
-            return None
-        raise
 
 
 def reconcile() -> dict[str, Any]:
     settings = get_settings()
     now = clock.now()
     closed = 0
-    for window in store.scan_windows():
-        age = (now - clock.parse(window["opened_at"])).total_seconds()
-        name = window.get("execution_name") or ""
+    for window in batch_windows.scan():
+        age = (now - clock.parse(window.opened_at)).total_seconds()
         if age < settings.reconcile_after_seconds + settings.batch_window_seconds:
             continue
-        if not name or execution_status(name) != "RUNNING":
-            closed += store.close_window(window["conversation_id"], window["window_id"])
+        if stepfunctions.status(window.execution_name) != "RUNNING":
+            closed += batch_windows.close(window.conversation_id, window.window_id)
 
     oldest: dict[str, str] = defaultdict(str)
-    pending = store.scan_pending_messages()
+    pending = staged_messages.scan_pending()
     for item in pending:
         conversation_id, since = item["conversation_id"], item["pending_since"]
         if not oldest[conversation_id] or since < oldest[conversation_id]:
@@ -73,7 +60,7 @@ def reconcile() -> dict[str, Any]:
 def redrive(conversation_id: str) -> dict[str, Any]:
     """Answer a conversation's set-aside messages after all (once their cause is fixed):
     they become pending again and a window opens for them at once."""
-    requeued = store.requeue_set_aside_messages(conversation_id)
+    requeued = staged_messages.requeue_set_aside(conversation_id)
     window_id = open_window_due_now(conversation_id) if requeued else None
     logger.info("Redriven", extra={"conversation_id": conversation_id, "requeued": requeued})
     return {"requeued": requeued, "window_id": window_id}
@@ -82,9 +69,9 @@ def redrive(conversation_id: str) -> dict[str, Any]:
 def open_window_due_now(conversation_id: str) -> str | None:
     """Open a window whose burst is over already (its messages have waited): the run
     goes straight to the answer. The new window's id, or None."""
-    conversation = store.get_conversation(conversation_id)
+    conversation = conversations.get(conversation_id)
     if conversation is None:
         return None
     rules = batching_rules(conversation, conversation.channel)
-    long_ago = int(clock.now().timestamp() * 1000) - int(rules.max_wait_seconds * 1000) - 1000
+    long_ago = clock.epoch_ms(clock.now()) - int(rules.max_wait_seconds * 1000) - 1000
     return open_batch_window(conversation_id, rules, opened_ms=long_ago, ensure_started=True)

@@ -3,18 +3,15 @@
 from __future__ import annotations
 
 import hashlib
-import json
 import re
 import secrets
 from datetime import datetime
-from functools import cache
-from typing import Any
-
-import boto3
-from botocore.exceptions import ClientError
 
 from functions.config import get_settings
-from functions.dal import store
+from functions.contract import RunInput, WaitStatus
+from functions.dal import batch_windows
+from functions.dal.models import BatchWindow
+from functions.integrations import stepfunctions
 from functions.logic import clock
 from functions.logic.debounce import BatchingRules, is_due_now, seconds_until_due
 from functions.observability import count, logger
@@ -23,11 +20,6 @@ _NAME_UNSAFE = re.compile(r"[^A-Za-z0-9_-]")
 _MAX_EXECUTION_NAME = 80
 # A window's item outlives its run by this much before TTL removes it (fallback only).
 _WINDOW_TTL_MARGIN_SECONDS = 3600
-
-
-@cache
-def stepfunctions() -> Any:
-    return boto3.client("stepfunctions")
 
 
 def new_window_id(opened_at: datetime) -> str:
@@ -70,81 +62,53 @@ def open_batch_window(
     put and the start."""
     settings = get_settings()
     now = clock.now()
-    now_ms = int(now.timestamp() * 1000)
+    now_ms = clock.epoch_ms(now)
     window_id = new_window_id(now)
-    name = execution_name(conversation_id, window_id)
-    window: dict[str, Any] = {
-        "conversation_id": conversation_id,
-        "window_id": window_id,
-        "opened_at": clock.iso(now),
-        "opened_ms": opened_ms or now_ms,
-        "last_message_ms": last_message_ms or opened_ms or now_ms,
-        "message_count": message_count,
-        "flush_requested": flush,
-        "execution_name": name,
-    }
-    ready = is_due_now(rules, window, now_ms)
-    wait = {"ready": ready, "wait_seconds": seconds_until_due(rules, window, now_ms)}
-    run_input = json.dumps(
-        {
-            "conversation_id": conversation_id,
-            "window_id": window_id,
-            "rules": rules.model_dump(),
-            "wait": wait,
-        }
-    )
-    window["execution_input"] = run_input
-    window["expires_at"] = (
-        int(now.timestamp())
+    window = BatchWindow(
+        conversation_id=conversation_id,
+        window_id=window_id,
+        opened_at=clock.iso(now),
+        opened_ms=opened_ms or now_ms,
+        last_message_ms=last_message_ms or opened_ms or now_ms,
+        message_count=message_count,
+        flush_requested=flush,
+        execution_name=execution_name(conversation_id, window_id),
+        expires_at=int(now.timestamp())
         + int(rules.max_wait_seconds)
         + settings.lock_lease_seconds
-        + _WINDOW_TTL_MARGIN_SECONDS
+        + _WINDOW_TTL_MARGIN_SECONDS,
     )
-    existing = store.open_window(window)
+    wait = WaitStatus(
+        ready=is_due_now(rules, window, now_ms), wait_seconds=seconds_until_due(rules, window, now_ms)
+    )
+    run_input = RunInput(conversation_id=conversation_id, window_id=window_id, rules=rules, wait=wait)
+    window.execution_input = run_input.model_dump_json()
+    existing = batch_windows.open(window)
     if existing is not None:
-        if ensure_started and existing.get("execution_input"):
-            _start(existing["execution_name"], existing["execution_input"], already_open=True)
+        if ensure_started and existing.execution_input:
+            stepfunctions.start(existing.execution_name, existing.execution_input, already_open=True)
         return None
     try:
-        _start(name, run_input)
+        stepfunctions.start(window.execution_name, window.execution_input)
     except Exception:
-        logger.exception("StartExecution failed; closing the window again", extra={"execution_name": name})
-        store.close_window(conversation_id, window_id)
+        logger.exception(
+            "StartExecution failed; closing the window again", extra={"execution_name": window.execution_name}
+        )
+        batch_windows.close(conversation_id, window_id)
         raise
-    logger.info("Batch window opened", extra={"execution_name": name, "wait": wait})
+    logger.info(
+        "Batch window opened", extra={"execution_name": window.execution_name, "wait": wait.model_dump()}
+    )
     count("WindowsOpened")
     return window_id
 
 
-def wake_if_due(window: dict[str, Any], rules: BatchingRules) -> bool:
+def wake_if_due(window: BatchWindow, rules: BatchingRules) -> bool:
     """Wake the window's waiting run now if a flush is due (a keyword, or enough
     messages) and the run has parked its task token. True if it was woken."""
-    token = window.get("task_token")
-    if not token or not is_due_now(rules, window, int(clock.now().timestamp() * 1000)):
+    if not window.task_token or not is_due_now(rules, window, clock.epoch_ms(clock.now())):
         return False
-    woken = send_wake(token)
+    woken = stepfunctions.wake(window.task_token)
     if woken:
         count("EarlyFlushes")
     return woken
-
-
-def send_wake(token: str) -> bool:
-    try:
-        stepfunctions().send_task_success(taskToken=token, output=json.dumps({"woken": True}))
-    except ClientError as error:
-        # Woken already (by the run itself or another message), or gone: nothing to do.
-        if error.response["Error"]["Code"] in ("TaskTimedOut", "InvalidToken", "TaskDoesNotExist"):
-            return False
-        raise
-    return True
-
-
-def _start(name: str, run_input: str, already_open: bool = False) -> None:
-    try:
-        stepfunctions().start_execution(
-            stateMachineArn=get_settings().state_machine_arn, name=name, input=run_input
-        )
-    except ClientError as error:
-        # The open window's run has ended (its window is about to close): nothing to do.
-        if not (already_open and error.response["Error"]["Code"] == "ExecutionAlreadyExists"):
-            raise

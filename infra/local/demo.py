@@ -12,7 +12,7 @@ os.environ.setdefault("POWERTOOLS_LOG_LEVEL", "WARNING")  # before the handlers 
 
 from twilio.rest import Client  # noqa: E402
 
-from functions.dal import store  # noqa: E402
+from functions.dal import conversations, turns  # noqa: E402
 from functions.models import Channel  # noqa: E402
 from infra.local.stack import LocalConfig, LocalStack  # noqa: E402
 from infra.local.webhooks import inbound_form, post_webhook  # noqa: E402
@@ -43,11 +43,11 @@ def main() -> int:
             if response.status_code != 200:
                 return 1
 
-        conversation = store.find_conversation(Channel.WHATSAPP, USER, OUR_NUMBER)
+        conversation = conversations.find(Channel.WHATSAPP, USER, OUR_NUMBER)
         assert conversation is not None
         runs = Runs(stack.state_machine_arn, "Turns")
         run = _wait_for_runs(runs, conversation.conversation_id)
-        turns = store.list_turns(conversation.conversation_id)
+        recorded = turns.list_of(conversation.conversation_id)
         twilio = Client(config.twilio_account_sid, config.twilio_auth_token)
         twilio.api.base_url = stack.twilio_url
         sent = [m.body for m in twilio.messages.list(to=USER)]
@@ -57,9 +57,9 @@ def main() -> int:
             f"(one batch window, one execution)"
         )
         print("\nMerged user turn (what the AI received, once):")
-        for turn in turns:
-            if turn["role"] == "user":
-                print("\n".join(f"  | {line}" for line in turn["body"].splitlines()))
+        for turn in recorded:
+            if turn.role == "user":
+                print("\n".join(f"  | {line}" for line in turn.body.splitlines()))
         print("\nReply sent through Twilio:")
         for body in sent:
             print("\n".join(f"  | {line}" for line in body.splitlines()))

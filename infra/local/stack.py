@@ -26,6 +26,7 @@ from infra.statemachine import render
 REGION = "us-east-1"
 ACCOUNT = "123456789012"
 STATE_MACHINE_NAME = "BurstReply-BatchWindow"
+EVENT_BUS_NAME = "burst-reply"
 # Stand-in credentials: well-formed, obviously not real.
 LOCAL_ACCOUNT_SID = "AC" + "0" * 32
 LOCAL_AUTH_TOKEN = "local-twilio-auth-token"
@@ -178,6 +179,7 @@ class LocalStack:
             # moto's state machine interpreter invokes Lambda tasks on this port.
             "MOTO_PORT": str(self.aws.server.server_port),
             "STATE_MACHINE_ARN": self.state_machine_arn,
+            "EVENT_BUS_NAME": EVENT_BUS_NAME,
             "BATCH_WINDOW_SECONDS": str(c.batch_window_seconds),
             "AUTO_CREATE_CONVERSATIONS": "true" if c.auto_create_conversations else "false",
             "POWERTOOLS_TRACE_DISABLED": "true",

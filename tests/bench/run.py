@@ -35,7 +35,7 @@ from werkzeug.test import EnvironBuilder  # noqa: E402
 from werkzeug.wrappers import Request  # noqa: E402
 
 from functions.config import get_settings  # noqa: E402
-from functions.dal import store  # noqa: E402
+from functions.dal import conversations, staged_messages  # noqa: E402
 from functions.logic import clock  # noqa: E402
 from functions.logic.debounce import BatchingRules, due_ms  # noqa: E402
 from functions.models import Channel  # noqa: E402
@@ -106,7 +106,7 @@ def measure_webhook(
     get_settings.cache_clear()
     users = [f"whatsapp:+1444{i:07d}" for i in range(conversations)]
     for user in users:
-        store.create_conversation(Channel.WHATSAPP, user, OUR_NUMBER, clock.iso(clock.now()))
+        conversations.create(Channel.WHATSAPP, user, OUR_NUMBER, clock.iso(clock.now()))
     invoke("Webhook", webhook_event(stack, "whatsapp:+14449999999", "warm-up"))  # caches, imports
     times: dict[str, list[float]] = {"first": [], "later": []}
     calls: dict[str, Counter[str]] = {"first": Counter(), "later": Counter()}
@@ -179,9 +179,9 @@ def batch_run(
 ) -> tuple[int, int, int]:
     """Send `fragments` (offset, body) for a new conversation with `rules`; its counts."""
     user = f"whatsapp:+1333{random.randrange(10**7):07d}"
-    conversation = store.create_conversation(Channel.WHATSAPP, user, OUR_NUMBER, clock.iso(clock.now()))
+    conversation = conversations.create(Channel.WHATSAPP, user, OUR_NUMBER, clock.iso(clock.now()))
     if rules:
-        store.update_conversation(conversation.conversation_id, batching=rules)
+        conversations.update(conversation.conversation_id, batching=rules)
     start = time.monotonic()
     for offset, body in fragments:
         time.sleep(max(0.0, start + offset - time.monotonic()))
@@ -203,7 +203,7 @@ def wait_quiet(stack: LocalStack, conversation_ids: list[str], timeout: float = 
             if r["name"].rsplit("-", 2)[0] in wanted
         ]
         started = {r["name"].rsplit("-", 2)[0] for r in runs}
-        pending = sum(len(store.pending_messages(c)) for c in wanted)
+        pending = sum(len(staged_messages.pending(c)) for c in wanted)
         if started >= wanted and not pending and all(r["status"] != "RUNNING" for r in runs):
             return
         time.sleep(0.3)
@@ -330,9 +330,7 @@ def measure_load(stack: LocalStack, conversations: int = 50, per_conversation: i
     for thread in threads:
         thread.join()
     sending = time.perf_counter() - started
-    conversation_ids = [
-        store.find_conversation(Channel.WHATSAPP, u, OUR_NUMBER).conversation_id for u in users
-    ]
+    conversation_ids = [conversations.find(Channel.WHATSAPP, u, OUR_NUMBER).conversation_id for u in users]
     wait_quiet(stack, conversation_ids, timeout=300)
     answered = time.perf_counter() - started
     inputs = Counter(

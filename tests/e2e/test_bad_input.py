@@ -5,10 +5,10 @@ from __future__ import annotations
 import pytest
 import requests
 
-from functions.dal import store
-from functions.logic import windows
+from functions.dal import batch_windows
+from functions.integrations import stepfunctions
 from infra.local.webhooks import inbound_form, new_message_sid, post_webhook, sign
-from tests.conftest import OUR_WHATSAPP
+from tests.support.local_stack import OUR_WHATSAPP
 
 pytestmark = pytest.mark.e2e
 
@@ -151,19 +151,19 @@ def test_a_huge_form_is_acknowledged_and_not_staged(harness):
 def test_a_failed_start_execution_answers_5xx_and_twilios_retry_is_answered_once(harness, monkeypatch):
     user = harness.new_user()
     form = _form(harness, user, body="retry me")
-    real = windows.stepfunctions()
+    real = stepfunctions.client()
 
     class Unavailable:
         def start_execution(self, **kwargs):
             raise ConnectionError("Step Functions unreachable")
 
-    monkeypatch.setattr(windows, "stepfunctions", lambda: Unavailable())
+    monkeypatch.setattr(stepfunctions, "client", lambda: Unavailable())
     first = _post(harness, form)
     conversation_id = harness.conversation_of(user).conversation_id
 
     assert first.status_code == 500
     assert harness.window_of(conversation_id) is None  # not left open without a run
-    monkeypatch.setattr(windows, "stepfunctions", lambda: real)
+    monkeypatch.setattr(stepfunctions, "client", lambda: real)
 
     retry = _post(harness, form)  # Twilio's retry: the same MessageSid
 
@@ -176,13 +176,13 @@ def test_a_failed_start_execution_answers_5xx_and_twilios_retry_is_answered_once
 def test_a_webhook_that_died_after_opening_the_window_is_healed_by_twilios_retry(harness, monkeypatch):
     user = harness.new_user()
     form = _form(harness, user, body="half done")
-    real_open_window = store.open_window
+    real_open_window = batch_windows.open
 
     def open_then_die(*args, **kwargs):
         real_open_window(*args, **kwargs)
         raise ConnectionError("the response was lost")
 
-    monkeypatch.setattr(store, "open_window", open_then_die)
+    monkeypatch.setattr(batch_windows, "open", open_then_die)
     assert _post(harness, form).status_code == 500
     conversation_id = harness.conversation_of(user).conversation_id
     assert harness.window_of(conversation_id) is not None and harness.runs(conversation_id) == []

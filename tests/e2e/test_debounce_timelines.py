@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 
 import pytest
 
-from functions.dal import store
+from functions.dal import projects, staged_messages, turns
 
 pytestmark = pytest.mark.e2e
 
@@ -173,23 +173,21 @@ def test_a_conversation_handed_off_to_a_person_is_batched_and_recorded_without_a
 
     assert [r["status"] for r in runs] == ["SUCCEEDED"]
     assert harness.ai_inputs(conversation_id) == [] and harness.replies_to(user) == []
-    (turn,) = store.list_turns(conversation_id)
-    assert (turn["role"], turn["status"], turn["body"]) == ("user", "handed_off", "I want\na person")
-    assert store.pending_messages(conversation_id) == []
+    (turn,) = turns.list_of(conversation_id)
+    assert (turn.role, turn.status, turn.body) == ("user", "handed_off", "I want\na person")
+    assert staged_messages.pending(conversation_id) == []
     assert "lock_owner" not in harness.conversation_item(conversation_id)
 
 
 def test_project_rules_apply_per_channel_unless_the_conversation_has_its_own(harness):
-    store.put_project(
+    projects.put(
+        "p-timeline",
         {
-            "project_id": "p-timeline",
-            "batching": {
-                "mode": "quiet",
-                "quiet_seconds": 1,
-                "max_wait_seconds": 20,
-                "channels": {"whatsapp": {"max_messages": 2}},
-            },
-        }
+            "mode": "quiet",
+            "quiet_seconds": 1,
+            "max_wait_seconds": 20,
+            "channels": {"whatsapp": {"max_messages": 2}},
+        },
     )
     user = harness.new_user()
     conversation_id = harness.stage_directly(user, [])

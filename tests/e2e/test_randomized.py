@@ -23,8 +23,8 @@ from typing import Any
 import pytest
 import requests
 
-from functions.dal import store
-from functions.logic import windows
+from functions.dal import batch_windows, staged_messages
+from functions.integrations import stepfunctions
 from functions.logic.reconcile import reconcile
 from infra.local.webhooks import new_message_sid
 
@@ -95,10 +95,10 @@ def test_random_traffic_with_faults_loses_and_duplicates_nothing(harness, config
     )
     harness.stack.twilio.chaos(API_FAULT_RATE, [{"status": 429, "code": 20429}, {"status": 503}], SEED + 1)
     flaky = Flaky(SEED + 2, AWS_FAULT_RATE)
-    monkeypatch.setattr(store, "stage_message", flaky.wrap("stage message", store.stage_message))
-    monkeypatch.setattr(store, "open_window", flaky.wrap("open window", store.open_window))
-    flaky_sfn = FlakyStepFunctions(windows.stepfunctions(), flaky)
-    monkeypatch.setattr(windows, "stepfunctions", lambda: flaky_sfn)
+    monkeypatch.setattr(staged_messages, "stage", flaky.wrap("stage message", staged_messages.stage))
+    monkeypatch.setattr(batch_windows, "open", flaky.wrap("open window", batch_windows.open))
+    flaky_sfn = FlakyStepFunctions(stepfunctions.client(), flaky)
+    monkeypatch.setattr(stepfunctions, "client", lambda: flaky_sfn)
 
     users = {c: harness.new_user() for c in range(CONVERSATIONS)}
     plans = {c: typing_plan(random.Random(rng.random()), c) for c in users}
@@ -141,7 +141,7 @@ def test_random_traffic_with_faults_loses_and_duplicates_nothing(harness, config
     while True:
         runs = [r for cid in conversation_ids.values() for r in harness.runs(cid)]
         busy = any(r["status"] == "RUNNING" for r in runs)
-        pending = sum(len(store.pending_messages(cid)) for cid in conversation_ids.values())
+        pending = sum(len(staged_messages.pending(cid)) for cid in conversation_ids.values())
         if not busy and not pending:
             break
         assert time.monotonic() < deadline, f"not quiet: {pending} pending, running: {busy}"
@@ -163,7 +163,7 @@ def test_random_traffic_with_faults_loses_and_duplicates_nothing(harness, config
         item = harness.conversation_item(cid)
         assert "lock_owner" not in item, f"conversation {c} still locked"
         assert harness.window_of(cid) is None, f"conversation {c} has a window open"
-        assert store.pending_messages(cid) == []
+        assert staged_messages.pending(cid) == []
     runs = [r for cid in conversation_ids.values() for r in harness.runs(cid)]
     for run in runs:
         described = harness.sfn.describe_execution(executionArn=run["executionArn"])

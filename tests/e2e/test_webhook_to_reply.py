@@ -8,10 +8,10 @@ import time
 import pytest
 from twilio.rest import Client
 
-from functions.dal import store
+from functions.dal import conversations
 from functions.models import Channel
 from infra.local.webhooks import inbound_form, new_message_sid, post_webhook, sign
-from tests.conftest import BATCH_WINDOW_SECONDS, OUR_WHATSAPP
+from tests.support.local_stack import BATCH_WINDOW_SECONDS, OUR_WHATSAPP
 
 pytestmark = pytest.mark.e2e
 
@@ -84,7 +84,7 @@ def test_an_sms_is_answered_on_the_sms_channel(harness):
     form = inbound_form("sms hello", user, "+15550000002", config.twilio_account_sid)
     assert post_webhook(harness.stack.sms_url, form, config.twilio_auth_token).status_code == 200
 
-    conversation = store.find_conversation(Channel.SMS, user, "+15550000002")
+    conversation = conversations.find(Channel.SMS, user, "+15550000002")
     harness.wait_until_quiet(conversation.conversation_id, runs=1)
     assert harness.replies_to(user) == ["You said: sms hello"]
 

@@ -9,7 +9,8 @@ from datetime import timedelta
 
 import pytest
 
-from functions.dal import store
+from functions.dal import batch_windows, staged_messages, turns
+from functions.dal.models import BatchWindow
 from functions.logic import clock
 from functions.logic.reconcile import reconcile, redrive
 from functions.logic.windows import execution_name
@@ -24,7 +25,7 @@ def test_a_run_that_lost_its_lock_does_not_overwrite_the_new_holder(harness):
     arn = harness.start_run(conversation_id)
 
     def take_over_the_lock() -> None:
-        while not store.list_turns(conversation_id):  # merged: the run is in Generate Reply
+        while not turns.list_of(conversation_id):  # merged: the run is in Generate Reply
             time.sleep(0.05)
         harness.dynamodb.update_item(
             TableName="Conversations",
@@ -41,7 +42,7 @@ def test_a_run_that_lost_its_lock_does_not_overwrite_the_new_holder(harness):
     assert run["status"] == "FAILED" and run["error"] == "ProcessingLockLost"
     assert harness.conversation_item(conversation_id)["lock_owner"]["S"] == "the-new-holder"
     assert harness.replies_to(user) == ["You said: slow one"]  # sent once, and not again
-    assert store.pending_messages(conversation_id) == []  # answered: no later window repeats it
+    assert staged_messages.pending(conversation_id) == []  # answered: no later window repeats it
 
 
 @pytest.mark.parametrize("code", [21610, 63014, 21211, 21614, 21617])
@@ -57,7 +58,7 @@ def test_a_permanent_twilio_error_is_not_retried_and_is_recorded(harness, code):
     conversation = harness.conversation_item(conversation_id)
     assert conversation["last_delivery_error"]["N"] == str(code)
     assert "lock_owner" not in conversation
-    assert store.pending_messages(conversation_id) == []  # set aside, not retried
+    assert staged_messages.pending(conversation_id) == []  # set aside, not retried
     assert harness.replies_to(user) == []
 
 
@@ -109,15 +110,15 @@ def test_a_batch_that_keeps_failing_is_dead_lettered_after_the_attempts(harness,
 
     first = harness.wait_for_run(harness.start_run(conversation_id))
     assert first["status"] == "FAILED"
-    assert len(store.pending_messages(conversation_id)) == 1  # kept for another attempt
+    assert len(staged_messages.pending(conversation_id)) == 1  # kept for another attempt
     second = harness.wait_for_run(harness.start_run(conversation_id))
 
     assert second["status"] == "FAILED"
-    assert store.pending_messages(conversation_id) == []
+    assert staged_messages.pending(conversation_id) == []
     (staged,) = harness.staged(conversation_id)
     assert staged["body"]["S"] == "doomed" and "failed_in" in staged  # set aside, visible
-    dead = [t for t in store.list_turns(conversation_id) if t["status"] == "dead_lettered"]
-    assert len(dead) == 1 and dead[0]["message_count"] == 1
+    dead = [t for t in turns.list_of(conversation_id) if t.status == "dead_lettered"]
+    assert len(dead) == 1 and dead[0].message_count == 1
 
     harness.set_conversation(conversation_id, openai_api_key_secret=None)  # the operator fixes it
     assert redrive(conversation_id)["requeued"] == 1
@@ -125,7 +126,7 @@ def test_a_batch_that_keeps_failing_is_dead_lettered_after_the_attempts(harness,
     runs = harness.wait_until_quiet(conversation_id, runs=3)
     assert runs[-1]["status"] == "SUCCEEDED"
     assert harness.replies_to(user) == ["You said: doomed"]
-    assert store.pending_messages(conversation_id) == []
+    assert staged_messages.pending(conversation_id) == []
 
 
 def test_the_reconciler_opens_a_window_for_stranded_messages(harness):
@@ -156,17 +157,17 @@ def test_the_reconciler_closes_a_window_whose_run_has_ended(harness):
     conversation_id = harness.stage_directly(user, [])
     opened = clock.now() - timedelta(minutes=30)
     window_id = "0000000000001-dead00"
-    window = {
-        "conversation_id": conversation_id,
-        "window_id": window_id,
-        "opened_at": clock.iso(opened),
-        "opened_ms": int(opened.timestamp() * 1000),
-        "last_message_ms": int(opened.timestamp() * 1000),
-        "message_count": 0,
-        "execution_name": execution_name(conversation_id, window_id),  # a run that never started
-        "expires_at": int(time.time()) + 3600,
-    }
-    assert store.open_window(window) is None
+    window = BatchWindow(
+        conversation_id=conversation_id,
+        window_id=window_id,
+        opened_at=clock.iso(opened),
+        opened_ms=clock.epoch_ms(opened),
+        last_message_ms=clock.epoch_ms(opened),
+        message_count=0,
+        execution_name=execution_name(conversation_id, window_id),  # a run that never started
+        expires_at=int(time.time()) + 3600,
+    )
+    assert batch_windows.open(window) is None
 
     reconcile()
 

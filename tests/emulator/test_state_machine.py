@@ -10,7 +10,7 @@ import time
 import pytest
 
 from functions.config import get_settings
-from functions.dal import store
+from functions.dal import conversations, staged_messages, turns
 
 pytestmark = pytest.mark.emulator
 
@@ -44,22 +44,21 @@ def test_happy_path_answers_the_batch_once_and_cleans_up(harness):
     conversation = harness.conversation_item(conversation_id)
     assert "lock_owner" not in conversation
     assert conversation["turn_count"]["N"] == "2"
-    assert store.pending_messages(conversation_id) == []
+    assert staged_messages.pending(conversation_id) == []
     assert all("body" not in item for item in harness.staged(conversation_id))  # tombstones only
-    turns = store.list_turns(conversation_id)
-    user_turn, assistant_turn = turns
-    assert user_turn["role"] == "user" and user_turn["status"] == "answered"
-    assert user_turn["message_count"] == 3 and len(user_turn["message_sids"]) == 3
-    assert user_turn["first_message_sid"] == user_turn["message_sids"][0]
-    assert assistant_turn["role"] == "assistant" and assistant_turn["status"] == "sent"
-    assert assistant_turn["message_sids"] == [m["sid"] for m in harness.stack.twilio.messages]
-    assert assistant_turn["total_tokens"] > 0 and assistant_turn["processing_time_ms"] >= 0
+    user_turn, assistant_turn = turns.list_of(conversation_id)
+    assert user_turn.role == "user" and user_turn.status == "answered"
+    assert user_turn.message_count == 3 and len(user_turn.message_sids) == 3
+    assert user_turn.first_message_sid == user_turn.message_sids[0]
+    assert assistant_turn.role == "assistant" and assistant_turn.status == "sent"
+    assert assistant_turn.message_sids == [m["sid"] for m in harness.stack.twilio.messages]
+    assert assistant_turn.total_tokens > 0 and (assistant_turn.processing_time_ms or 0) >= 0
 
 
 def test_run_waits_for_a_held_lock_and_proceeds_after_release(harness):
     user = harness.new_user()
     conversation_id = harness.stage_directly(user, ["first", "second"])
-    assert store.acquire_lock(conversation_id, "another-run", int(time.time()), 600, "now")
+    assert conversations.acquire_lock(conversation_id, "another-run", int(time.time()), 600, "now")
 
     arn = harness.start_run(conversation_id)
     time.sleep(2.5)
@@ -81,7 +80,7 @@ def test_run_waits_for_a_held_lock_and_proceeds_after_release(harness):
 def test_a_lock_whose_lease_expired_is_taken_over(harness):
     user = harness.new_user()
     conversation_id = harness.stage_directly(user, ["hello"])
-    assert store.acquire_lock(conversation_id, "crashed-run", int(time.time()) - 700, 600, "then")
+    assert conversations.acquire_lock(conversation_id, "crashed-run", int(time.time()) - 700, 600, "then")
 
     run = harness.wait_for_run(harness.start_run(conversation_id))
 
@@ -121,10 +120,10 @@ def test_openai_permanent_failure_sends_the_fallback_and_sets_the_batch_aside(ha
     staged = harness.staged(conversation_id)
     assert sorted(i["body"]["S"] for i in staged) == ["one", "two"]
     assert all("failed_in" in i for i in staged)
-    assert store.pending_messages(conversation_id) == []
-    (user_turn,) = store.list_turns(conversation_id)
-    assert user_turn["status"] == "failed" and user_turn["error"] == "AIPermanentError"
-    assert user_turn["message_count"] == 2
+    assert staged_messages.pending(conversation_id) == []
+    (user_turn,) = turns.list_of(conversation_id)
+    assert user_turn.status == "failed" and user_turn.error == "AIPermanentError"
+    assert user_turn.message_count == 2
     windows = harness.dynamodb.get_item(
         TableName="BatchWindows", Key={"conversation_id": {"S": conversation_id}}
     )
@@ -164,7 +163,7 @@ def test_a_message_staged_during_processing_gets_the_next_window(harness):
     first = harness.start_run(conversation_id)
 
     def arrive_during_processing() -> None:
-        while not store.list_turns(conversation_id):  # merged: the run is in Generate Reply
+        while not turns.list_of(conversation_id):  # merged: the run is in Generate Reply
             time.sleep(0.05)
         harness.send(user, "during")
 
@@ -176,7 +175,7 @@ def test_a_message_staged_during_processing_gets_the_next_window(harness):
     runs = harness.wait_until_quiet(conversation_id, runs=2)
     assert [r["status"] for r in runs] == ["SUCCEEDED", "SUCCEEDED"]
     assert harness.ai_inputs(conversation_id) == ["before", "during"]
-    assert store.pending_messages(conversation_id) == []
+    assert staged_messages.pending(conversation_id) == []
 
 
 def test_an_answered_batch_is_announced_on_the_event_bus(harness):
@@ -211,7 +210,7 @@ def test_an_answered_batch_is_announced_on_the_event_bus(harness):
 def test_a_conversation_with_thousands_of_turns_keeps_working(harness):
     user = harness.new_user()
     conversation_id = harness.stage_directly(user, ["still there?"])
-    turns = harness.stack.client("dynamodb")
+    dynamodb = harness.stack.client("dynamodb")
     earlier = [
         {
             "PutRequest": {
@@ -227,11 +226,11 @@ def test_a_conversation_with_thousands_of_turns_keeps_working(harness):
         for role in ("1-user", "2-assistant")
     ]
     for start in range(0, len(earlier), 25):  # 2,000 turns, 800 KB: twice an item's limit
-        turns.batch_write_item(RequestItems={"Turns": earlier[start : start + 25]})
+        dynamodb.batch_write_item(RequestItems={"Turns": earlier[start : start + 25]})
 
     run = harness.wait_for_run(harness.start_run(conversation_id))
 
     assert run["status"] == "SUCCEEDED"
     assert harness.replies_to(user) == ["You said: still there?"]
-    assert len(store.list_turns(conversation_id)) >= 1000  # one query page holds 1 MB
+    assert len(turns.list_of(conversation_id)) == 2002  # read across pages (a page holds 1 MB)
     assert "messages" not in harness.conversation_item(conversation_id)  # no growing list

@@ -1,3 +1,4 @@
+from functions.dal.models import BatchWindow
 from functions.logic.debounce import (
     BatchingRules,
     due_ms,
@@ -7,6 +8,11 @@ from functions.logic.debounce import (
     seconds_until_due,
 )
 from functions.models import Channel
+
+
+def window(**clock: int | bool) -> BatchWindow:
+    return BatchWindow(conversation_id="c", window_id="w", opened_at="", execution_name="c-w", **clock)
+
 
 QUIET = BatchingRules(
     mode="quiet", quiet_seconds=3, typing_gap_seconds=2, typing_quiet_seconds=6, max_wait_seconds=20
@@ -35,11 +41,11 @@ def test_the_maximum_wait_caps_every_mode():
 
 def test_max_messages_and_a_flush_request_make_a_window_due_now():
     rules = QUIET.model_copy(update={"max_messages": 3})
-    window = {"opened_ms": 0, "last_message_ms": 1_000, "message_count": 2}
-    assert not is_due_now(rules, window, now_ms=1_500)
-    assert is_due_now(rules, {**window, "message_count": 3}, now_ms=1_500)
-    assert is_due_now(rules, {**window, "flush_requested": True}, now_ms=1_500)
-    assert is_due_now(rules, window, now_ms=4_000)
+    two = window(opened_ms=0, last_message_ms=1_000, message_count=2)
+    assert not is_due_now(rules, two, now_ms=1_500)
+    assert is_due_now(rules, two.model_copy(update={"message_count": 3}), now_ms=1_500)
+    assert is_due_now(rules, two.model_copy(update={"flush_requested": True}), now_ms=1_500)
+    assert is_due_now(rules, two, now_ms=4_000)
 
 
 def test_flush_keywords_match_whole_words_in_any_case():
@@ -50,9 +56,9 @@ def test_flush_keywords_match_whole_words_in_any_case():
 
 
 def test_waits_are_whole_seconds_rounded_up_and_at_least_one():
-    window = {"opened_ms": 0, "last_message_ms": 0, "message_count": 1}
-    assert seconds_until_due(QUIET, window, now_ms=100) == 3  # 2.9 s left
-    assert seconds_until_due(QUIET, window, now_ms=10_000) == 1
+    one = window(opened_ms=0, last_message_ms=0, message_count=1)
+    assert seconds_until_due(QUIET, one, now_ms=100) == 3  # 2.9 s left
+    assert seconds_until_due(QUIET, one, now_ms=10_000) == 1
 
 
 def test_rules_resolve_conversation_over_project_over_defaults_with_channel_overrides():

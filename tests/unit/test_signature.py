@@ -6,7 +6,8 @@ import pytest
 from twilio.request_validator import RequestValidator
 
 from functions.handlers.webhook import public_url
-from functions.logic import credentials, intake
+from functions.integrations import secrets
+from functions.logic import intake
 
 OURS = "AC" + "1" * 32
 TENANT = "AC" + "2" * 32
@@ -16,7 +17,7 @@ TOKENS = {OURS: "our-token", TENANT: "tenant-token"}
 
 @pytest.fixture(autouse=True)
 def known_accounts(monkeypatch):
-    monkeypatch.setattr(credentials, "twilio_auth_token_for", TOKENS.get)
+    monkeypatch.setattr(secrets, "twilio_auth_token_for", TOKENS.get)
 
 
 def _signed(form: dict[str, str], token: str, url: str = URL) -> str:

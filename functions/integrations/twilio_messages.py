@@ -12,7 +12,7 @@ from twilio.rest import Client
 
 from functions.config import get_settings
 from functions.errors import TwilioPermanentError, TwilioRetryableError
-from functions.logic.credentials import TwilioCredentials
+from functions.integrations.secrets import TwilioCredentials
 from functions.observability import count, milliseconds
 
 RATE_LIMITED = 20429

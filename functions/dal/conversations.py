@@ -1,0 +1,133 @@
+"""The Conversations table: one item per conversation, with its processing lock."""
+
+from __future__ import annotations
+
+import hashlib
+from typing import Any
+
+from boto3.dynamodb.conditions import Key
+from botocore.exceptions import ClientError
+
+from functions.config import get_settings
+from functions.dal import dynamo, expressions
+from functions.dal.models import Conversation
+from functions.errors import ConversationNotFound
+from functions.models import Channel, address_key
+
+
+def _table() -> Any:
+    return dynamo.table(get_settings().conversations_table)
+
+
+def find(channel: Channel, user_address: str, our_address: str) -> Conversation | None:
+    """The open conversation (task not complete) between this user and our number."""
+    response = _table().query(
+        IndexName="by_address",
+        KeyConditionExpression=Key("address_key").eq(address_key(channel, user_address, our_address)),
+        ScanIndexForward=False,
+        Limit=10,
+    )
+    for item in response["Items"]:
+        if not item.get("task_complete"):
+            return Conversation.model_validate(item)
+    return None
+
+
+def create(channel: Channel, user_address: str, our_address: str, now: str) -> Conversation:
+    """Create the conversation of an unknown sender. Its id derives from the addresses, so
+    two webhooks racing to create it agree on one record."""
+    key = address_key(channel, user_address, our_address)
+    conversation = Conversation(
+        conversation_id="c" + hashlib.sha256(key.encode()).hexdigest()[:24],
+        channel=channel,
+        user_address=user_address,
+        our_address=our_address,
+        created_at=now,
+    )
+    item = {**conversation.to_item(), "address_key": key, "updated_at": now, "conversation_status": "open"}
+    try:
+        _table().put_item(Item=item, ConditionExpression="attribute_not_exists(conversation_id)")
+    except ClientError as error:
+        if not dynamo.condition_failed(error):
+            raise
+        existing = get(conversation.conversation_id)
+        if existing is not None:
+            return existing
+    return conversation
+
+
+def get(conversation_id: str) -> Conversation | None:
+    item = _table().get_item(Key={"conversation_id": conversation_id}, ConsistentRead=True).get("Item")
+    return Conversation.model_validate(dynamo.from_dynamo(item)) if item else None
+
+
+def update(conversation_id: str, **fields: Any) -> None:
+    """Set fields of a conversation record (an admin's change: rules, tenant secrets...);
+    a None value removes the field."""
+    to_set = {k: v for k, v in fields.items() if v is not None}
+    to_remove = [k for k, v in fields.items() if v is None]
+    expression = ""
+    if to_set:
+        expression += "SET " + ", ".join(f"#{k} = :{k}" for k in to_set)
+    if to_remove:
+        expression += " REMOVE " + ", ".join(f"#{k}" for k in to_remove)
+    values = {f":{k}": dynamo.to_dynamo(v) for k, v in to_set.items()}
+    _table().update_item(
+        Key={"conversation_id": conversation_id},
+        UpdateExpression=expression.strip(),
+        ConditionExpression="attribute_exists(conversation_id)",
+        ExpressionAttributeNames={f"#{k}": k for k in fields},
+        **({"ExpressionAttributeValues": values} if values else {}),
+    )
+
+
+def set_openai_conversation(conversation_id: str, openai_conversation_id: str) -> None:
+    _table().update_item(
+        Key={"conversation_id": conversation_id},
+        UpdateExpression="SET openai_conversation_id = :o",
+        ExpressionAttributeValues={":o": openai_conversation_id},
+    )
+
+
+def record_delivery_failure(conversation_id: str, code: int | None, at: str) -> None:
+    """Remember on the conversation that a reply could not be delivered (and why)."""
+    _table().update_item(
+        Key={"conversation_id": conversation_id},
+        UpdateExpression=(
+            "SET last_delivery_error = :code, last_delivery_error_at = :at ADD delivery_failures :one"
+        ),
+        ExpressionAttributeValues={":code": code if code is not None else 0, ":at": at, ":one": 1},
+    )
+
+
+# --- the processing lock --------------------------------------------------------------
+
+
+def acquire_lock(conversation_id: str, owner: str, now_epoch: int, lease_seconds: int, now: str) -> bool:
+    """Take the conversation's processing lock for `owner` (an execution name), if it is
+    free, already ours, or its lease has expired. False when someone else holds it."""
+    try:
+        _table().update_item(
+            Key={"conversation_id": conversation_id},
+            UpdateExpression=expressions.TAKE_LOCK,
+            ConditionExpression=expressions.LOCK_IS_FREE_OURS_OR_EXPIRED,
+            ExpressionAttributeValues={
+                ":me": owner,
+                ":exp": now_epoch + lease_seconds,
+                ":now": now,
+                ":now_epoch": now_epoch,
+            },
+        )
+    except ClientError as error:
+        if dynamo.condition_failed(error):
+            return False
+        raise
+    return True
+
+
+def require(conversation_id: str) -> Conversation:
+    """The conversation a run names; ConversationNotFound if it does not exist."""
+    conversation = get(conversation_id)
+    if conversation is None:
+        raise ConversationNotFound(conversation_id)
+    return conversation

@@ -1,0 +1,36 @@
+"""Every DynamoDB expression the service writes, in one place. Those that the state
+machine's direct integrations also use reach the ASL file through its definition
+substitutions (`SUBSTITUTIONS`), so Python and the ASL cannot drift apart."""
+
+from __future__ import annotations
+
+# --- conversations: the processing lock ------------------------------------------------
+TAKE_LOCK = "SET lock_owner = :me, lock_expires_at = :exp, lock_acquired_at = :now"
+LOCK_IS_FREE_OURS_OR_EXPIRED = (
+    "attribute_exists(conversation_id) AND "
+    "(attribute_not_exists(lock_owner) OR lock_owner = :me OR lock_expires_at < :now_epoch)"
+)
+RELEASE_LOCK = "REMOVE lock_owner, lock_expires_at, lock_acquired_at"
+HOLDS_LOCK = "lock_owner = :me"
+
+# --- staged messages --------------------------------------------------------------------
+OF_CONVERSATION = "conversation_id = :conversation"
+NOT_ANSWERED_OR_FAILED = "attribute_not_exists(answered_in) AND attribute_not_exists(failed_in)"
+STAGED_KEYS = "message_sid, received_at"
+IS_PENDING = "attribute_exists(pending_since)"
+NEW_MESSAGE_SID = "attribute_not_exists(message_sid)"
+
+# --- batch windows ----------------------------------------------------------------------
+NO_OPEN_WINDOW = "attribute_not_exists(conversation_id)"
+A_WINDOW_IS_OPEN = "attribute_exists(conversation_id)"
+IS_THIS_WINDOW = "window_id = :window"
+
+# The `${Placeholder}`s of the ASL that are expressions, with their values.
+SUBSTITUTIONS = {
+    "ReleaseLockExpression": RELEASE_LOCK,
+    "HoldsLockCondition": HOLDS_LOCK,
+    "StagedOfConversation": OF_CONVERSATION,
+    "NotAnsweredOrFailedFilter": NOT_ANSWERED_OR_FAILED,
+    "StagedKeysProjection": STAGED_KEYS,
+    "IsThisWindowCondition": IS_THIS_WINDOW,
+}

@@ -1,0 +1,109 @@
+"""The items the service keeps, one typed model per table. The table modules take and
+return these; nothing outside `functions/dal/` sees a raw DynamoDB item."""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict
+
+from functions.models import Channel
+
+
+class Item(BaseModel):
+    model_config = ConfigDict(extra="ignore")
+
+    def to_item(self) -> dict[str, Any]:
+        return self.model_dump(mode="json", exclude_none=True)
+
+
+class Conversation(Item):
+    """One conversation between a user and one of our numbers (the parts the functions
+    use; the processing lock and the totals are written by expressions only)."""
+
+    conversation_id: str
+    channel: Channel
+    user_address: str  # the user's number ("whatsapp:+1555..." on WhatsApp)
+    our_address: str  # our Twilio number the user wrote to
+    created_at: str
+    task_complete: bool = False
+    openai_conversation_id: str | None = None
+    # Names of Secrets Manager secrets with this tenant's credentials (the seeds'
+    # channel_config / ai_config); empty means the deployment's defaults.
+    twilio_credentials_secret: str | None = None
+    openai_api_key_secret: str | None = None
+    ai_model: str | None = None
+    ai_instructions: str | None = None
+    # The seeds' conversation rules: a project that is not active, or a channel the
+    # conversation is not allowed on, is answered with a configured reply, not staged.
+    project_status: str = "active"
+    allowed_channels: list[Channel] | None = None  # None: every channel
+    project_id: str | None = None
+    # Batching rules of this conversation (functions/logic/debounce.py), partial.
+    batching: dict[str, Any] | None = None
+
+
+class StagedMessage(Item):
+    """A message accepted from the webhook and waiting for its batch."""
+
+    conversation_id: str
+    message_sid: str
+    received_at: str  # ISO 8601, UTC, microseconds: arrival order
+    body: str = ""
+    media_urls: list[str] = []
+
+
+class PendingKey(Item):
+    """A pending staged message's key and arrival time (no body)."""
+
+    message_sid: str
+    received_at: str
+    attempts: int = 0
+
+
+class BatchWindow(Item):
+    """The conversation's open batch window: its clock decides when the burst is over."""
+
+    conversation_id: str
+    window_id: str
+    opened_at: str
+    opened_ms: int
+    last_message_ms: int
+    previous_message_ms: int | None = None
+    message_count: int = 1
+    flush_requested: bool = False
+    execution_name: str
+    execution_input: str = ""
+    expires_at: int = 0
+    task_token: str | None = None
+
+
+class Turn(Item):
+    """A recorded turn: the merged user turn of a batch, or the assistant's reply."""
+
+    conversation_id: str
+    turn_id: str
+    role: Literal["user", "assistant"]
+    status: str = ""
+    window_id: str = ""
+    execution_name: str = ""
+    body: str = ""
+    created_at: str = ""
+    # user turns
+    message_sids: list[str] = []
+    message_count: int = 0
+    first_message_sid: str | None = None
+    first_received_at: str | None = None
+    last_received_at: str | None = None
+    answered_at: str | None = None
+    error: str | None = None
+    cause: str | None = None
+    failed_at: str | None = None
+    # assistant turns (message_sids: the reply parts sent, in order)
+    response_id: str | None = None
+    model: str | None = None
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    total_tokens: int = 0
+    sent_at: str | None = None
+    processing_time_ms: int | None = None

@@ -1,0 +1,162 @@
+"""The StagedMessages table: every accepted message until its batch is answered, then a
+bodiless tombstone (with a TTL) so that a replayed MessageSid stays a duplicate."""
+
+from __future__ import annotations
+
+from enum import StrEnum
+from typing import Any
+
+from botocore.exceptions import ClientError
+
+from functions.config import get_settings
+from functions.dal import dynamo, expressions
+from functions.dal.models import PendingKey, StagedMessage
+from functions.models import InboundMessage
+
+
+def _name() -> str:
+    return get_settings().staged_messages_table
+
+
+def _table() -> Any:
+    return dynamo.table(_name())
+
+
+class Staging(StrEnum):
+    STAGED = "staged"
+    DUPLICATE_PENDING = "duplicate_pending"  # staged before, not answered yet
+    DUPLICATE_DONE = "duplicate_done"  # staged before and answered (or set aside)
+
+
+def stage(conversation_id: str, message: InboundMessage, received_at: str) -> Staging:
+    """Stage an accepted message, unless its MessageSid was staged before (a Twilio
+    retry): nothing changes then, and the answer says whether it is still pending."""
+    item: dict[str, Any] = {
+        "conversation_id": conversation_id,
+        "message_sid": message.message_sid,
+        "received_at": received_at,
+        "pending_since": received_at,
+        "body": message.body,
+        "from_address": message.from_address,
+    }
+    if message.media_urls:
+        item["media_urls"] = list(message.media_urls)
+    if message.profile_name:
+        item["profile_name"] = message.profile_name
+    try:
+        _table().put_item(
+            Item=item,
+            ConditionExpression=expressions.NEW_MESSAGE_SID,
+            ReturnValuesOnConditionCheckFailure="ALL_OLD",
+        )
+    except ClientError as error:
+        if not dynamo.condition_failed(error):
+            raise
+        existing = dynamo.old_item(error)
+        return Staging.DUPLICATE_PENDING if "pending_since" in existing else Staging.DUPLICATE_DONE
+    return Staging.STAGED
+
+
+def load(conversation_id: str, message_sids: list[str]) -> list[StagedMessage]:
+    """The staged messages with these SIDs (bodies included), in no particular order."""
+    name = _name()
+    found: list[StagedMessage] = []
+    for start in range(0, len(message_sids), 100):
+        keys = [
+            {"conversation_id": conversation_id, "message_sid": sid}
+            for sid in message_sids[start : start + 100]
+        ]
+        request: dict[str, Any] = {name: {"Keys": keys, "ConsistentRead": True}}
+        while request:
+            response = dynamo.resource().batch_get_item(RequestItems=request)
+            found += [StagedMessage.model_validate(i) for i in response["Responses"].get(name, [])]
+            request = response.get("UnprocessedKeys") or {}
+    return found
+
+
+def pending(conversation_id: str) -> list[PendingKey]:
+    """Keys and arrival times of the staged messages not yet answered."""
+    items = dynamo.all_items(
+        _table().query,
+        KeyConditionExpression=expressions.OF_CONVERSATION,
+        FilterExpression=expressions.NOT_ANSWERED_OR_FAILED,
+        ProjectionExpression="message_sid, received_at, attempts",
+        ExpressionAttributeValues={":conversation": conversation_id},
+        ConsistentRead=True,
+    )
+    return [PendingKey.model_validate(dynamo.from_dynamo(i)) for i in items]
+
+
+def scan_pending() -> list[dict[str, Any]]:
+    """Every pending message of every conversation (keys and pending_since), from the
+    sparse `pending` index: its size is the backlog, not the history."""
+    return dynamo.all_items(_table().scan, IndexName="pending")
+
+
+def count_failed_attempt(conversation_id: str, message_sids: list[str]) -> int:
+    """Add one failed attempt to each pending message; the highest count among them."""
+    highest = 0
+    for sid in message_sids:
+        try:
+            item = _table().update_item(
+                Key={"conversation_id": conversation_id, "message_sid": sid},
+                UpdateExpression="ADD attempts :one",
+                ConditionExpression=expressions.IS_PENDING,
+                ExpressionAttributeValues={":one": 1},
+                ReturnValues="UPDATED_NEW",
+            )["Attributes"]
+        except ClientError as error:
+            if dynamo.condition_failed(error):
+                continue  # answered or failed meanwhile
+            raise
+        highest = max(highest, int(item["attempts"]))
+    return highest
+
+
+def mark_failed(conversation_id: str, message_sids: list[str], window_id: str, reason: str) -> None:
+    """Set messages aside: kept with their bodies, no longer pending, not retried."""
+    for sid in message_sids:
+        try:
+            _table().update_item(
+                Key={"conversation_id": conversation_id, "message_sid": sid},
+                UpdateExpression="SET failed_in = :w, failure = :r REMOVE pending_since",
+                ConditionExpression=expressions.IS_PENDING,
+                ExpressionAttributeValues={":w": window_id, ":r": reason},
+            )
+        except ClientError as error:
+            if not dynamo.condition_failed(error):
+                raise
+
+
+def requeue_set_aside(conversation_id: str) -> int:
+    """Make the conversation's set-aside (failed) messages pending again, with their
+    attempts reset: the operator's redrive. How many were requeued."""
+    set_aside = dynamo.all_items(
+        _table().query,
+        KeyConditionExpression=expressions.OF_CONVERSATION,
+        FilterExpression="attribute_exists(failed_in)",
+        ProjectionExpression=expressions.STAGED_KEYS,
+        ExpressionAttributeValues={":conversation": conversation_id},
+        ConsistentRead=True,
+    )
+    for item in set_aside:
+        _table().update_item(
+            Key={"conversation_id": conversation_id, "message_sid": item["message_sid"]},
+            UpdateExpression="SET pending_since = :since REMOVE failed_in, failure, attempts",
+            ExpressionAttributeValues={":since": item["received_at"]},
+        )
+    return len(set_aside)
+
+
+def mark_answered(conversation_id: str, message_sids: list[str], window_id: str, expires_at: int) -> None:
+    """Replace answered messages by bodiless tombstones (idempotent)."""
+    with _table().batch_writer() as batch:
+        for sid in message_sids:
+            batch.put_item(
+                Item={
+                    "conversation_id": conversation_id,
+                    "message_sid": sid,
+                    "answered_in": window_id,
+                    "expires_at": expires_at,
+                }
+            )

@@ -1,0 +1,137 @@
+"""The Turns table: a user turn and an assistant turn per answered batch, one item each,
+so that a long conversation never meets DynamoDB's 400 KB item limit."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from boto3.dynamodb.conditions import Attr, Key
+from botocore.exceptions import ClientError
+
+from functions.config import get_settings
+from functions.dal import dynamo, expressions
+from functions.dal.models import Turn
+
+
+def _table() -> Any:
+    return dynamo.table(get_settings().turns_table)
+
+
+def put(turn: Turn) -> None:
+    _table().put_item(Item=dynamo.to_dynamo(turn.to_item()))
+
+
+def get(conversation_id: str, turn_id: str) -> Turn | None:
+    item = (
+        _table()
+        .get_item(Key={"conversation_id": conversation_id, "turn_id": turn_id}, ConsistentRead=True)
+        .get("Item")
+    )
+    return Turn.model_validate(dynamo.from_dynamo(item)) if item else None
+
+
+def list_of(conversation_id: str) -> list[Turn]:
+    items = dynamo.all_items(
+        _table().query, KeyConditionExpression=Key("conversation_id").eq(conversation_id)
+    )
+    return [Turn.model_validate(dynamo.from_dynamo(i)) for i in items]
+
+
+def mark_failed(conversation_id: str, turn_id: str, fields: dict[str, Any]) -> None:
+    """Record a batch as failed on its user turn, creating the turn if the run failed
+    before merging."""
+    values = {f":{k}": v for k, v in dynamo.to_dynamo(fields).items()}
+    _table().update_item(
+        Key={"conversation_id": conversation_id, "turn_id": turn_id},
+        UpdateExpression="SET " + ", ".join(f"#{k} = :{k}" for k in fields),
+        ExpressionAttributeNames={f"#{k}": k for k in fields},
+        ExpressionAttributeValues=values,
+    )
+
+
+def append_sent_part(conversation_id: str, turn_id: str, part_index: int, message_sid: str) -> None:
+    """Record that reply part `part_index` was sent, exactly once per part."""
+    _table().update_item(
+        Key={"conversation_id": conversation_id, "turn_id": turn_id},
+        UpdateExpression="SET message_sids = list_append(if_not_exists(message_sids, :empty), :sid)",
+        ConditionExpression=Attr("message_sids").size().eq(part_index)
+        if part_index
+        else Attr("turn_id").exists()
+        & (Attr("message_sids").not_exists() | Attr("message_sids").size().eq(0)),
+        ExpressionAttributeValues={":sid": [message_sid], ":empty": []},
+    )
+
+
+def record_answered_batch(
+    *,
+    conversation_id: str,
+    owner: str,
+    user_turn_id: str,
+    assistant_turn_id: str | None,
+    answered_at: str,
+    processing_time_ms: int,
+    tokens: dict[str, int],
+    last_message_sid: str | None,
+) -> bool:
+    """In one transaction: mark the user turn answered (or handed off to a person, when
+    there is no assistant turn), the assistant turn sent, update the conversation's totals
+    and release the processing lock, on condition that this run still holds it. False if
+    the lock is no longer ours. (The resource's client takes plain Python values.)"""
+    settings = get_settings()
+    turn_key = {"conversation_id": conversation_id}
+    handed_off = assistant_turn_id is None
+    user_turn: dict[str, Any] = {
+        "TableName": settings.turns_table,
+        "Key": {**turn_key, "turn_id": user_turn_id},
+        "UpdateExpression": "SET #s = :status, answered_at = :at",
+        "ExpressionAttributeNames": {"#s": "status"},
+        "ExpressionAttributeValues": {
+            ":status": "handed_off" if handed_off else "answered",
+            ":at": answered_at,
+        },
+    }
+    conversation: dict[str, Any] = {
+        "TableName": settings.conversations_table,
+        "Key": {"conversation_id": conversation_id},
+        "UpdateExpression": (
+            "SET updated_at = :at, conversation_status = :status, last_assistant_message_sid = :sid "
+            "ADD prompt_tokens :p, completion_tokens :c, total_tokens :t, turn_count :turns "
+            + expressions.RELEASE_LOCK
+        ),
+        "ConditionExpression": expressions.HOLDS_LOCK,
+        "ExpressionAttributeValues": {
+            ":at": answered_at,
+            ":status": "awaiting_agent" if handed_off else "reply_sent",
+            ":sid": last_message_sid or "",
+            ":p": tokens.get("prompt_tokens", 0),
+            ":c": tokens.get("completion_tokens", 0),
+            ":t": tokens.get("total_tokens", 0),
+            ":turns": 1 if handed_off else 2,
+            ":me": owner,
+        },
+    }
+    items: list[dict[str, Any]] = [{"Update": user_turn}, {"Update": conversation}]
+    if assistant_turn_id is not None:
+        assistant_turn = {
+            "TableName": settings.turns_table,
+            "Key": {**turn_key, "turn_id": assistant_turn_id},
+            "UpdateExpression": "SET #s = :sent, sent_at = :at, processing_time_ms = :ms",
+            "ExpressionAttributeNames": {"#s": "status"},
+            "ExpressionAttributeValues": {":sent": "sent", ":at": answered_at, ":ms": processing_time_ms},
+        }
+        items.insert(1, {"Update": assistant_turn})
+    try:
+        dynamo.client().transact_write_items(TransactItems=items)
+    except ClientError as error:
+        if error.response["Error"]["Code"] == "TransactionCanceledException":
+            return False
+        raise
+    return True
+
+
+def require(conversation_id: str, turn_id: str) -> Turn:
+    """A turn an earlier state of the run stored; an error if it is missing."""
+    turn = get(conversation_id, turn_id)
+    if turn is None:
+        raise ValueError(f"turn {turn_id} of {conversation_id} is missing")
+    return turn

@@ -1,0 +1,90 @@
+"""The failure path of a run, before its lock is released: set the batch aside or keep
+it for a later window, and tell the user when the AI cannot answer."""
+
+from __future__ import annotations
+
+import json
+
+from functions.config import get_settings
+from functions.contract import BatchRef, FailedInput, FailedOutput
+from functions.dal import conversations, staged_messages, turns
+from functions.integrations import secrets, twilio_messages
+from functions.logic import clock
+from functions.observability import count, logger
+
+PERMANENT_ERRORS = ("AIPermanentError", "TwilioPermanentError")
+
+
+def record_failed_batch(task: FailedInput) -> FailedOutput:
+    """A permanent error sets the batch aside at once (with the fallback reply, for the
+    AI); any other failure counts an attempt on the pending messages, which stay staged
+    for a later window until they have failed `max_batch_attempts` times and are set
+    aside too (dead-lettered)."""
+    error = task.run.error
+    error_name = error.error if error else "Unknown"
+    cause = error_message(error.cause if error else "")
+    message_sids = task.run.batch.message_sids if task.run.batch else []
+    if error_name in PERMANENT_ERRORS and message_sids:
+        if error_name == "AIPermanentError":
+            _send_fallback(task)
+        _set_aside(task, message_sids, error_name, cause, outcome="failed")
+        return FailedOutput(outcome="failed", message_count=len(message_sids))
+    pending = [key.message_sid for key in staged_messages.pending(task.conversation_id)]
+    attempts = staged_messages.count_failed_attempt(task.conversation_id, pending)
+    logger.warning("Batch failed", extra={"error": error_name, "attempts": attempts, "pending": len(pending)})
+    if pending and attempts >= get_settings().max_batch_attempts:
+        _set_aside(task, pending, error_name, cause, outcome="dead_lettered")
+        count("DeadLetteredBatches")
+        return FailedOutput(outcome="dead_lettered", message_count=len(pending))
+    return FailedOutput(outcome="kept", message_count=len(pending))
+
+
+def _set_aside(ref: BatchRef, message_sids: list[str], error_name: str, cause: str, outcome: str) -> None:
+    staged_messages.mark_failed(
+        ref.conversation_id, message_sids, ref.window_id, f"{error_name}: {cause}"[:500]
+    )
+    turns.mark_failed(
+        ref.conversation_id,
+        ref.user_turn_id,
+        {
+            "role": "user",
+            "status": outcome,
+            "error": error_name,
+            "cause": cause[:500],
+            "message_sids": message_sids,
+            "message_count": len(message_sids),
+            "window_id": ref.window_id,
+            "execution_name": ref.execution_name,
+            "failed_at": clock.iso(clock.now()),
+        },
+    )
+    logger.warning(
+        "Batch set aside", extra={"outcome": outcome, "error": error_name, "message_count": len(message_sids)}
+    )
+
+
+def _send_fallback(ref: BatchRef) -> None:
+    """Tell the user we cannot answer (best effort: the batch is recorded either way)."""
+    text = get_settings().fallback_reply
+    if not text:
+        return
+    try:
+        conversation = conversations.require(ref.conversation_id)
+        client = twilio_messages.client_for(
+            secrets.twilio_credentials(conversation.twilio_credentials_secret)
+        )
+        twilio_messages.send_message(client, conversation.our_address, conversation.user_address, text)
+        count("FallbackReplies")
+    except Exception:
+        logger.exception("Fallback reply not sent")
+
+
+def error_message(cause: str | None) -> str:
+    """A Lambda error's cause is JSON with errorMessage; other causes are plain text."""
+    if not cause:
+        return ""
+    try:
+        parsed = json.loads(cause)
+    except ValueError:
+        return cause
+    return str(parsed.get("errorMessage", cause)) if isinstance(parsed, dict) else cause

@@ -1,0 +1,90 @@
+"""The REST API Twilio calls: POST /whatsapp and POST /sms."""
+
+from __future__ import annotations
+
+from aws_cdk import RemovalPolicy
+from aws_cdk import aws_apigateway as apigw
+from aws_cdk import aws_lambda as lambda_
+from aws_cdk import aws_logs as logs
+from cdk_nag import NagPackSuppression, NagSuppressions
+from constructs import Construct
+
+from infra.names import StackSettings
+
+
+class WebhookApi(Construct):
+    """REST API with POST /whatsapp and POST /sms, throttled, access-logged."""
+
+    def __init__(
+        self, scope: Construct, construct_id: str, settings: StackSettings, handler: lambda_.IFunction
+    ):
+        super().__init__(scope, construct_id)
+        access_logs = logs.LogGroup(
+            self, "AccessLogs", retention=logs.RetentionDays.ONE_MONTH, removal_policy=RemovalPolicy.DESTROY
+        )
+        self.api = apigw.RestApi(
+            self,
+            "Api",
+            description="Twilio Messaging webhooks",
+            cloud_watch_role=True,
+            cloud_watch_role_removal_policy=RemovalPolicy.DESTROY,
+            deploy_options=apigw.StageOptions(
+                stage_name="prod",
+                throttling_rate_limit=settings.api_rate_limit,
+                throttling_burst_limit=settings.api_burst_limit,
+                tracing_enabled=True,
+                logging_level=apigw.MethodLoggingLevel.ERROR,
+                data_trace_enabled=False,  # bodies are personal data
+                access_log_destination=apigw.LogGroupLogDestination(access_logs),
+                access_log_format=apigw.AccessLogFormat.json_with_standard_fields(
+                    caller=False,
+                    http_method=True,
+                    ip=True,
+                    protocol=True,
+                    request_time=True,
+                    resource_path=True,
+                    response_length=True,
+                    status=True,
+                    user=False,
+                ),
+            ),
+        )
+        integration = apigw.LambdaIntegration(handler)
+        self.whatsapp = self.api.root.add_resource("whatsapp")
+        self.sms = self.api.root.add_resource("sms")
+        for resource in (self.whatsapp, self.sms):
+            resource.add_method("POST", integration)
+        NagSuppressions.add_resource_suppressions(
+            self.api,
+            [
+                NagPackSuppression(
+                    id="AwsSolutions-APIG2",
+                    reason="Twilio posts a signed form; the webhook validates the signature over the whole "
+                    "form, which a request validator cannot do.",
+                ),
+                NagPackSuppression(
+                    id="AwsSolutions-APIG3",
+                    reason="No WAF by default; attach a web ACL to the stage if needed.",
+                ),
+                NagPackSuppression(
+                    id="AwsSolutions-APIG4",
+                    reason="Twilio cannot send IAM or Cognito credentials; every request is authenticated by "
+                    "its X-Twilio-Signature in the webhook, and refused with 403 otherwise.",
+                ),
+                NagPackSuppression(
+                    id="AwsSolutions-COG4", reason="Same as APIG4: Twilio signs its requests."
+                ),
+                NagPackSuppression(
+                    id="AwsSolutions-IAM4",
+                    reason="API Gateway's account role for CloudWatch Logs uses the AWS managed policy.",
+                    applies_to=[
+                        "Policy::arn:<AWS::Partition>:iam::aws:policy/service-role/"
+                        "AmazonAPIGatewayPushToCloudWatchLogs"
+                    ],
+                ),
+            ],
+            apply_to_children=True,
+        )
+
+    def url_of(self, resource: apigw.Resource) -> str:
+        return self.api.url_for_path(resource.path)

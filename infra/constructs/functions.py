@@ -1,0 +1,93 @@
+"""The Lambda functions, one per row of functions/registry.py."""
+
+from __future__ import annotations
+
+from aws_cdk import Duration, RemovalPolicy
+from aws_cdk import aws_lambda as lambda_
+from aws_cdk import aws_logs as logs
+from cdk_nag import NagPackSuppression, NagSuppressions
+from constructs import Construct
+
+from functions.registry import ALL_FUNCTIONS, FunctionDefinition
+from infra.names import NAMESPACE, SERVICE, StackSettings
+
+RUNTIME = lambda_.Runtime.PYTHON_3_14
+
+
+class Functions(Construct):
+    """One Lambda function per registry entry, arm64, with Powertools, X-Ray and JSON logs."""
+
+    def __init__(
+        self, scope: Construct, construct_id: str, settings: StackSettings, environment: dict[str, str]
+    ):
+        super().__init__(scope, construct_id)
+        code = lambda_.Code.from_asset(str(settings.code_directory))
+        dependencies = lambda_.LayerVersion(
+            self,
+            "Dependencies",
+            code=lambda_.Code.from_asset(str(settings.dependencies_directory)),
+            compatible_runtimes=[RUNTIME],
+            compatible_architectures=[lambda_.Architecture.ARM_64],
+            description="boto3, aws-lambda-powertools, pydantic, openai, twilio",
+        )
+        self.by_logical_id: dict[str, lambda_.Function] = {}
+        for definition in ALL_FUNCTIONS:
+            self.by_logical_id[definition.logical_id] = self._function(
+                definition, code, dependencies, environment
+            )
+
+    def _function(
+        self,
+        definition: FunctionDefinition,
+        code: lambda_.Code,
+        dependencies: lambda_.ILayerVersion,
+        environment: dict[str, str],
+    ) -> lambda_.Function:
+        log_group = logs.LogGroup(
+            self,
+            f"{definition.logical_id}Logs",
+            retention=logs.RetentionDays.ONE_MONTH,
+            removal_policy=RemovalPolicy.DESTROY,
+        )
+        function = lambda_.Function(
+            self,
+            definition.logical_id,
+            runtime=RUNTIME,
+            architecture=lambda_.Architecture.ARM_64,
+            handler=definition.handler,
+            code=code,
+            layers=[dependencies],
+            timeout=Duration.seconds(definition.timeout_seconds),
+            memory_size=definition.memory_mb,
+            tracing=lambda_.Tracing.ACTIVE,
+            log_group=log_group,
+            logging_format=lambda_.LoggingFormat.JSON,
+            environment={
+                **environment,
+                "POWERTOOLS_SERVICE_NAME": SERVICE,
+                "POWERTOOLS_METRICS_NAMESPACE": NAMESPACE,
+                "POWERTOOLS_LOG_LEVEL": "INFO",
+            },
+        )
+        NagSuppressions.add_resource_suppressions(
+            function,
+            [
+                NagPackSuppression(
+                    id="AwsSolutions-IAM4",
+                    reason="AWSLambdaBasicExecutionRole only lets the function write its own logs.",
+                    applies_to=[
+                        "Policy::arn:<AWS::Partition>:iam::aws:policy/service-role/AWSLambdaBasicExecutionRole"
+                    ],
+                ),
+                NagPackSuppression(
+                    id="AwsSolutions-IAM5",
+                    reason="X-Ray trace and telemetry actions support no resource-level permissions.",
+                    applies_to=["Resource::*"],
+                ),
+            ],
+            apply_to_children=True,
+        )
+        return function
+
+    def __getitem__(self, logical_id: str) -> lambda_.Function:
+        return self.by_logical_id[logical_id]

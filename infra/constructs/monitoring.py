@@ -1,0 +1,114 @@
+"""The alarms an operator needs."""
+
+from __future__ import annotations
+
+from aws_cdk import Duration
+from aws_cdk import aws_apigateway as apigw
+from aws_cdk import aws_cloudwatch as cloudwatch
+from aws_cdk import aws_lambda as lambda_
+from aws_cdk import aws_stepfunctions as sfn
+from constructs import Construct
+
+from functions.registry import WEBHOOK
+from infra.constructs.functions import Functions
+from infra.names import NAMESPACE, SERVICE
+
+
+class Monitoring(Construct):
+    """Alarms an operator needs: failed runs, throttling, webhook errors, messages waiting
+    too long, batches set aside."""
+
+    def __init__(
+        self,
+        scope: Construct,
+        construct_id: str,
+        state_machine: sfn.StateMachine,
+        api: apigw.RestApi,
+        functions: Functions,
+    ) -> None:
+        super().__init__(scope, construct_id)
+        five_minutes = Duration.minutes(5)
+        others = [f for name, f in functions.by_logical_id.items() if name != WEBHOOK.logical_id]
+
+        def alarm(
+            alarm_id: str, description: str, metric: cloudwatch.IMetric, threshold: float = 1
+        ) -> cloudwatch.Alarm:
+            """Alarms when one five-minute period reaches the threshold; no data is fine."""
+            return cloudwatch.Alarm(
+                self,
+                alarm_id,
+                alarm_description=description,
+                metric=metric,
+                threshold=threshold,
+                evaluation_periods=1,
+                treat_missing_data=cloudwatch.TreatMissingData.NOT_BREACHING,
+            )
+
+        def throttles(function: lambda_.Function) -> cloudwatch.Metric:
+            return function.metric_throttles(period=five_minutes, statistic="Sum")
+
+        self.alarms = [
+            alarm(
+                "FailedRuns",
+                "A batch run ended FAILED; its messages are kept. Inspect its history.",
+                state_machine.metric_failed(period=five_minutes, statistic="Sum"),
+            ),
+            alarm(
+                "ThrottledRuns",
+                "Step Functions throttled StartExecution or state transitions.",
+                state_machine.metric_throttled(period=five_minutes, statistic="Sum"),
+            ),
+            alarm(
+                "WebhookThrottles",
+                "The webhook was throttled: Twilio retries; raise its concurrency.",
+                throttles(functions[WEBHOOK.logical_id]),
+            ),
+            # An alarm sums at most 10 metrics: one alarm per group of 10 functions.
+            *(
+                alarm(
+                    f"TaskThrottles{group + 1}",
+                    "A task or the reconciler was throttled (the state machine retries).",
+                    _sum_of([throttles(f) for f in others[start : start + 10]], five_minutes),
+                )
+                for group, start in enumerate(range(0, len(others), 10))
+            ),
+            alarm(
+                "Webhook5xx",
+                "The webhook answered 5xx: Twilio retries, but look at the webhook's logs.",
+                api.metric_server_error(period=five_minutes, statistic="Sum"),
+            ),
+            alarm(
+                "OldestPendingMessage",
+                "A message has waited over 10 minutes for its answer (reported by the reconciler): "
+                "runs are failing or not starting.",
+                _service_metric("OldestPendingMessageAge", "Maximum", five_minutes),
+                threshold=600,
+            ),
+            alarm(
+                "DeadLetteredBatches",
+                "A batch kept failing and was set aside (Turns status dead_lettered; its messages stay "
+                "in StagedMessages with failed_in).",
+                _service_metric("DeadLetteredBatches", "Sum", five_minutes),
+            ),
+        ]
+
+
+def _sum_of(metrics: list[cloudwatch.IMetric], period: Duration) -> cloudwatch.MathExpression:
+    """One alarm may sum at most 10 metrics."""
+    assert len(metrics) <= 10, "split this alarm"
+    return cloudwatch.MathExpression(
+        expression=" + ".join(f"m{i}" for i in range(len(metrics))),
+        using_metrics={f"m{i}": metric for i, metric in enumerate(metrics)},
+        period=period,
+    )
+
+
+def _service_metric(name: str, statistic: str, period: Duration) -> cloudwatch.Metric:
+    """A metric our functions emit with Powertools (EMF, dimension `service`)."""
+    return cloudwatch.Metric(
+        namespace=NAMESPACE,
+        metric_name=name,
+        dimensions_map={"service": SERVICE},
+        statistic=statistic,
+        period=period,
+    )

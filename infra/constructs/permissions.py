@@ -1,0 +1,160 @@
+"""Least privilege, as data: each function may do the actions it uses on the resources
+it uses, nothing more. tests/infra/test_stack.py checks every statement's actions and
+resources against its own copy of this table."""
+
+from __future__ import annotations
+
+from aws_cdk import Stack
+from aws_cdk import aws_events as events
+from aws_cdk import aws_iam as iam
+from cdk_nag import NagPackSuppression, NagSuppressions
+from constructs import Construct
+
+from infra.constructs.credentials import Credentials
+from infra.constructs.functions import Functions
+from infra.constructs.tables import Tables
+
+# function → (actions, resources). Resources name a table ("Conversations"), an index
+# ("StagedMessages/index/pending"), the state machine ("state-machine"), its runs
+# ("executions"), a secret ("secret:twilio", "secret:openai"), the tenants' secrets
+# ("secrets:tenants") or the event bus ("bus").
+Grants = list[tuple[tuple[str, ...], tuple[str, ...]]]
+OPEN_WINDOWS: Grants = [
+    (("dynamodb:PutItem", "dynamodb:DeleteItem"), ("BatchWindows",)),
+    (("states:StartExecution",), ("state-machine",)),
+]
+TWILIO_SECRETS: Grants = [
+    (("secretsmanager:GetSecretValue", "secretsmanager:DescribeSecret"), ("secret:twilio",)),
+    (("secretsmanager:GetSecretValue",), ("secrets:tenants",)),
+]
+GRANTS: dict[str, Grants] = {
+    "Webhook": [
+        (("dynamodb:Query",), ("Conversations/index/by_address",)),
+        (("dynamodb:GetItem", "dynamodb:PutItem"), ("Conversations",)),
+        (("dynamodb:PutItem",), ("StagedMessages",)),
+        *OPEN_WINDOWS,
+        (("dynamodb:UpdateItem",), ("BatchWindows",)),  # count the message in
+        (("states:SendTaskSuccess",), ("state-machine",)),  # wake on a flush
+        (("dynamodb:GetItem",), ("Projects",)),  # the project's rules
+        *TWILIO_SECRETS,
+    ],
+    "ParkUntilDue": [
+        (("dynamodb:UpdateItem",), ("BatchWindows",)),
+        (("states:SendTaskSuccess",), ("state-machine",)),
+    ],
+    "CheckBatchWindow": [(("dynamodb:GetItem",), ("BatchWindows",))],
+    "AcquireProcessingLock": [(("dynamodb:UpdateItem", "dynamodb:GetItem"), ("Conversations",))],
+    "MergeStagedMessages": [
+        (("dynamodb:BatchGetItem",), ("StagedMessages",)),
+        (("dynamodb:PutItem",), ("Turns",)),
+    ],
+    "GenerateReply": [
+        (("dynamodb:GetItem", "dynamodb:UpdateItem"), ("Conversations",)),
+        (("dynamodb:GetItem", "dynamodb:PutItem"), ("Turns",)),
+        (("secretsmanager:GetSecretValue", "secretsmanager:DescribeSecret"), ("secret:openai",)),
+        (("secretsmanager:GetSecretValue",), ("secrets:tenants",)),
+    ],
+    "SendReply": [
+        (("dynamodb:GetItem", "dynamodb:UpdateItem"), ("Conversations", "Turns")),
+        *TWILIO_SECRETS,
+    ],
+    "RecordTurns": [
+        (("dynamodb:BatchWriteItem", "dynamodb:PutItem"), ("StagedMessages",)),
+        (("dynamodb:UpdateItem", "dynamodb:GetItem"), ("Turns",)),
+        (("dynamodb:UpdateItem",), ("Conversations",)),
+    ],
+    "AnnounceAnsweredBatch": [
+        (("dynamodb:GetItem",), ("Conversations", "Turns")),
+        (("events:PutEvents",), ("bus",)),
+    ],
+    "CloseBatchWindow": [
+        (("dynamodb:DeleteItem",), ("BatchWindows",)),
+        (("dynamodb:Query",), ("StagedMessages",)),
+    ],
+    "OpenNextWindow": OPEN_WINDOWS,
+    "RecordFailedBatch": [
+        (("dynamodb:Query", "dynamodb:UpdateItem"), ("StagedMessages",)),
+        (("dynamodb:UpdateItem",), ("Turns",)),
+        (("dynamodb:GetItem",), ("Conversations",)),
+        *TWILIO_SECRETS,  # the fallback reply
+    ],
+    "Reconciler": [
+        (("dynamodb:Scan",), ("StagedMessages/index/pending", "BatchWindows")),
+        *OPEN_WINDOWS,
+        (("states:DescribeExecution",), ("executions",)),
+        (("dynamodb:GetItem",), ("Conversations", "Projects")),
+    ],
+}
+# The functions that start runs, and so are told the state machine's ARN.
+STARTS_RUNS = ("Webhook", "OpenNextWindow", "Reconciler")
+
+
+class Permissions(Construct):
+    """Attaches GRANTS to the functions' roles, with the reasons cdk-nag asks for."""
+
+    def __init__(
+        self,
+        scope: Construct,
+        construct_id: str,
+        *,
+        tables: Tables,
+        credentials: Credentials,
+        bus: events.EventBus,
+        functions: Functions,
+        state_machine_arn: str,
+    ) -> None:
+        super().__init__(scope, construct_id)
+        arns = {logical_id: table.table_arn for logical_id, table in tables.by_logical_id.items()}
+        arns.update(
+            {
+                "Conversations/index/by_address": f"{arns['Conversations']}/index/by_address",
+                "StagedMessages/index/pending": f"{arns['StagedMessages']}/index/pending",
+                "state-machine": state_machine_arn,
+                "executions": state_machine_arn.replace(":stateMachine:", ":execution:") + ":*",
+                "secret:twilio": credentials.twilio.secret_arn,
+                "secret:openai": credentials.openai.secret_arn,
+                "secrets:tenants": credentials.tenant_secrets_arn(),
+                "bus": bus.event_bus_arn,
+            }
+        )
+        for function_id, grants in GRANTS.items():
+            for actions, resources in grants:
+                functions[function_id].add_to_role_policy(
+                    iam.PolicyStatement(actions=list(actions), resources=[arns[r] for r in resources])
+                )
+        for function_id in STARTS_RUNS:
+            functions[function_id].add_environment("STATE_MACHINE_ARN", state_machine_arn)
+        self._explain(functions, credentials)
+
+    @staticmethod
+    def _explain(functions: Functions, credentials: Credentials) -> None:
+        stack_name = Stack.of(functions).stack_name
+        NagSuppressions.add_resource_suppressions(
+            functions["Reconciler"],
+            [
+                NagPackSuppression(
+                    id="AwsSolutions-IAM5",
+                    reason="The reconciler checks runs of this state machine by name (execution ARNs).",
+                    applies_to=[
+                        "Resource::arn:<AWS::Partition>:states:<AWS::Region>:<AWS::AccountId>:execution:"
+                        f"{stack_name}-BatchWindow:*"
+                    ],
+                )
+            ],
+            apply_to_children=True,
+        )
+        readers = [f for f, grants in GRANTS.items() if any("secrets:tenants" in r for _, r in grants)]
+        NagSuppressions.add_resource_suppressions(
+            [functions[f] for f in readers],
+            [
+                NagPackSuppression(
+                    id="AwsSolutions-IAM5",
+                    reason="Tenants' credentials are secrets under one prefix, read by name at run time.",
+                    applies_to=[
+                        f"Resource::arn:<AWS::Partition>:secretsmanager:<AWS::Region>:<AWS::AccountId>:secret:"
+                        f"{credentials.tenant_prefix}*"
+                    ],
+                )
+            ],
+            apply_to_children=True,
+        )

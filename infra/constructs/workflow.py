@@ -1,0 +1,101 @@
+"""The Standard state machine, loaded from the ASL file with its substitutions."""
+
+from __future__ import annotations
+
+from aws_cdk import ArnFormat, RemovalPolicy, Stack
+from aws_cdk import aws_iam as iam
+from aws_cdk import aws_lambda as lambda_
+from aws_cdk import aws_logs as logs
+from aws_cdk import aws_stepfunctions as sfn
+from cdk_nag import NagPackSuppression, NagSuppressions
+from constructs import Construct
+
+from functions.dal.tables import ALL_TABLES, BATCH_WINDOWS, CONVERSATIONS, STAGED_MESSAGES
+from functions.registry import TASKS, definition_substitutions
+from infra.constructs.functions import Functions
+from infra.constructs.tables import Tables
+from infra.names import StackSettings, state_machine_name
+from infra.statemachine import DEFINITION_FILE, placeholders
+
+
+class BatchWorkflow(Construct):
+    """The Standard state machine, loaded from the ASL file with its substitutions, and
+    the exact permissions its direct integrations use."""
+
+    def __init__(
+        self,
+        scope: Construct,
+        construct_id: str,
+        settings: StackSettings,
+        tables: Tables,
+        functions: Functions,
+    ) -> None:
+        super().__init__(scope, construct_id)
+        # Named, so that functions that start runs can know its ARN without a reference
+        # to it (the state machine refers to them: a reference back would be a cycle).
+        self.name = state_machine_name(Stack.of(self).stack_name)
+        self.arn = Stack.of(self).format_arn(
+            service="states",
+            resource="stateMachine",
+            resource_name=self.name,
+            arn_format=ArnFormat.COLON_RESOURCE_NAME,
+        )
+        every = definition_substitutions(
+            {d.logical_id: tables[d.logical_id].table_name for d in ALL_TABLES},
+            {f.logical_id: functions[f.logical_id].function_arn for f in TASKS},
+        )
+        self.substitutions = {name: every[name] for name in placeholders()}
+        log_group = logs.LogGroup(
+            self, "Logs", retention=logs.RetentionDays.ONE_MONTH, removal_policy=RemovalPolicy.DESTROY
+        )
+        self.state_machine = sfn.StateMachine(
+            self,
+            "BatchWindow",
+            state_machine_name=self.name,
+            definition_body=sfn.DefinitionBody.from_file(str(DEFINITION_FILE)),
+            definition_substitutions=self.substitutions,
+            state_machine_type=sfn.StateMachineType.STANDARD,
+            tracing_enabled=True,
+            logs=sfn.LogOptions(
+                destination=log_group,
+                level=sfn.LogLevel[settings.state_machine_log_level],
+                include_execution_data=False,  # message SIDs only, but keep the logs lean
+            ),
+        )
+        role = self.state_machine.role
+        for task in TASKS:
+            functions[task.logical_id].grant_invoke(role)
+        role.add_to_principal_policy(
+            iam.PolicyStatement(
+                actions=["dynamodb:Query"], resources=[tables[STAGED_MESSAGES.logical_id].table_arn]
+            )
+        )
+        role.add_to_principal_policy(
+            iam.PolicyStatement(
+                actions=["dynamodb:UpdateItem"], resources=[tables[CONVERSATIONS.logical_id].table_arn]
+            )
+        )
+        role.add_to_principal_policy(
+            iam.PolicyStatement(
+                actions=["dynamodb:DeleteItem"], resources=[tables[BATCH_WINDOWS.logical_id].table_arn]
+            )
+        )
+        NagSuppressions.add_resource_suppressions(
+            role,
+            [
+                NagPackSuppression(
+                    id="AwsSolutions-IAM5",
+                    reason="lambda:InvokeFunction on <function>:* covers its versions (CDK's grant); "
+                    "X-Ray and CloudWatch Logs delivery actions support no resource-level permissions.",
+                    applies_to=[
+                        *[f"Resource::<{_logical(functions[t.logical_id])}.Arn>:*" for t in TASKS],
+                        "Resource::*",
+                    ],
+                )
+            ],
+            apply_to_children=True,
+        )
+
+
+def _logical(function: lambda_.Function) -> str:
+    return Stack.of(function).get_logical_id(function.node.default_child)  # type: ignore[arg-type]

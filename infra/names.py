@@ -1,0 +1,55 @@
+"""The names the stack repeats, and what a deployment may choose, in one place."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, fields
+from pathlib import Path
+from typing import Any
+
+from functions.observability import NAMESPACE, SERVICE
+
+__all__ = ["NAMESPACE", "SERVICE", "STACK_NAME", "StackSettings"]
+
+STACK_NAME = "BurstReply"  # the default; `-c stack_name=...` changes it
+
+
+def state_machine_name(stack_name: str) -> str:
+    return f"{stack_name}-BatchWindow"
+
+
+def event_bus_name(stack_name: str) -> str:
+    return f"{stack_name}-events"
+
+
+def tenant_secret_prefix(stack_name: str) -> str:
+    """Other tenants' Twilio accounts and OpenAI keys live under this prefix."""
+    return f"{stack_name}/tenants/"
+
+
+@dataclass(frozen=True)
+class StackSettings:
+    """What a deployment chooses: CDK context (`-c name=value`, or cdk.json's context).
+    These defaults are the only ones."""
+
+    code_directory: Path  # holds the `functions` package
+    dependencies_directory: Path  # holds `python/` with the runtime dependencies (a layer)
+    batch_window_seconds: int = 10
+    auto_create_conversations: bool = False
+    state_machine_log_level: str = "ALL"  # ALL, ERROR, FATAL or OFF; payloads never logged
+    api_rate_limit: int = 50  # requests per second, steady
+    api_burst_limit: int = 100
+
+    @classmethod
+    def from_context(cls, context: Any, code_directory: Path, dependencies_directory: Path) -> StackSettings:
+        """Settings from a CDK context lookup (`app.node.try_get_context`)."""
+        chosen: dict[str, Any] = {}
+        for field in fields(cls):
+            value = context(field.name)
+            if value is None or field.name.endswith("_directory"):
+                continue
+            if field.type == "bool":
+                value = str(value).lower() in ("1", "true", "yes", "on")
+            elif field.type == "int":
+                value = int(value)
+            chosen[field.name] = value
+        return cls(code_directory=code_directory, dependencies_directory=dependencies_directory, **chosen)

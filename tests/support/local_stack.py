@@ -1,0 +1,158 @@
+"""The local stack for the emulator and end-to-end tests (ephemeral ports, a 1-second
+batch window) and a harness to drive and inspect it. tests/conftest.py imports this
+module only when a test asks for the stack, so unit tests never load the emulator."""
+
+from __future__ import annotations
+
+import secrets
+import time
+from typing import Any
+
+import requests
+
+from functions.dal import batch_windows, conversations, staged_messages
+from functions.logic import clock
+from functions.logic.reconcile import open_window_due_now
+from functions.logic.windows import execution_name
+from functions.models import Channel, InboundMessage
+from infra.local.stack import LocalConfig, LocalStack
+from infra.local.webhooks import inbound_form, post_webhook
+
+BATCH_WINDOW_SECONDS = 1
+OUR_WHATSAPP = "whatsapp:+15550000001"
+
+
+class Harness:
+    def __init__(self, stack: LocalStack) -> None:
+        self.stack = stack
+        self.sfn = stack.client("stepfunctions")
+        self.dynamodb = stack.client("dynamodb")
+
+    # --- conversations and messages -----------------------------------------------------
+
+    @staticmethod
+    def new_user() -> str:
+        return f"whatsapp:+1555{secrets.randbelow(10**7):07d}"
+
+    def send(
+        self, user: str, body: str, message_sid: str | None = None, url: str | None = None
+    ) -> requests.Response:
+        """A signed WhatsApp webhook from `user` to our number, over HTTP."""
+        config = self.stack.config
+        form = inbound_form(body, user, OUR_WHATSAPP, config.twilio_account_sid, message_sid)
+        return post_webhook(url or self.stack.whatsapp_url, form, config.twilio_auth_token)
+
+    def conversation_of(self, user: str) -> Any:
+        return conversations.find(Channel.WHATSAPP, user, OUR_WHATSAPP)
+
+    def conversation_item(self, conversation_id: str) -> dict[str, Any]:
+        return self.dynamodb.get_item(
+            TableName="Conversations", Key={"conversation_id": {"S": conversation_id}}, ConsistentRead=True
+        )["Item"]
+
+    def staged(self, conversation_id: str) -> list[dict[str, Any]]:
+        """Every staged-message item of the conversation (answered tombstones included)."""
+        return self.dynamodb.query(
+            TableName="StagedMessages",
+            KeyConditionExpression="conversation_id = :c",
+            ExpressionAttributeValues={":c": {"S": conversation_id}},
+            ConsistentRead=True,
+        )["Items"]
+
+    def stage_directly(self, user: str, bodies: list[str], received_at: str | None = None) -> str:
+        """Create the conversation and stage messages without the webhook (for runs
+        started by hand). Returns the conversation id."""
+        conversation = conversations.create(Channel.WHATSAPP, user, OUR_WHATSAPP, clock.iso(clock.now()))
+        for body in bodies:
+            form = inbound_form(body, user, OUR_WHATSAPP, self.stack.config.twilio_account_sid)
+            message = InboundMessage.model_validate(form)
+            staged_messages.stage(
+                conversation.conversation_id, message, received_at or clock.iso(clock.now())
+            )
+        return conversation.conversation_id
+
+    def window_of(self, conversation_id: str) -> dict[str, Any] | None:
+        return batch_windows.get(conversation_id)
+
+    def set_conversation(self, conversation_id: str, **fields: Any) -> None:
+        """Change fields of a conversation record, as a tenant's admin would."""
+        conversations.update(conversation_id, **fields)
+
+    # --- runs ---------------------------------------------------------------------------
+
+    def start_run(self, conversation_id: str) -> str:
+        """Open a window that is due at once and start its run, as the reconciler does;
+        the run's ARN."""
+        window_id = open_window_due_now(conversation_id)
+        assert window_id is not None, "a window is open already"
+        name = execution_name(conversation_id, window_id)
+        return self.stack.state_machine_arn.replace(":stateMachine:", ":execution:") + ":" + name
+
+    def runs(self, conversation_id: str) -> list[dict[str, Any]]:
+        pages = self.sfn.get_paginator("list_executions").paginate(
+            stateMachineArn=self.stack.state_machine_arn
+        )
+        executions = [e for page in pages for e in page["executions"]]
+        return sorted(
+            (e for e in executions if e["name"].startswith(conversation_id + "-")),
+            key=lambda e: e["startDate"],
+        )
+
+    def wait_for_run(self, execution_arn: str, timeout: float = 60) -> dict[str, Any]:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            described = self.sfn.describe_execution(executionArn=execution_arn)
+            if described["status"] != "RUNNING":
+                return described
+            time.sleep(0.2)
+        raise AssertionError(f"{execution_arn} still running after {timeout}s")
+
+    def wait_until_quiet(self, conversation_id: str, runs: int, timeout: float = 60) -> list[dict[str, Any]]:
+        """Wait until the conversation has at least `runs` executions and none running."""
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            found = self.runs(conversation_id)
+            if len(found) >= runs and all(e["status"] != "RUNNING" for e in found):
+                return found
+            time.sleep(0.2)
+        raise AssertionError(
+            f"{conversation_id}: wanted {runs} finished runs, have {self.runs(conversation_id)}"
+        )
+
+    def history(self, execution_arn: str) -> list[dict[str, Any]]:
+        return self.sfn.get_execution_history(executionArn=execution_arn, maxResults=1000)["events"]
+
+    def failures_in(self, execution_arn: str) -> list[str]:
+        """The error names of the failed task attempts, in order."""
+        return [
+            e["taskFailedEventDetails"]["error"]
+            for e in self.history(execution_arn)
+            if e["type"] == "TaskFailed"
+        ]
+
+    def states_entered(self, execution_arn: str) -> list[str]:
+        return [
+            e["stateEnteredEventDetails"]["name"]
+            for e in self.history(execution_arn)
+            if e["type"].endswith("StateEntered")
+        ]
+
+    # --- the stand-ins --------------------------------------------------------------------
+
+    def ai_inputs(self, conversation_id: str, answered_only: bool = False) -> list[str]:
+        """The inputs of the AI calls for the conversation, in order (with those that a
+        fault failed, unless `answered_only`)."""
+        item = self.conversation_item(conversation_id)
+        openai_conversation = item.get("openai_conversation_id", {}).get("S")
+        return [
+            c["input"]
+            for c in self.stack.openai.calls
+            if c["conversation"] == openai_conversation and (c["status"] == 200 or not answered_only)
+        ]
+
+    def replies_to(self, user: str) -> list[str]:
+        return [m["body"] for m in self.stack.twilio.messages if m["to"] == user]
+
+
+def local_stack() -> LocalStack:
+    return LocalStack(LocalConfig(aws_port=0, gateway_port=0, batch_window_seconds=BATCH_WINDOW_SECONDS))

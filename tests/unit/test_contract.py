@@ -1,0 +1,125 @@
+"""The contract between the ASL and the task functions, checked statically: on AWS a
+path that finds no field raises States.Runtime, which no Catch catches (the emulator is
+kinder), so every path is checked here against the handlers' typed models."""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import Any
+
+import pytest
+from pydantic import BaseModel
+
+from functions.contract import RunInput
+from functions.registry import TASKS
+from infra.statemachine import DEFINITION_FILE
+
+DEFINITION = json.loads(DEFINITION_FILE.read_text())
+STATES: dict[str, dict[str, Any]] = DEFINITION["States"]
+BY_PLACEHOLDER = {f.placeholder: f for f in TASKS}
+CONTEXT_PATHS = {"$$.Execution.Name", "$$.Task.Token", "$"}
+CATCH_ERROR_FIELDS = {"Error", "Cause"}
+
+
+def _lambda_tasks() -> dict[str, tuple[type[BaseModel], type[BaseModel]]]:
+    """State name → (input model, output model) of the function it invokes."""
+    tasks = {}
+    for name, state in STATES.items():
+        if state["Type"] == "Task" and state["Resource"].startswith("arn:aws:states:::lambda:invoke"):
+            placeholder = re.fullmatch(r"\$\{(\w+)\}", state["Parameters"]["FunctionName"]).group(1)  # type: ignore[union-attr]
+            tasks[name] = BY_PLACEHOLDER[placeholder].load().contract  # type: ignore[attr-defined]
+    return tasks
+
+
+LAMBDA_TASKS = _lambda_tasks()
+
+
+def _shape() -> dict[str, set[str] | None]:
+    """Every field the run's state can hold at top level, and its sub-fields: the run's
+    input, each ResultPath with its ResultSelector's keys, each Catch's error."""
+    shape: dict[str, set[str] | None] = {
+        name: set(field.annotation.model_fields) if _is_model(field.annotation) else None
+        for name, field in RunInput.model_fields.items()
+    }
+    for state in STATES.values():
+        target = state.get("ResultPath")
+        if target:
+            kept = {k.removesuffix(".$") for k in state.get("ResultSelector", {})}
+            shape[target.removeprefix("$.")] = (shape.get(target.removeprefix("$.")) or set()) | kept
+        for catch in state.get("Catch", []):
+            if catch.get("ResultPath"):
+                shape[catch["ResultPath"].removeprefix("$.")] = set(CATCH_ERROR_FIELDS)
+    return shape
+
+
+def _is_model(annotation: Any) -> bool:
+    return isinstance(annotation, type) and issubclass(annotation, BaseModel)
+
+
+def _paths(value: Any) -> list[str]:
+    """Every `.$` path in a Parameters or ResultSelector block."""
+    if isinstance(value, dict):
+        return [p for k, v in value.items() for p in ([v] if k.endswith(".$") else _paths(v))]
+    return []
+
+
+def _state_paths(state: dict[str, Any]) -> list[str]:
+    paths = _paths(state.get("Parameters", {}))
+    paths += [state[k] for k in ("TimeoutSecondsPath", "ErrorPath", "CausePath", "InputPath") if k in state]
+    paths += [choice["Variable"] for choice in state.get("Choices", [])]
+    return paths
+
+
+@pytest.mark.parametrize("name", sorted(STATES))
+def test_every_path_a_state_reads_is_written_by_the_run(name):
+    shape = _shape()
+    for path in _state_paths(STATES[name]):
+        if path in CONTEXT_PATHS:
+            continue
+        top, _, rest = path.removeprefix("$.").partition(".")
+        assert top in shape, f"{name}: {path} reads a field no state writes"
+        if rest:
+            assert shape[top] is not None and rest in shape[top], f"{name}: {path} names no such field"
+
+
+@pytest.mark.parametrize("name", sorted(LAMBDA_TASKS))
+def test_each_task_passes_exactly_its_input_model(name):
+    model, _ = LAMBDA_TASKS[name]
+    payload = {k.removesuffix(".$") for k in STATES[name]["Parameters"]["Payload"]}
+    required = {k for k, f in model.model_fields.items() if f.is_required()}
+    assert payload <= set(model.model_fields), f"{name}: unknown keys {payload - set(model.model_fields)}"
+    assert required <= payload, f"{name}: missing keys {required - payload}"
+
+
+@pytest.mark.parametrize("name", sorted(LAMBDA_TASKS))
+def test_each_task_keeps_every_field_of_its_output_model(name):
+    _, output = LAMBDA_TASKS[name]
+    selector = STATES[name].get("ResultSelector")
+    if selector is None:
+        assert STATES[name].get("ResultPath", "$") is None, f"{name} keeps the raw Lambda result"
+        return
+    assert {k.removesuffix(".$") for k in selector} == set(output.model_fields), name
+    for key, path in selector.items():
+        assert path == f"$.Payload.{key.removesuffix('.$')}", f"{name}: {key} reads {path}"
+
+
+@pytest.mark.parametrize("name", sorted(LAMBDA_TASKS))
+def test_a_field_passed_on_to_another_task_is_typed_the_same_there(name):
+    """A Payload key that hands on a whole earlier result (e.g. `window.$: $.window`)
+    must name a model whose fields that result holds."""
+    model, _ = LAMBDA_TASKS[name]
+    shape = _shape()
+    for key, path in STATES[name]["Parameters"]["Payload"].items():
+        field = model.model_fields.get(key.removesuffix(".$"))
+        annotation = field.annotation if field else None
+        if not _is_model(annotation) or not isinstance(path, str) or path.count(".") != 1:
+            continue
+        held = shape.get(path.removeprefix("$."))
+        wanted = {k for k, f in annotation.model_fields.items() if f.is_required()}  # type: ignore[union-attr]
+        assert held is not None and wanted <= held, f"{name}: {key} needs {wanted}, the run holds {held}"
+
+
+def test_every_task_function_serves_states_that_exist():
+    for function in TASKS:
+        assert function.states and set(function.states) <= set(STATES), function.logical_id
