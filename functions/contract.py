@@ -8,7 +8,7 @@ a test instead of a run."""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -38,11 +38,13 @@ class BatchRef(Contract):
 # --- the run's own input ------------------------------------------------------------------
 
 
-class WaitStatus(Contract):
-    """Is the burst over, and if not, how long to wait for it (whole seconds)."""
+class BurstStatus(Contract):
+    """Is the burst over (and the lock taken)? If not, how long to wait for it, in whole
+    seconds. Written by whoever opened the window, then by Acquire Processing Lock."""
 
-    ready: bool
+    over: bool
     wait_seconds: int
+    lock_acquired_at: str | None = None
 
 
 class RunInput(Contract):
@@ -51,10 +53,10 @@ class RunInput(Contract):
     conversation_id: str
     window_id: str
     rules: BatchingRules
-    wait: WaitStatus
+    burst: BurstStatus
 
 
-# --- Wait For The Burst To End, Check Batch Window ---------------------------------------
+# --- Wait For The Burst To End, Acquire Processing Lock ------------------------------------
 
 
 class ParkInput(BatchRef):
@@ -66,15 +68,8 @@ class ParkOutput(Contract):
     parked: bool
 
 
-class CheckInput(BatchRef):
+class AcquireInput(BatchRef):
     rules: BatchingRules
-
-
-# --- Acquire Processing Lock ----------------------------------------------------------------
-
-
-class LockOutput(Contract):
-    acquired_at: str
 
 
 # --- Merge Staged Messages ------------------------------------------------------------------
@@ -92,11 +87,21 @@ class BatchSummary(Contract):
 # --- Generate Reply, Send Reply -------------------------------------------------------------
 
 
+class GenerateInput(BatchRef):
+    batch: BatchSummary
+    rules: BatchingRules
+
+
 class ReplySummary(Contract):
+    answered_by: Literal["ai", "human", "nobody"]  # nobody: an earlier run answered it all
     reply_chars: int
     prompt_tokens: int
     completion_tokens: int
     total_tokens: int
+
+
+class SendInput(BatchRef):
+    reply: ReplySummary
 
 
 class SentSummary(Contract):
@@ -104,42 +109,28 @@ class SentSummary(Contract):
     parts: int
 
 
-# --- Record Turns And Release Lock, Record Turn For A Person -----------------------------
+# --- Record Turns And Release Lock, Close Batch Window --------------------------------------
 
 
 class RecordInput(BatchRef):
-    lock: LockOutput
+    lock_acquired_at: str
     batch: BatchSummary
-    reply: ReplySummary | None = None  # absent when the batch is handed off to a person
-    sent: SentSummary | None = None
+    reply: ReplySummary
+    sent: SentSummary
 
 
 class RecordOutput(Contract):
     processing_time_ms: int
+    announced: bool
 
 
-class AnnounceOutput(Contract):
-    published: bool
-
-
-# --- Close Batch Window, Open Next Window ---------------------------------------------------
-
-
-class Leftovers(Contract):
-    """Messages staged while the batch was processed."""
-
-    leftover_count: int
-    oldest_leftover_at: str | None
-    newest_leftover_at: str | None
-
-
-class OpenNextInput(BatchRef):
-    window: Leftovers
+class CloseInput(BatchRef):
     rules: BatchingRules
 
 
-class OpenNextOutput(Contract):
-    window_id: str | None
+class CloseOutput(Contract):
+    leftover_count: int  # messages staged while the batch was processed
+    next_window_id: str | None  # the window opened for them (None: none, or opened by another)
 
 
 # --- Record Failed Batch --------------------------------------------------------------------

@@ -14,7 +14,7 @@ from functions.dal.tables import ALL_TABLES
 @dataclass(frozen=True)
 class FunctionDefinition:
     """One Lambda function. From a state's name in the console to its code: find the
-    state in `states`, then open `handler` (functions/handlers/tasks.py), whose one line
+    state in `states`, then open `handler` (functions/handlers/<phase>.py), whose one line
     names the logic function that does the work."""
 
     logical_id: str  # CDK construct id, also the function name locally
@@ -33,7 +33,7 @@ def _task(
     logical_id: str, handler: str, *states: str, timeout: int = 30, memory: int = 256
 ) -> FunctionDefinition:
     return FunctionDefinition(
-        logical_id, f"functions.handlers.tasks.{handler}", f"{logical_id}FunctionArn", states, timeout, memory
+        logical_id, f"functions.handlers.{handler}", f"{logical_id}FunctionArn", states, timeout, memory
     )
 
 
@@ -41,18 +41,17 @@ WEBHOOK = FunctionDefinition("Webhook", "functions.handlers.webhook.handler", ti
 # Run every minute by a schedule: see functions/logic/reconcile.py.
 RECONCILER = FunctionDefinition("Reconciler", "functions.handlers.reconciler.handler", timeout_seconds=120)
 
+# One row per task function: the states it serves (as named in the console) and its
+# entry point, whose one line names the logic function that does the work.
 TASKS = (
-    _task("ParkUntilDue", "park_until_due", "Wait For The Burst To End", timeout=10),
-    _task("CheckBatchWindow", "check_batch_window", "Check Batch Window", timeout=10),
-    _task("AcquireProcessingLock", "acquire_processing_lock", "Acquire Processing Lock", timeout=10),
-    _task("MergeStagedMessages", "merge_staged_messages", "Merge Staged Messages"),
-    _task("GenerateReply", "generate_reply", "Generate Reply", timeout=60, memory=512),
-    _task("SendReply", "send_reply", "Send Reply", timeout=60),
-    _task("RecordTurns", "record_turns", "Record Turns And Release Lock", "Record Turn For A Person"),
-    _task("AnnounceAnsweredBatch", "announce_answered_batch", "Announce Answered Batch", timeout=15),
-    _task("CloseBatchWindow", "close_batch_window", "Close Batch Window"),
-    _task("RecordFailedBatch", "record_failed_batch", "Record Failed Batch"),
-    _task("OpenNextWindow", "open_next_window", "Open Next Window"),
+    _task("ParkUntilDue", "waiting.park_until_due", "Wait For The Burst To End", timeout=10),
+    _task("AcquireProcessingLock", "waiting.acquire_processing_lock", "Acquire Processing Lock", timeout=10),
+    _task("MergeStagedMessages", "merging.merge_staged_messages", "Merge Staged Messages"),
+    _task("GenerateReply", "generating.generate_reply", "Generate Reply", timeout=60, memory=512),
+    _task("SendReply", "sending.send_reply", "Send Reply", timeout=60),
+    _task("RecordTurns", "recording.record_turns", "Record Turns And Release Lock"),
+    _task("CloseBatchWindow", "recording.close_batch_window", "Close Batch Window"),
+    _task("RecordFailedBatch", "failure.record_failed_batch", "Record Failed Batch"),
 )
 
 ALL_FUNCTIONS = (WEBHOOK, RECONCILER, *TASKS)

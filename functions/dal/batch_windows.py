@@ -32,20 +32,32 @@ def open(window: BatchWindow) -> BatchWindow | None:
     return None
 
 
-def record_arrival(conversation_id: str, now_ms: int, flush: bool) -> BatchWindow | None:
-    """Count a new message in the open window (its time, the one before, how many, and
-    a flush request); the window after the update, or None if no window is open."""
-    values: dict[str, Any] = {":now": now_ms, ":one": 1}
-    if flush:
-        values[":flush"] = True
-    return _update(
-        conversation_id,
-        expressions.A_WINDOW_IS_OPEN,
-        UpdateExpression="SET previous_message_ms = last_message_ms, last_message_ms = :now"
-        + (", flush_requested = :flush" if flush else "")
-        + " ADD message_count :one",
-        ExpressionAttributeValues=values,
-    )
+def arrive(candidate: BatchWindow, now_ms: int, flush: bool) -> BatchWindow:
+    """Count a new message in the conversation's window (its time, the one before, how
+    many, and a flush request), opening `candidate` if none is open: one UpdateItem. The
+    window after the update: `candidate` itself if this call opened it."""
+    item = dynamo.to_dynamo(candidate.to_item())
+    opening = {k: v for k, v in item.items() if k in _SET_ON_OPEN}
+    item = _table().update_item(
+        Key={"conversation_id": candidate.conversation_id},
+        UpdateExpression=expressions.ARRIVE.format(
+            open=", ".join(f"{k} = if_not_exists({k}, :{k})" for k in opening),
+            flush=":flush" if flush else "if_not_exists(flush_requested, :flush)",
+        ),
+        ExpressionAttributeValues={
+            **{f":{k}": v for k, v in opening.items()},
+            ":now": now_ms,
+            ":none": 0,
+            ":one": 1,
+            ":flush": flush,
+        },
+        ReturnValues="ALL_NEW",
+    )["Attributes"]
+    return BatchWindow.model_validate(dynamo.from_dynamo(item))
+
+
+# What a message that opens the window sets; a later one leaves them as they are.
+_SET_ON_OPEN = ("window_id", "opened_at", "opened_ms", "execution_name", "execution_input", "expires_at")
 
 
 def park_task_token(conversation_id: str, window_id: str, task_token: str) -> BatchWindow | None:

@@ -131,3 +131,19 @@ def require(conversation_id: str) -> Conversation:
     if conversation is None:
         raise ConversationNotFound(conversation_id)
     return conversation
+
+
+def release_lock(conversation_id: str, owner: str) -> bool:
+    """Release the processing lock if `owner` holds it. False if it did not."""
+    try:
+        _table().update_item(
+            Key={"conversation_id": conversation_id},
+            UpdateExpression=expressions.RELEASE_LOCK,
+            ConditionExpression=expressions.HOLDS_LOCK,
+            ExpressionAttributeValues={":me": owner},
+        )
+    except ClientError as error:
+        if dynamo.condition_failed(error):
+            return False
+        raise
+    return True

@@ -22,8 +22,14 @@ NEW_MESSAGE_SID = "attribute_not_exists(message_sid)"
 
 # --- batch windows ----------------------------------------------------------------------
 NO_OPEN_WINDOW = "attribute_not_exists(conversation_id)"
-A_WINDOW_IS_OPEN = "attribute_exists(conversation_id)"
 IS_THIS_WINDOW = "window_id = :window"
+# Count a message in the window, opening it if none is open ({open}: the opening fields,
+# each `if_not_exists`); 0 stands for "no previous message". A flush request, once made,
+# stays ({flush}: `:flush` for a message that flushes, else `if_not_exists`).
+ARRIVE = (
+    "SET {open}, previous_message_ms = if_not_exists(last_message_ms, :none), last_message_ms = :now, "
+    "flush_requested = {flush} ADD message_count :one"
+)
 
 # The `${Placeholder}`s of the ASL that are expressions, with their values.
 SUBSTITUTIONS = {

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, field_validator
 
 from functions.models import Channel
 
@@ -76,6 +76,11 @@ class BatchWindow(Item):
     execution_input: str = ""
     expires_at: int = 0
     task_token: str | None = None
+
+    @field_validator("previous_message_ms")
+    @classmethod
+    def no_previous_message(cls, value: int | None) -> int | None:
+        return value or None  # stored as 0 when the window opened with this message
 
 
 class Turn(Item):

@@ -2,20 +2,19 @@
 
 from __future__ import annotations
 
-from datetime import datetime
 from enum import StrEnum
 
 from pydantic import ValidationError
 from twilio.request_validator import RequestValidator
 
 from functions.config import get_settings
-from functions.dal import batch_windows, conversations, projects, staged_messages
+from functions.dal import conversations, projects, staged_messages
 from functions.dal.models import Conversation
 from functions.dal.staged_messages import Staging
 from functions.integrations import secrets
 from functions.logic import clock
 from functions.logic.debounce import BatchingRules, is_flush_keyword, resolve_rules
-from functions.logic.windows import open_batch_window, wake_if_due
+from functions.logic.windows import count_in_window, open_batch_window
 from functions.models import Channel, InboundMessage
 from functions.observability import count, logger
 
@@ -80,7 +79,8 @@ def accept_message(channel: Channel, form: dict[str, str], url: str, signature: 
     staging = staged_messages.stage(conversation.conversation_id, message, received_at)
     rules = batching_rules(conversation, channel)
     if staging is Staging.STAGED:
-        _count_in_window(conversation.conversation_id, rules, message, clock.parse(received_at))
+        flush = is_flush_keyword(rules, message.body)
+        count_in_window(conversation.conversation_id, rules, clock.iso_to_ms(received_at), flush)
     elif staging is Staging.DUPLICATE_PENDING:
         # Its first delivery may have staged it and died before the window's run started.
         open_batch_window(conversation.conversation_id, rules, ensure_started=True)
@@ -97,22 +97,6 @@ def batching_rules(conversation: Conversation, channel: Channel) -> BatchingRule
     """The global defaults, then the project's rules, then the conversation's own."""
     project = projects.batching_rules(conversation.project_id) if conversation.project_id else None
     return resolve_rules(get_settings().batching_defaults(), channel, project, conversation.batching)
-
-
-def _count_in_window(
-    conversation_id: str, rules: BatchingRules, message: InboundMessage, at: datetime
-) -> None:
-    """Count the message in the open window (moving its due time), or open one; wake the
-    waiting run if the message makes the batch due now (a flush keyword, max messages)."""
-    now_ms = clock.epoch_ms(at)
-    flush = is_flush_keyword(rules, message.body)
-    window = batch_windows.record_arrival(conversation_id, now_ms, flush)
-    if window is None:
-        if open_batch_window(conversation_id, rules, opened_ms=now_ms, flush=flush) is not None:
-            return
-        window = batch_windows.record_arrival(conversation_id, now_ms, flush)  # another webhook won the race
-    if window is not None:
-        wake_if_due(window, rules)
 
 
 def _refused_by_rules(conversation: Conversation, channel: Channel) -> Outcome | None:

@@ -1,35 +1,31 @@
-"""Phase 3 of a run: record the answered batch, announce it, close the window, and open
-the next one for messages that arrived meanwhile."""
+"""Record Turns And Release Lock (and announce the answered batch), then Close Batch
+Window (and open the next one for messages that arrived meanwhile), which ends the run."""
 
 from __future__ import annotations
 
 from functions.config import get_settings
-from functions.contract import (
-    AnnounceOutput,
-    BatchRef,
-    Leftovers,
-    OpenNextInput,
-    OpenNextOutput,
-    RecordInput,
-    RecordOutput,
-)
+from functions.contract import BatchRef, CloseInput, CloseOutput, RecordInput, RecordOutput
 from functions.dal import batch_windows, conversations, staged_messages, turns
 from functions.errors import ProcessingLockLost
 from functions.integrations import event_bus
 from functions.logic import clock
 from functions.logic.windows import open_batch_window
+from functions.observability import count, logger
 
 
 def record_turns(task: RecordInput) -> RecordOutput:
     """Mark the batch's staged messages answered, then record the turns and release the
-    processing lock in one transaction conditioned on this run still holding it. Without
-    a reply the batch was handed off to a person: there is no assistant turn."""
+    processing lock in one transaction conditioned on this run still holding it; then
+    announce the batch. A batch handed off to a person has no assistant turn; an empty
+    batch (answered by an earlier run) only releases the lock."""
     moment = clock.now()
+    processing_ms = int((moment - clock.parse(task.lock_acquired_at)).total_seconds() * 1000)
+    if task.reply.answered_by == "nobody":
+        conversations.release_lock(task.conversation_id, task.execution_name)
+        return RecordOutput(processing_time_ms=processing_ms, announced=False)
     retention = int(moment.timestamp()) + get_settings().answered_message_retention_seconds
     staged_messages.mark_answered(task.conversation_id, task.batch.message_sids, task.window_id, retention)
-    processing_ms = int((moment - clock.parse(task.lock.acquired_at)).total_seconds() * 1000)
-    handed_off = task.reply is None
-    sent_sids = task.sent.message_sids if task.sent else []
+    handed_off = task.reply.answered_by == "human"
     recorded = turns.record_answered_batch(
         conversation_id=task.conversation_id,
         owner=task.execution_name,
@@ -37,66 +33,63 @@ def record_turns(task: RecordInput) -> RecordOutput:
         assistant_turn_id=None if handed_off else task.assistant_turn_id,
         answered_at=clock.iso(moment),
         processing_time_ms=processing_ms,
-        tokens=task.reply.model_dump(exclude={"reply_chars"}) if task.reply else {},
-        last_message_sid=sent_sids[-1] if sent_sids else None,
+        tokens=task.reply.model_dump(include={"prompt_tokens", "completion_tokens", "total_tokens"}),
+        last_message_sid=task.sent.message_sids[-1] if task.sent.message_sids else None,
     )
     if not recorded:
         turn_id, done = (task.user_turn_id, "handed_off") if handed_off else (task.assistant_turn_id, "sent")
         turn = turns.get(task.conversation_id, turn_id)
         if turn is None or turn.status != done:  # not a retry of our own transaction
             raise ProcessingLockLost(f"{task.execution_name} no longer holds the processing lock")
-    return RecordOutput(processing_time_ms=processing_ms)
+    return RecordOutput(processing_time_ms=processing_ms, announced=_announce(task))
 
 
-def announce_answered_batch(ref: BatchRef) -> AnnounceOutput:
-    """Publish the answered batch (conversation, merged fragments, reply) for other
-    services. Runs after the lock is released; its failure does not fail the batch."""
-    conversation = conversations.require(ref.conversation_id)
-    user_turn = turns.get(ref.conversation_id, ref.user_turn_id)
-    assistant_turn = turns.get(ref.conversation_id, ref.assistant_turn_id)
-    merged, merged_clipped = event_bus.clip(user_turn.body if user_turn else "")
-    reply, reply_clipped = event_bus.clip(assistant_turn.body if assistant_turn else "")
-    event_bus.publish_batch_answered(
-        {
-            "conversation_id": ref.conversation_id,
-            "channel": conversation.channel.value,
-            "user_address": conversation.user_address,
-            "our_address": conversation.our_address,
-            "window_id": ref.window_id,
-            "execution_name": ref.execution_name,
-            "message_sids": user_turn.message_sids if user_turn else [],
-            "merged_body": merged,
-            "reply_body": reply,
-            "reply_message_sids": assistant_turn.message_sids if assistant_turn else [],
-            "truncated": merged_clipped or reply_clipped,
-            "total_tokens": assistant_turn.total_tokens if assistant_turn else 0,
-        }
-    )
-    return AnnounceOutput(published=True)
+def _announce(ref: BatchRef) -> bool:
+    """Publish the answered batch for other services. The batch is answered already: a
+    failure is logged and counted, never raised."""
+    try:
+        conversation = conversations.require(ref.conversation_id)
+        user_turn = turns.get(ref.conversation_id, ref.user_turn_id)
+        assistant_turn = turns.get(ref.conversation_id, ref.assistant_turn_id)
+        merged, merged_clipped = event_bus.clip(user_turn.body if user_turn else "")
+        reply, reply_clipped = event_bus.clip(assistant_turn.body if assistant_turn else "")
+        event_bus.publish_batch_answered(
+            {
+                "conversation_id": ref.conversation_id,
+                "channel": conversation.channel.value,
+                "user_address": conversation.user_address,
+                "our_address": conversation.our_address,
+                "window_id": ref.window_id,
+                "execution_name": ref.execution_name,
+                "message_sids": user_turn.message_sids if user_turn else [],
+                "merged_body": merged,
+                "reply_body": reply,
+                "reply_message_sids": assistant_turn.message_sids if assistant_turn else [],
+                "truncated": merged_clipped or reply_clipped,
+                "total_tokens": assistant_turn.total_tokens if assistant_turn else 0,
+            }
+        )
+    except Exception:
+        logger.exception("batch.answered not published")
+        count("AnnounceFailures")
+        return False
+    return True
 
 
-def close_batch_window(ref: BatchRef) -> Leftovers:
-    """Close this window, then look for messages staged meanwhile."""
-    batch_windows.close(ref.conversation_id, ref.window_id)
-    arrived = sorted(key.received_at for key in staged_messages.pending(ref.conversation_id))
-    return Leftovers(
-        leftover_count=len(arrived),
-        oldest_leftover_at=arrived[0] if arrived else None,
-        newest_leftover_at=arrived[-1] if arrived else None,
-    )
-
-
-def open_next_window(task: OpenNextInput) -> OpenNextOutput:
-    """Open the window for messages that arrived while this batch was processed: its
-    clock starts at the oldest of them, as if it had opened the window, and its last
-    fragment is the newest of them."""
-    oldest, newest = task.window.oldest_leftover_at, task.window.newest_leftover_at
-    window_id = open_batch_window(
+def close_batch_window(task: CloseInput) -> CloseOutput:
+    """Close this window first, then look for messages staged meanwhile and open the next
+    window for them: its clock starts at the oldest of them, as if it had opened the
+    window, and its last fragment is the newest (a quiet-mode burst is not split)."""
+    batch_windows.close(task.conversation_id, task.window_id)
+    arrived = sorted(key.received_at for key in staged_messages.pending(task.conversation_id))
+    if not arrived:
+        return CloseOutput(leftover_count=0, next_window_id=None)
+    next_window_id = open_batch_window(
         task.conversation_id,
         task.rules,
-        opened_ms=clock.iso_to_ms(oldest) if oldest else None,
-        last_message_ms=clock.iso_to_ms(newest) if newest else None,
-        message_count=task.window.leftover_count or 1,
+        opened_ms=clock.iso_to_ms(arrived[0]),
+        last_message_ms=clock.iso_to_ms(arrived[-1]),
+        message_count=len(arrived),
         ensure_started=True,
     )
-    return OpenNextOutput(window_id=window_id)
+    return CloseOutput(leftover_count=len(arrived), next_window_id=next_window_id)

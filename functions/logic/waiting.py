@@ -1,9 +1,12 @@
-"""Phase 1 of a run: wait until the burst is over."""
+"""Wait For The Burst To End, then Acquire Processing Lock (which re-checks the window
+first, so that a quiet-mode extension costs three state transitions and no more)."""
 
 from __future__ import annotations
 
-from functions.contract import CheckInput, ParkInput, ParkOutput, WaitStatus
-from functions.dal import batch_windows
+from functions.config import get_settings
+from functions.contract import AcquireInput, BurstStatus, ParkInput, ParkOutput
+from functions.dal import batch_windows, conversations
+from functions.errors import ProcessingLockHeld
 from functions.integrations import stepfunctions
 from functions.logic import clock
 from functions.logic.debounce import is_due_now, seconds_until_due
@@ -18,13 +21,22 @@ def park_until_due(task: ParkInput) -> ParkOutput:
     return ParkOutput(parked=window is not None)
 
 
-def check_batch_window(task: CheckInput) -> WaitStatus:
-    """After a wait: is the burst over, or did new fragments move its end?"""
+def acquire_processing_lock(task: AcquireInput) -> BurstStatus:
+    """If new fragments moved the burst's end, say how long to wait again. Otherwise take
+    the conversation's processing lock (free, ours, or its lease expired)."""
+    moment = clock.now()
     window = batch_windows.get(task.conversation_id)
-    if window is None or window.window_id != task.window_id:
-        return WaitStatus(ready=True, wait_seconds=1)
-    now_ms = clock.epoch_ms(clock.now())
-    return WaitStatus(
-        ready=is_due_now(task.rules, window, now_ms),
-        wait_seconds=seconds_until_due(task.rules, window, now_ms),
-    )
+    if window is not None and window.window_id == task.window_id:
+        now_ms = clock.epoch_ms(moment)
+        if not is_due_now(task.rules, window, now_ms):
+            return BurstStatus(over=False, wait_seconds=seconds_until_due(task.rules, window, now_ms))
+    if not conversations.acquire_lock(
+        task.conversation_id,
+        task.execution_name,
+        int(moment.timestamp()),
+        get_settings().lock_lease_seconds,
+        clock.iso(moment),
+    ):
+        conversations.require(task.conversation_id)  # a missing conversation is not contention
+        raise ProcessingLockHeld(f"conversation {task.conversation_id} is being processed by another run")
+    return BurstStatus(over=True, wait_seconds=0, lock_acquired_at=clock.iso(moment))

@@ -8,7 +8,7 @@ import secrets
 from datetime import datetime
 
 from functions.config import get_settings
-from functions.contract import RunInput, WaitStatus
+from functions.contract import BurstStatus, RunInput
 from functions.dal import batch_windows
 from functions.dal.models import BatchWindow
 from functions.integrations import stepfunctions
@@ -39,7 +39,7 @@ def execution_name(conversation_id: str, window_id: str) -> str:
     return name
 
 
-def open_batch_window(
+def new_window(
     conversation_id: str,
     rules: BatchingRules,
     *,
@@ -47,20 +47,10 @@ def open_batch_window(
     last_message_ms: int | None = None,
     message_count: int = 1,
     flush: bool = False,
-    ensure_started: bool = False,
-) -> str | None:
-    """Open a batch window for the conversation and start its run, unless a window is
-    open already. Returns the new window's id, or None when one was open.
-
-    The window's clock (first and last fragment, count) decides when its burst is over
-    (see debounce.py); it starts now unless the caller opens it for messages that have
-    waited already. If StartExecution fails, the window is closed again and the error
-    raised, so that the caller's retry (Twilio's, or the state machine's) can open it
-    anew. A caller that may be such a retry passes `ensure_started`: if a window is open,
-    its run is started again with the same name and input, which AWS treats as the same
-    request (a no-op while it runs) and which starts it if the opener died between the
-    put and the start."""
-    settings = get_settings()
+) -> BatchWindow:
+    """A window opened now, with the input of its run. Its clock (first and last
+    fragment, count) decides when its burst is over (see debounce.py); it starts now
+    unless the caller opens it for messages that have waited already."""
     now = clock.now()
     now_ms = clock.epoch_ms(now)
     window_id = new_window_id(now)
@@ -75,32 +65,78 @@ def open_batch_window(
         execution_name=execution_name(conversation_id, window_id),
         expires_at=int(now.timestamp())
         + int(rules.max_wait_seconds)
-        + settings.lock_lease_seconds
+        + get_settings().lock_lease_seconds
         + _WINDOW_TTL_MARGIN_SECONDS,
     )
-    wait = WaitStatus(
-        ready=is_due_now(rules, window, now_ms), wait_seconds=seconds_until_due(rules, window, now_ms)
+    over = is_due_now(rules, window, now_ms)
+    burst = BurstStatus(over=over, wait_seconds=seconds_until_due(rules, window, now_ms))
+    window.execution_input = RunInput(
+        conversation_id=conversation_id, window_id=window_id, rules=rules, burst=burst
+    ).model_dump_json()
+    return window
+
+
+def count_in_window(conversation_id: str, rules: BatchingRules, now_ms: int, flush: bool) -> str | None:
+    """The webhook's one write for a staged message: count it in the open window (moving
+    its due time), or open a window with it and start the run. Wakes the waiting run if
+    the message makes the batch due now (a flush keyword, max messages). The new
+    window's id, or None when one was open."""
+    candidate = new_window(conversation_id, rules, opened_ms=now_ms, flush=flush)
+    window = batch_windows.arrive(candidate, now_ms, flush)
+    if window.window_id == candidate.window_id:
+        _start(window)
+        return window.window_id
+    wake_if_due(window, rules)
+    return None
+
+
+def open_batch_window(
+    conversation_id: str,
+    rules: BatchingRules,
+    *,
+    opened_ms: int | None = None,
+    last_message_ms: int | None = None,
+    message_count: int = 1,
+    ensure_started: bool = False,
+) -> str | None:
+    """Open a batch window for messages that have waited (the reconciler, the next
+    window of a run, a redrive) and start its run, unless a window is open already.
+    Returns the new window's id, or None when one was open.
+
+    A caller that may be a retry passes `ensure_started`: if a window is open, its run is
+    started again with the same name and input, which AWS treats as the same request (a
+    no-op while it runs) and which starts it if the opener died between the put and the
+    start."""
+    window = new_window(
+        conversation_id,
+        rules,
+        opened_ms=opened_ms,
+        last_message_ms=last_message_ms,
+        message_count=message_count,
     )
-    run_input = RunInput(conversation_id=conversation_id, window_id=window_id, rules=rules, wait=wait)
-    window.execution_input = run_input.model_dump_json()
     existing = batch_windows.open(window)
     if existing is not None:
         if ensure_started and existing.execution_input:
             stepfunctions.start(existing.execution_name, existing.execution_input, already_open=True)
         return None
+    _start(window)
+    return window.window_id
+
+
+def _start(window: BatchWindow) -> None:
+    """Start the run of a window this caller opened. If StartExecution fails, the window
+    is closed again and the error raised, so that the caller's retry (Twilio's, or the
+    state machine's) can open it anew."""
     try:
         stepfunctions.start(window.execution_name, window.execution_input)
     except Exception:
         logger.exception(
             "StartExecution failed; closing the window again", extra={"execution_name": window.execution_name}
         )
-        batch_windows.close(conversation_id, window_id)
+        batch_windows.close(window.conversation_id, window.window_id)
         raise
-    logger.info(
-        "Batch window opened", extra={"execution_name": window.execution_name, "wait": wait.model_dump()}
-    )
+    logger.info("Batch window opened", extra={"execution_name": window.execution_name})
     count("WindowsOpened")
-    return window_id
 
 
 def wake_if_due(window: BatchWindow, rules: BatchingRules) -> bool:

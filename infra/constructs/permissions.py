@@ -42,8 +42,10 @@ GRANTS: dict[str, Grants] = {
         (("dynamodb:UpdateItem",), ("BatchWindows",)),
         (("states:SendTaskSuccess",), ("state-machine",)),
     ],
-    "CheckBatchWindow": [(("dynamodb:GetItem",), ("BatchWindows",))],
-    "AcquireProcessingLock": [(("dynamodb:UpdateItem", "dynamodb:GetItem"), ("Conversations",))],
+    "AcquireProcessingLock": [
+        (("dynamodb:GetItem",), ("BatchWindows",)),  # re-check the burst's end
+        (("dynamodb:UpdateItem", "dynamodb:GetItem"), ("Conversations",)),
+    ],
     "MergeStagedMessages": [
         (("dynamodb:BatchGetItem",), ("StagedMessages",)),
         (("dynamodb:PutItem",), ("Turns",)),
@@ -61,17 +63,13 @@ GRANTS: dict[str, Grants] = {
     "RecordTurns": [
         (("dynamodb:BatchWriteItem", "dynamodb:PutItem"), ("StagedMessages",)),
         (("dynamodb:UpdateItem", "dynamodb:GetItem"), ("Turns",)),
-        (("dynamodb:UpdateItem",), ("Conversations",)),
-    ],
-    "AnnounceAnsweredBatch": [
-        (("dynamodb:GetItem",), ("Conversations", "Turns")),
-        (("events:PutEvents",), ("bus",)),
+        (("dynamodb:UpdateItem", "dynamodb:GetItem"), ("Conversations",)),
+        (("events:PutEvents",), ("bus",)),  # announce the answered batch
     ],
     "CloseBatchWindow": [
-        (("dynamodb:DeleteItem",), ("BatchWindows",)),
-        (("dynamodb:Query",), ("StagedMessages",)),
+        (("dynamodb:Query",), ("StagedMessages",)),  # messages that arrived meanwhile
+        *OPEN_WINDOWS,  # close this window, open the next
     ],
-    "OpenNextWindow": OPEN_WINDOWS,
     "RecordFailedBatch": [
         (("dynamodb:Query", "dynamodb:UpdateItem"), ("StagedMessages",)),
         (("dynamodb:UpdateItem",), ("Turns",)),
@@ -86,7 +84,7 @@ GRANTS: dict[str, Grants] = {
     ],
 }
 # The functions that start runs, and so are told the state machine's ARN.
-STARTS_RUNS = ("Webhook", "OpenNextWindow", "Reconciler")
+STARTS_RUNS = ("Webhook", "CloseBatchWindow", "Reconciler")
 
 
 class Permissions(Construct):

@@ -182,7 +182,6 @@ class LocalStack:
             "EVENT_BUS_NAME": EVENT_BUS_NAME,
             "BATCH_WINDOW_SECONDS": str(c.batch_window_seconds),
             "AUTO_CREATE_CONVERSATIONS": "true" if c.auto_create_conversations else "false",
-            "POWERTOOLS_TRACE_DISABLED": "true",
             "POWERTOOLS_METRICS_NAMESPACE": "BurstReply",
             # EMF metrics are CloudWatch's; locally they would only clutter the output.
             "POWERTOOLS_METRICS_DISABLED": os.environ.get("POWERTOOLS_METRICS_DISABLED", "true"),

@@ -96,6 +96,7 @@ def test_random_traffic_with_faults_loses_and_duplicates_nothing(harness, config
     harness.stack.twilio.chaos(API_FAULT_RATE, [{"status": 429, "code": 20429}, {"status": 503}], SEED + 1)
     flaky = Flaky(SEED + 2, AWS_FAULT_RATE)
     monkeypatch.setattr(staged_messages, "stage", flaky.wrap("stage message", staged_messages.stage))
+    monkeypatch.setattr(batch_windows, "arrive", flaky.wrap("open or extend window", batch_windows.arrive))
     monkeypatch.setattr(batch_windows, "open", flaky.wrap("open window", batch_windows.open))
     flaky_sfn = FlakyStepFunctions(stepfunctions.client(), flaky)
     monkeypatch.setattr(stepfunctions, "client", lambda: flaky_sfn)

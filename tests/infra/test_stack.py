@@ -135,13 +135,12 @@ def test_the_state_machine_is_standard_traced_and_logged(template):
 def test_secrets_alarms_bus_and_outputs_exist(template):
     template.resource_count_is("AWS::SecretsManager::Secret", 2)
     template.resource_count_is("AWS::Events::EventBus", 1)
-    template.resource_count_is("AWS::CloudWatch::Alarm", 8)
+    template.resource_count_is("AWS::CloudWatch::Alarm", 7)
     for name in (
         "FailedRuns",
         "ThrottledRuns",
         "WebhookThrottles",
         "TaskThrottles1",
-        "TaskThrottles2",
         "Webhook5xx",
         "OldestPendingMessage",
         "DeadLetteredBatches",
@@ -200,8 +199,10 @@ EXPECTED: dict[str, dict[str, set[str]]] = {
         **TWILIO,
     },
     "ParkUntilDue": {"BatchWindows": {"dynamodb:UpdateItem"}, "state-machine": {"states:SendTaskSuccess"}},
-    "CheckBatchWindow": {"BatchWindows": {"dynamodb:GetItem"}},
-    "AcquireProcessingLock": {"Conversations": {"dynamodb:UpdateItem", "dynamodb:GetItem"}},
+    "AcquireProcessingLock": {
+        "BatchWindows": {"dynamodb:GetItem"},
+        "Conversations": {"dynamodb:UpdateItem", "dynamodb:GetItem"},
+    },
     "MergeStagedMessages": {"StagedMessages": {"dynamodb:BatchGetItem"}, "Turns": {"dynamodb:PutItem"}},
     "GenerateReply": {
         "Conversations": {"dynamodb:GetItem", "dynamodb:UpdateItem"},
@@ -217,15 +218,10 @@ EXPECTED: dict[str, dict[str, set[str]]] = {
     "RecordTurns": {
         "StagedMessages": {"dynamodb:BatchWriteItem", "dynamodb:PutItem"},
         "Turns": {"dynamodb:UpdateItem", "dynamodb:GetItem"},
-        "Conversations": {"dynamodb:UpdateItem"},
-    },
-    "AnnounceAnsweredBatch": {
-        "Conversations": {"dynamodb:GetItem"},
-        "Turns": {"dynamodb:GetItem"},
+        "Conversations": {"dynamodb:UpdateItem", "dynamodb:GetItem"},
         "bus": {"events:PutEvents"},
     },
-    "CloseBatchWindow": {"BatchWindows": {"dynamodb:DeleteItem"}, "StagedMessages": {"dynamodb:Query"}},
-    "OpenNextWindow": OPEN_WINDOWS,
+    "CloseBatchWindow": {"StagedMessages": {"dynamodb:Query"}, **OPEN_WINDOWS},
     "RecordFailedBatch": {
         "StagedMessages": {"dynamodb:Query", "dynamodb:UpdateItem"},
         "Turns": {"dynamodb:UpdateItem"},

@@ -67,8 +67,14 @@ def _paths(value: Any) -> list[str]:
 def _state_paths(state: dict[str, Any]) -> list[str]:
     paths = _paths(state.get("Parameters", {}))
     paths += [state[k] for k in ("TimeoutSecondsPath", "ErrorPath", "CausePath", "InputPath") if k in state]
-    paths += [choice["Variable"] for choice in state.get("Choices", [])]
+    paths += [rule["Variable"] for choice in state.get("Choices", []) for rule in _rules(choice)]
     return paths
+
+
+def _rules(rule: dict[str, Any]) -> list[dict[str, Any]]:
+    """The comparisons of a Choice rule, through And, Or and Not."""
+    nested = rule.get("And") or rule.get("Or") or ([rule["Not"]] if "Not" in rule else [])
+    return [r for n in nested for r in _rules(n)] if nested else [rule]
 
 
 @pytest.mark.parametrize("name", sorted(STATES))
@@ -118,6 +124,16 @@ def test_a_field_passed_on_to_another_task_is_typed_the_same_there(name):
         held = shape.get(path.removeprefix("$."))
         wanted = {k for k, f in annotation.model_fields.items() if f.is_required()}  # type: ignore[union-attr]
         assert held is not None and wanted <= held, f"{name}: {key} needs {wanted}, the run holds {held}"
+
+
+@pytest.mark.parametrize("name", sorted(n for n, s in STATES.items() if s["Type"] == "Choice"))
+def test_every_choice_checks_that_its_field_is_present_before_comparing_it(name):
+    """A Choice on a missing field raises States.Runtime on AWS: each comparison sits in
+    an And with an IsPresent test of the same path."""
+    for choice in STATES[name]["Choices"]:
+        compared = {r["Variable"] for r in _rules(choice) if "IsPresent" not in r}
+        guarded = {r["Variable"] for r in choice.get("And", []) if r.get("IsPresent") is True}
+        assert compared <= guarded, f"{name}: {compared - guarded} compared without IsPresent"
 
 
 def test_every_task_function_serves_states_that_exist():
