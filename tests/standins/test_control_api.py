@@ -3,6 +3,8 @@ new ones shape conversations and show status callbacks."""
 
 from __future__ import annotations
 
+from typing import Any
+
 import requests
 
 from tests.standins.conftest import ACCOUNT_SID, AUTH_TOKEN, wait_until
@@ -19,7 +21,7 @@ def create_message(url: str, **form: str) -> requests.Response:
     )
 
 
-def create_response(url: str, conversation: str | None = None, **body: object) -> requests.Response:
+def create_response(url: str, conversation: str | None = None, **body: Any) -> requests.Response:
     return requests.post(
         f"{url}/v1/responses",
         json={"model": "m", "input": "hi", "conversation": conversation, **body},

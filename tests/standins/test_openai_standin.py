@@ -258,3 +258,22 @@ def test_reset_forgets_conversations_and_calls(ai, openai_standin):
     assert standin.calls == []
     with pytest.raises(openai.NotFoundError):
         ai.conversations.retrieve(conversation.id)
+
+
+def test_items_can_be_added_and_metadata_changed_but_not_while_a_response_runs(ai, openai_standin):
+    standin, _ = openai_standin
+    conversation = ai.conversations.create(items=[{"type": "message", "role": "user", "content": "seed"}])
+    added = ai.conversations.items.create(
+        conversation.id, items=[{"type": "message", "role": "assistant", "content": "noted"}]
+    )
+    assert [i.role for i in added.data] == ["assistant"]
+    assert ai.conversations.update(conversation.id, metadata={"k": "v"}).metadata == {"k": "v"}
+    assert texts(standin.conversation_items(conversation.id)) == [("user", "seed"), ("assistant", "noted")]
+
+    standin.inject({"delay": 0.5})
+    ai.responses.create(model="m", conversation=conversation.id, input="busy", background=True)
+    with pytest.raises(openai.BadRequestError) as locked:
+        ai.conversations.items.create(
+            conversation.id, items=[{"type": "message", "role": "user", "content": "x"}]
+        )
+    assert locked.value.code == "conversation_locked"

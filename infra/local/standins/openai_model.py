@@ -204,5 +204,6 @@ def error(
 
 
 def not_found(what: str, identifier: str, param: str | None = None, code: str | None = None) -> Response:
-    """The API answers 404 for an id it does not know (or no longer knows)."""
+    """The API answers 404 for an id it does not know (or no longer knows). The body of
+    that 404 is not in the API reference: this one has the shape of OpenAI's other errors."""
     return error(404, code, f"{what} with id '{identifier}' not found.", param)

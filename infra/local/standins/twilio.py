@@ -2,10 +2,11 @@
 with the status progression and signed status callbacks of twilio_delivery.py and the list
 filters and paging of twilio_listing.py.
 
-`messages.create` has no idempotency key: a message is created as soon as Twilio accepts the
-request, whatever happens to the answer. So a `delay` fault accepts the message first (it is
-listed and gets its status callbacks) and only then answers, late: a client that timed out
-has still sent it.
+`messages.create` takes no idempotency key (none among its parameters in
+https://www.twilio.com/docs/messaging/api/message-resource#create-a-message-resource), and
+the docs say nothing of a request whose answer is lost: the stand-in takes the case hardest
+on the client. A `delay` fault accepts the message first (it is listed and gets its status
+callbacks) and only then answers, late: a client that timed out has still sent it.
 
 Faults (see base.py for the queue) are used by the message create:
   - `{"status": 429, "code": 20429}`, `{"status": 400, "code": 63016}`, `{"status": 503}`:

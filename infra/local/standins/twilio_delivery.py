@@ -5,8 +5,8 @@ is reported to its StatusCallback URL by a POST signed as Twilio signs its webho
   move to `queued` is reported); then `sent`, and `delivered`, then `read` for WhatsApp; or
   `failed`, or `sent` then `undelivered`, with an ErrorCode
   (https://www.twilio.com/docs/messaging/guides/outbound-message-status-in-status-callbacks).
-  The `sending` step is not reported. Twilio does not promise callbacks in order; here they
-  come in order.
+  The `sending` step is not reported. The docs found do not say whether callbacks can
+  arrive out of order; here they come in order.
 - The callback is an `application/x-www-form-urlencoded` POST with MessageSid, MessageStatus,
   SmsSid, SmsStatus, AccountSid, From, To, ApiVersion, ErrorCode (on failure) and more;
   "the properties ... vary by messaging channel and event type and are subject to change"
