@@ -1,9 +1,10 @@
 """The OpenAI stand-in: Conversations and Responses, stateful, through the real endpoints.
 
-A response on a conversation reads the conversation's items, and when it completes its input
-items and its output item are appended to the conversation, "whether or not the client is
-still waiting": a `delay` fault longer than the client's timeout still completes the work
-(https://platform.openai.com/docs/api-reference/responses/create#responses_create-conversation).
+A response on a conversation reads the conversation's items, and "input items and output
+items from this response are automatically added to this conversation after this response
+completes" (https://platform.openai.com/docs/api-reference/responses/create#responses_create-conversation):
+the docs tie it to the response, not to its client, so a `delay` fault longer than the
+client's timeout still completes the work and adds the items.
 While a response is in progress its conversation is locked: another response on it is
 refused with 400 `conversation_locked`. The reply is `You said: <input text>`.
 
@@ -178,7 +179,7 @@ class OpenAIStandIn(ConversationsStandIn):
     def cancel_response(self, request: Request, response_id: str) -> Response:
         """Only a background response can be cancelled; cancelling a finished one returns
         it as it is (https://platform.openai.com/docs/guides/background#cancelling-a-background-response).
-        A cancelled response adds nothing to its conversation."""
+        A cancelled response never completes, so it adds nothing to its conversation."""
         with self._lock:
             response = self.responses.get(response_id)
             if response is None:
