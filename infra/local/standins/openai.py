@@ -1,0 +1,213 @@
+"""The OpenAI stand-in: Conversations and Responses, stateful, through the real endpoints.
+
+A response on a conversation reads the conversation's items, and "input items and output
+items from this response are automatically added to this conversation after this response
+completes" (https://platform.openai.com/docs/api-reference/responses/create#responses_create-conversation):
+the docs tie it to the response, not to its client, so a `delay` fault longer than the
+client's timeout still completes the work and adds the items.
+While a response is in progress its conversation is locked: another response on it is
+refused with 400 `conversation_locked`. The reply is `You said: <input text>`.
+
+Faults (see base.py for the queue) are used by `POST /v1/responses`:
+  - `{"status": 503}`, `{"status": 429}`, `{"status": 429, "code": "insufficient_quota"}`,
+    `{"status": 400, "code": "conversation_locked"}`, `{"status": 400, "code":
+    "context_length_exceeded"}`, `{"status": 401, "code": "invalid_api_key"}`, `{"status":
+    404}` (the conversation is not found): answered at once (after `delay`, if given), with
+    OpenAI's error body, and nothing is done;
+  - `{"delay": 30}`: the response is generated in 30 s, then answered (or, in background
+    mode, it completes 30 s later).
+The conversations and the control calls on them are in openai_conversations.py.
+"""
+
+from __future__ import annotations
+
+import copy
+import threading
+import time
+from typing import Any
+
+from werkzeug.routing import Rule
+from werkzeug.wrappers import Request, Response
+
+from infra.local.standins.base import Fault, json_response
+from infra.local.standins.openai_conversations import ConversationsStandIn
+from infra.local.standins.openai_model import (
+    error,
+    input_items,
+    item_text,
+    not_found,
+    output_message,
+    response_resource,
+    usage,
+    words,
+)
+
+_UNFINISHED = ("queued", "in_progress")
+
+
+class OpenAIStandIn(ConversationsStandIn):
+    rules = [
+        *ConversationsStandIn.rules,
+        Rule("/v1/responses", endpoint="create_response", methods=["POST"]),
+        Rule("/v1/responses/<response_id>", endpoint="retrieve_response", methods=["GET"]),
+        Rule("/v1/responses/<response_id>/cancel", endpoint="cancel_response", methods=["POST"]),
+    ]
+
+    def __init__(self, background_seconds: float = 0.05) -> None:
+        super().__init__()
+        self.responses: dict[str, dict[str, Any]] = {}
+        # How long a background response takes without a delay fault.
+        self.background_seconds = background_seconds
+
+    def _reset(self) -> None:
+        super()._reset()
+        self.responses.clear()
+
+    # --- responses ------------------------------------------------------------------------
+
+    def create_response(self, request: Request) -> Response:
+        body = request.get_json(force=True)
+        conversation_id = _conversation_id(body.get("conversation"))
+        background = bool(body.get("background"))
+        fault = self._next_fault()
+        call: dict[str, Any] = {
+            "conversation": conversation_id,
+            "model": body.get("model"),
+            "instructions": body.get("instructions"),
+            "input": body.get("input"),
+            "background": background,
+            "store": body.get("store"),
+            "truncation": body.get("truncation"),
+            "max_output_tokens": body.get("max_output_tokens"),
+            "response_id": None,
+            "at": time.time(),
+        }
+        if fault.get("status"):
+            time.sleep(float(fault.get("delay") or 0))
+            return self._answer(call, _fault_error(fault, conversation_id))
+        inputs = input_items(body.get("input"))
+        with self._lock:
+            refusal = self._refusal(body, conversation_id, inputs)
+            if refusal is not None:
+                return self._answer(call, refusal)
+            response = response_resource(body, conversation_id, "queued" if background else "in_progress")
+            self.responses[response["id"]] = response
+            if conversation_id:
+                self.conversations[conversation_id].busy_with = response["id"]
+            created = copy.deepcopy(response)
+            epoch = self._epoch
+        call["response_id"] = response["id"]
+        seconds = float(fault.get("delay") or (self.background_seconds if background else 0))
+        if background:
+            # Background mode answers at once; GET /v1/responses/{id} shows the progress
+            # (https://platform.openai.com/docs/guides/background).
+            work = threading.Thread(
+                target=self._generate, args=(response, inputs, seconds, epoch), daemon=True
+            )
+            work.start()
+            return self._answer(call, json_response(created))
+        self._generate(response, inputs, seconds, epoch)
+        with self._lock:
+            return self._answer(call, json_response(copy.deepcopy(response)))
+
+    def _refusal(
+        self, body: dict[str, Any], conversation_id: str | None, inputs: list[dict[str, Any]]
+    ) -> Response | None:
+        """Why the request is refused before any work, if it is (lock held)."""
+        max_output_tokens = body.get("max_output_tokens")
+        if max_output_tokens is not None and int(max_output_tokens) < 16:
+            message = "Invalid 'max_output_tokens': integer below minimum value. Expected a value >= 16."
+            return error(400, "integer_below_min_value", message, "max_output_tokens")
+        history: list[dict[str, Any]] = []
+        if conversation_id:
+            conversation = self.conversations.get(conversation_id)
+            if conversation is None:  # never created, or deleted
+                return not_found("Conversation", conversation_id, "conversation")
+            if conversation.busy_with:
+                return error(400, "conversation_locked")
+            history = conversation.items
+        if body.get("truncation") != "auto" and not self.context_window.fits(history + inputs):
+            return error(400, "context_length_exceeded")
+        return None
+
+    def _generate(
+        self, response: dict[str, Any], inputs: list[dict[str, Any]], seconds: float, epoch: int
+    ) -> None:
+        """Do the work of a response: after `seconds`, complete it and add its items to its
+        conversation (even if its client has gone), unless it was cancelled meanwhile."""
+        with self._lock:
+            if response["status"] == "queued":
+                response["status"] = "in_progress"
+        time.sleep(seconds)
+        with self._lock:
+            if self._epoch != epoch or response["status"] not in _UNFINISHED:
+                return
+            conversation_id = (response["conversation"] or {}).get("id")
+            conversation = self.conversations.get(conversation_id) if conversation_id else None
+            history = conversation.items if conversation else []
+            seen = history + inputs
+            if response["truncation"] == "auto":
+                seen = self.context_window.truncate(seen)
+            reply = "You said: " + "\n".join(item_text(item) for item in inputs)
+            status, limit = "completed", response["max_output_tokens"]
+            if limit is not None and words(reply) > int(limit):
+                # Cut at max_output_tokens: status "incomplete", reason given.
+                status, reply = "incomplete", " ".join(reply.split()[: int(limit)])
+                response["incomplete_details"] = {"reason": "max_output_tokens"}
+            output = output_message(reply, status)
+            input_tokens = sum(words(item_text(item)) for item in seen) + words(
+                response["instructions"] or ""
+            )
+            response.update(
+                status=status,
+                output=[output],
+                completed_at=int(time.time()),
+                usage=usage(input_tokens, words(reply)),
+            )
+            if conversation is not None:
+                conversation.items.extend([*inputs, output])
+                if conversation.busy_with == response["id"]:
+                    conversation.busy_with = None
+
+    def retrieve_response(self, request: Request, response_id: str) -> Response:
+        with self._lock:
+            response = self.responses.get(response_id)
+            if response is None or not (response["store"] or response["background"]):
+                return not_found("Response", response_id)
+            return json_response(copy.deepcopy(response))
+
+    def cancel_response(self, request: Request, response_id: str) -> Response:
+        """Only a background response can be cancelled; cancelling a finished one returns
+        it as it is (https://platform.openai.com/docs/guides/background#cancelling-a-background-response).
+        A cancelled response never completes, so it adds nothing to its conversation."""
+        with self._lock:
+            response = self.responses.get(response_id)
+            if response is None:
+                return not_found("Response", response_id)
+            if not response["background"]:
+                return error(400, None, "Only responses created with background=true can be cancelled.")
+            if response["status"] in _UNFINISHED:
+                response["status"] = "cancelled"
+                conversation = self.conversations.get((response["conversation"] or {}).get("id", ""))
+                if conversation is not None and conversation.busy_with == response_id:
+                    conversation.busy_with = None
+            return json_response(copy.deepcopy(response))
+
+    def _answer(self, call: dict[str, Any], response: Response) -> Response:
+        call["status"] = response.status_code
+        self._record(call)
+        return response
+
+
+def _conversation_id(value: Any) -> str | None:
+    """`conversation` is an id, or an object with one."""
+    if isinstance(value, dict):
+        return value.get("id")
+    return value or None
+
+
+def _fault_error(fault: Fault, conversation_id: str | None) -> Response:
+    status, code = int(fault["status"]), fault.get("code")
+    if status == 404:
+        return not_found("Conversation", conversation_id or "", "conversation", code)
+    return error(status, code)

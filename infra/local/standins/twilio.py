@@ -1,0 +1,235 @@
+"""The Twilio stand-in: create, list and fetch Messages under `/2010-04-01/Accounts/<sid>/`,
+with the status progression and signed status callbacks of twilio_delivery.py and the list
+filters and paging of twilio_listing.py.
+
+`messages.create` takes no idempotency key (none among its parameters in
+https://www.twilio.com/docs/messaging/api/message-resource#create-a-message-resource), and
+the docs say nothing of a request whose answer is lost: the stand-in takes the case hardest
+on the client. A `delay` fault accepts the message first (it is listed and gets its status
+callbacks) and only then answers, late: a client that timed out has still sent it.
+
+Faults (see base.py for the queue) are used by the message create:
+  - `{"status": 429, "code": 20429}`, `{"status": 400, "code": 63016}`, `{"status": 503}`:
+    refused with that HTTP status and Twilio error code (after `delay`, if given); nothing
+    is created;
+  - `{"delay": 12}`: accepted, answered 12 s later;
+  - `{"outcome": "undelivered", "error_code": 63016, "after": 0.5}`: accepted (201, queued),
+    then reported `undelivered` with that ErrorCode 0.5 s later. Outcomes: `delivered` (SMS
+    default), `read` (WhatsApp default), `sent`, `undelivered`, `failed`. Combines with `delay`.
+Without `after`, each status step takes `step_seconds` (0.05 s by default).
+`GET /_control/callbacks` lists the status callbacks POSTed, with their answers.
+"""
+
+from __future__ import annotations
+
+import secrets
+import threading
+import time
+from typing import Any
+
+from werkzeug.routing import Rule
+from werkzeug.wrappers import Request, Response
+
+from infra.local.standins.base import Fault, StandIn, json_response
+from infra.local.standins.twilio_delivery import (
+    apply_status,
+    callback_params,
+    now_rfc2822,
+    post_callback,
+    statuses_after_acceptance,
+)
+from infra.local.standins.twilio_listing import matcher, newest_first, page_of
+
+API = "/2010-04-01/Accounts"
+MAX_BODY_UTF16_UNITS = 1600
+# Kept with each message for tests, but not part of Twilio's Message resource.
+_NOT_IN_RESOURCE = ("content_sid", "status_callback")
+
+
+class TwilioStandIn(StandIn):
+    rules = [
+        Rule(f"{API}/<account_sid>/Messages.json", endpoint="messages_api", methods=["GET", "POST"]),
+        Rule(f"{API}/<account_sid>/Messages/<sid>.json", endpoint="message_api", methods=["GET"]),
+        Rule("/_control/callbacks", endpoint="control_callbacks", methods=["GET"]),
+    ]
+
+    def __init__(self, step_seconds: float = 0.05) -> None:
+        super().__init__()
+        self.messages: list[dict[str, Any]] = []  # accepted, oldest first
+        self.callbacks: list[dict[str, Any]] = []  # status callback attempts
+        self.step_seconds = step_seconds
+
+    def _reset(self) -> None:
+        self.messages.clear()
+        self.callbacks.clear()
+
+    def messages_endpoint_for(self, account_sid: str) -> str:
+        return f"{API}/{account_sid}/Messages.json"
+
+    # --- the API --------------------------------------------------------------------------
+
+    def messages_api(self, request: Request, account_sid: str) -> Response:
+        if request.authorization is None or request.authorization.username != account_sid:
+            return twilio_error(401, 20003, "Authenticate")
+        if request.method == "GET":
+            return self._list(request, account_sid)
+        return self._create(request, account_sid, request.authorization.password or "")
+
+    def message_api(self, request: Request, account_sid: str, sid: str) -> Response:
+        if request.authorization is None or request.authorization.username != account_sid:
+            return twilio_error(401, 20003, "Authenticate")
+        with self._lock:
+            found = [m for m in self.messages if m["sid"] == sid and m["account_sid"] == account_sid]
+            if not found:
+                return twilio_error(404, 20404, f"The requested resource {request.path} was not found")
+            return json_response(resource(found[0]))
+
+    def _list(self, request: Request, account_sid: str) -> Response:
+        args = request.args.to_dict()
+        try:
+            matches = matcher(args)
+        except ValueError:
+            return twilio_error(400, 20001, "Invalid DateSent")
+        with self._lock:
+            listed = [resource(m) for m in self.messages if m["account_sid"] == account_sid and matches(m)]
+            return json_response(page_of(newest_first(listed), args, request.path))
+
+    def _create(self, request: Request, account_sid: str, auth_token: str) -> Response:
+        form = request.form
+        fault = self._next_fault()
+        call: dict[str, Any] = {
+            "to": form.get("To"),
+            "from": form.get("From"),
+            "body": form.get("Body"),
+            "content_sid": form.get("ContentSid"),
+            "status_callback": form.get("StatusCallback"),
+            "sid": None,
+            "at": time.time(),
+        }
+        delay = float(fault.get("delay") or 0)
+        if fault.get("status"):
+            time.sleep(delay)
+            status = int(fault["status"])
+            return self._answer(
+                call, twilio_error(status, int(fault.get("code") or status), "Injected fault")
+            )
+        refusal = _refusal(form)
+        if refusal is not None:
+            return self._answer(call, refusal)
+        message = _new_message(account_sid, form)
+        statuses = statuses_after_acceptance(message, fault.get("outcome"))
+        with self._lock:
+            self.messages.append(message)
+            created, epoch = resource(message), self._epoch
+        call["sid"] = message["sid"]
+        self._answer(call, json_response(created, 201))
+        args = (message, statuses, fault, auth_token, epoch)
+        threading.Thread(target=self._deliver, args=args, daemon=True).start()
+        time.sleep(delay)  # accepted already: a client that gives up meanwhile has still sent it
+        return json_response(created, 201)
+
+    def _answer(self, call: dict[str, Any], response: Response) -> Response:
+        call["status"] = response.status_code
+        self._record(call)
+        return response
+
+    # --- after acceptance -----------------------------------------------------------------
+
+    def _deliver(
+        self, message: dict[str, Any], statuses: list[str], fault: Fault, auth_token: str, epoch: int
+    ) -> None:
+        """Move the message through its statuses, reporting each to its StatusCallback."""
+        after = fault.get("after")
+        steps = len(statuses)
+        started = time.monotonic()
+        for n, status in enumerate(statuses, start=1):
+            at = float(after) * n / steps if after is not None else self.step_seconds * n
+            time.sleep(max(0.0, started + at - time.monotonic()))
+            with self._lock:
+                if not self._current(epoch):
+                    return
+                apply_status(message, status, fault.get("error_code") or fault.get("code"))
+                params = callback_params(message)
+            url = message["status_callback"]
+            if url:
+                attempts = post_callback(url, params, auth_token)
+                with self._lock:
+                    if self._current(epoch):
+                        self.callbacks.extend(attempts)
+
+    # --- control --------------------------------------------------------------------------
+
+    def control_callbacks(self, request: Request) -> Response:
+        with self._lock:
+            return json_response({"callbacks": list(self.callbacks)})
+
+
+def resource(message: dict[str, Any]) -> dict[str, Any]:
+    """The Message resource as the API shows it."""
+    return {key: value for key, value in message.items() if key not in _NOT_IN_RESOURCE}
+
+
+def utf16_units(text: str) -> int:
+    return len(text.encode("utf-16-le")) // 2
+
+
+def _refusal(form: Any) -> Response | None:
+    """What Twilio refuses at once, with its error code
+    (https://www.twilio.com/docs/api/errors/<code>)."""
+    if not form.get("To"):
+        return twilio_error(400, 21604, "A 'To' phone number is required.")
+    if not form.get("From") and not form.get("MessagingServiceSid"):
+        return twilio_error(400, 21603, "A 'From' phone number is required.")
+    body = form.get("Body") or ""
+    if not body and not form.get("ContentSid") and not form.get("MediaUrl"):
+        return twilio_error(400, 21602, "Message body is required.")
+    # 1,600 characters, where "emojis ... or non-GSM characters will be counted as multiple
+    # characters" (https://www.twilio.com/docs/api/errors/21617): counted here in UTF-16
+    # code units, as UCS-2 encodes them (an emoji outside the BMP is two).
+    if utf16_units(body) > MAX_BODY_UTF16_UNITS:
+        return twilio_error(400, 21617, "The concatenated message body exceeds the 1600 character limit.")
+    return None
+
+
+def _new_message(account_sid: str, form: Any) -> dict[str, Any]:
+    """A message just accepted: `queued`, or `accepted` with a Messaging Service, and no
+    date_sent yet (https://www.twilio.com/docs/messaging/api/message-resource)."""
+    sid = "SM" + secrets.token_hex(16)
+    now = now_rfc2822()
+    uri = f"{API}/{account_sid}/Messages/{sid}"
+    return {
+        "sid": sid,
+        "account_sid": account_sid,
+        "api_version": "2010-04-01",
+        "to": form.get("To"),
+        "from": form.get("From"),
+        "messaging_service_sid": form.get("MessagingServiceSid"),
+        "body": form.get("Body"),
+        "content_sid": form.get("ContentSid"),
+        "status": "accepted" if form.get("MessagingServiceSid") else "queued",
+        "direction": "outbound-api",
+        "num_segments": "1",
+        "num_media": "0",
+        "date_created": now,
+        "date_updated": now,
+        "date_sent": None,
+        "error_code": None,
+        "error_message": None,
+        "price": None,
+        "price_unit": "USD",
+        "uri": uri + ".json",
+        "subresource_uris": {"media": uri + "/Media.json", "feedback": uri + "/Feedback.json"},
+        "status_callback": form.get("StatusCallback"),
+    }
+
+
+def twilio_error(status: int, code: int, message: str) -> Response:
+    return json_response(
+        {
+            "code": code,
+            "message": message,
+            "more_info": f"https://www.twilio.com/docs/errors/{code}",
+            "status": status,
+        },
+        status,
+    )
