@@ -1,20 +1,21 @@
-"""Configuration of the functions, read once from the environment into a typed model
-(pydantic-settings). The names of the resources the stack creates have no defaults: a
-function deployed without them fails at cold start, not at its first request."""
+"""Configuration of the functions, read once from the environment into a typed model.
+The names of the resources the stack creates have no defaults: a function deployed
+without them fails at cold start, not at its first request. (Plain pydantic rather than
+pydantic-settings, which added half an `import boto3` to every cold start.)"""
 
 from __future__ import annotations
 
+import os
 from functools import cache
 from typing import Any
 
-from pydantic import Field
-from pydantic_settings import BaseSettings, SettingsConfigDict
+from pydantic import BaseModel, ConfigDict, Field
 
 
-class Settings(BaseSettings):
+class Settings(BaseModel):
     """Every setting a function reads. Names are the environment variables."""
 
-    model_config = SettingsConfigDict(extra="ignore", populate_by_name=True, frozen=True)
+    model_config = ConfigDict(extra="ignore", populate_by_name=True, frozen=True)
 
     conversations_table: str = Field(alias="CONVERSATIONS_TABLE", min_length=1)
     staged_messages_table: str = Field(alias="STAGED_MESSAGES_TABLE", min_length=1)
@@ -91,4 +92,4 @@ class Settings(BaseSettings):
 
 @cache
 def get_settings() -> Settings:
-    return Settings()  # type: ignore[call-arg]  # read from the environment
+    return Settings.model_validate(dict(os.environ))
