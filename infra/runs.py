@@ -9,7 +9,9 @@ their durations, retries and errors, beside the conversation's recorded turns.
 `redrive` makes a conversation's set-aside messages (a permanent error, or a batch that
 kept failing) pending again and opens a window for them.
 
-Reads STATE_MACHINE_ARN and TURNS_TABLE; AWS_ENDPOINT_URL points it at the local stack.
+On AWS it reads every name it needs from the stack's outputs (STACK_NAME, default
+BurstReply). Locally, set STATE_MACHINE_ARN and TURNS_TABLE, and AWS_ENDPOINT_URL to
+point it at the local stack.
 """
 
 from __future__ import annotations
@@ -24,6 +26,10 @@ from datetime import datetime
 from typing import Any
 
 import boto3
+from botocore.exceptions import ClientError, EndpointConnectionError, NoCredentialsError
+
+from functions.dal.tables import ALL_TABLES
+from infra.names import STACK_NAME
 
 
 @dataclass
@@ -148,6 +154,19 @@ class Runs:
         return lines
 
 
+def settings_from_stack(stack_name: str) -> dict[str, str]:
+    """The functions' settings from a deployed stack's outputs (the state machine's ARN,
+    every table's and the bus's name); nothing if there is no such stack."""
+    try:
+        stack = boto3.client("cloudformation").describe_stacks(StackName=stack_name)["Stacks"][0]
+    except (ClientError, NoCredentialsError, EndpointConnectionError):
+        return {}
+    outputs = {o["OutputKey"]: o["OutputValue"] for o in stack.get("Outputs", [])}
+    names = {f"{t.logical_id}TableName": t.env_var for t in ALL_TABLES}
+    names.update({"StateMachineArn": "STATE_MACHINE_ARN", "EventBusName": "EVENT_BUS_NAME"})
+    return {env: outputs[key] for key, env in names.items() if key in outputs}
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m infra.runs", description=__doc__.split("\n\n")[0])
     commands = parser.add_subparsers(dest="command", required=True)
@@ -162,9 +181,11 @@ def main(argv: list[str] | None = None) -> int:
     redriving.add_argument("conversation")
     args = parser.parse_args(argv)
 
+    if not os.environ.get("STATE_MACHINE_ARN"):
+        os.environ.update(settings_from_stack(os.environ.get("STACK_NAME", STACK_NAME)))
     state_machine_arn = os.environ.get("STATE_MACHINE_ARN")
     if not state_machine_arn:
-        print("Set STATE_MACHINE_ARN (the stack output StateMachineArn).", file=sys.stderr)
+        print("Set STATE_MACHINE_ARN, or STACK_NAME for a deployed stack.", file=sys.stderr)
         return 2
     runs = Runs(state_machine_arn, os.environ.get("TURNS_TABLE", "Turns"))
     if args.command == "redrive":

@@ -9,9 +9,11 @@ from __future__ import annotations
 
 import json
 import re
+import threading
 import time
 import traceback
 import uuid
+import warnings
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -20,6 +22,10 @@ from werkzeug.wrappers import Request, Response
 
 from functions.observability import metrics
 from functions.registry import BY_NAME
+
+# Locally, metrics are not published (POWERTOOLS_METRICS_DISABLED), and Powertools warns on
+# every invocation that emitted none: noise in `make demo` and `make local`.
+warnings.filterwarnings("ignore", message="No application metrics to publish")
 
 _INVOKE = re.compile(r"^/2015-03-31/functions/(?P<name>[^/]+)/invocations$")
 
@@ -65,11 +71,19 @@ def invoke(name: str, payload: Any) -> tuple[Any, str | None]:
 
 
 class LambdaMiddleware:
+    """Also serializes DynamoDB requests: moto's in-memory tables are not thread-safe (a
+    transaction copies a table while another request writes it, and fails with
+    "dictionary changed size during iteration"), which DynamoDB itself never does."""
+
     def __init__(self, app: Any) -> None:
         self.app = app
+        self._dynamodb = threading.Lock()
 
     def __call__(self, environ: dict[str, Any], start_response: Any) -> Any:
         match = _INVOKE.match(environ.get("PATH_INFO", ""))
+        if environ.get("HTTP_X_AMZ_TARGET", "").startswith("DynamoDB_"):
+            with self._dynamodb:
+                return list(self.app(environ, start_response))
         if environ.get("REQUEST_METHOD") != "POST" or not match:
             return self.app(environ, start_response)
         request = Request(environ)

@@ -2,13 +2,16 @@
 that ratios hold on a noisy machine. Prints a table and writes docs/benchmarks.md with a
 plot (docs/benchmarks.png).
 
-1. Webhook: AWS calls per message, handler time per message, cold import time.
-2. Per batch: state transitions and Lambda invocations (happy path, one retry, per
-   quiet-mode extension), and the Step Functions cost they imply at list prices.
-3. Batching on a seeded corpus of synthetic typing traces: AI calls per burst, bursts
-   split, reply delay after the last fragment, for no batching, fixed windows and quiet
-   mode (the production rule code, debounce.py, replayed on the traces).
-4. Load: messages per second through the local gateway, 50 concurrent conversations.
+1. Cold starts: each function's handler module imported in a fresh interpreter, side by
+   side with `import boto3` alone.
+2. The webhook: AWS calls per message (first of a window, later), handler time.
+3. One burst: state transitions, Lambda invocations and their durations, every AWS call
+   (webhook and run); an OpenAI retry (checked in the history); a quiet-mode extension.
+   Then the full cost per 1,000 bursts at list prices (tests/bench/prices.py), and a month
+   at 100,000 messages a day against the seeds' estimate.
+4. Batching on a seeded corpus of synthetic typing traces: AI calls per burst, bursts
+   split, reply delay after the last fragment (the production rule code, debounce.py).
+5. Load: messages per second through the local gateway, 50 concurrent conversations.
 """
 
 from __future__ import annotations
@@ -30,92 +33,76 @@ from typing import Any
 os.environ.setdefault("POWERTOOLS_LOG_LEVEL", "ERROR")
 os.environ.setdefault("POWERTOOLS_METRICS_DISABLED", "true")
 
-import botocore.client  # noqa: E402
-from werkzeug.test import EnvironBuilder  # noqa: E402
-from werkzeug.wrappers import Request  # noqa: E402
-
 from functions.config import get_settings  # noqa: E402
-from functions.dal import conversations, staged_messages  # noqa: E402
+from functions.dal import conversations as conversation_table  # noqa: E402
+from functions.dal import staged_messages  # noqa: E402
 from functions.logic import clock  # noqa: E402
 from functions.logic.debounce import BatchingRules, due_ms  # noqa: E402
 from functions.models import Channel  # noqa: E402
-from infra.local.gateway import proxy_event  # noqa: E402
-from infra.local.lambdas import invoke  # noqa: E402
+from functions.registry import ALL_FUNCTIONS, BY_NAME, TASKS, WEBHOOK  # noqa: E402
+from infra.local import lambdas  # noqa: E402
 from infra.local.stack import LocalConfig, LocalStack  # noqa: E402
-from infra.local.webhooks import inbound_form, new_message_sid, post_webhook, sign  # noqa: E402
+from infra.local.webhooks import inbound_form, post_webhook  # noqa: E402
+from tests.bench import prices  # noqa: E402
+from tests.support.costs import AwsCallCounter, run_counts, webhook_event  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[2]
 OUR_NUMBER = "whatsapp:+15550009999"
 SEED = 20261125
-
-# List prices, us-east-1 (2026): Step Functions Standard per state transition; Lambda
-# per request. Lambda duration and DynamoDB on-demand requests come on top.
-PRICE_TRANSITION = 0.025 / 1000
-PRICE_LAMBDA_REQUEST = 0.20 / 1_000_000
-SEEDS_MONTHLY_AT_100K_PER_DAY = "$17-27 (Redis buffer design, seed 004)"
+# Tokens of one AI call, assumed (the stand-in's counts are not a model's): the
+# instructions, the conversation so far and the burst in; a short chat reply out.
+ASSUMED_INPUT_TOKENS, ASSUMED_OUTPUT_TOKENS = 2_000, 200
 
 
-# --- 1. the webhook ---------------------------------------------------------------------
+# --- 1. cold starts -----------------------------------------------------------------------
 
 
-class AwsCallCounter:
-    """Counts AWS API calls made by the current thread while counting is on."""
-
-    def __init__(self) -> None:
-        self.local = threading.local()
-        self.calls: Counter[str] = Counter()
-        original = botocore.client.BaseClient._make_api_call
-        counter = self
-
-        def counted(client: Any, operation: str, params: dict[str, Any]) -> Any:
-            if getattr(counter.local, "on", False):
-                counter.calls[f"{client.meta.service_model.service_name}:{operation}"] += 1
-            return original(client, operation, params)
-
-        botocore.client.BaseClient._make_api_call = counted  # type: ignore[method-assign]
-
-    def measure(self, call: Any) -> tuple[Any, Counter[str]]:
-        self.calls = Counter()
-        self.local.on = True
-        try:
-            return call(), self.calls
-        finally:
-            self.local.on = False
+def cold_import_ms(module: str, repeat: int = 5) -> float:
+    """Median time to import `module` in a fresh interpreter (settings as deployed)."""
+    code = f"import time; t = time.perf_counter(); import {module}; print(time.perf_counter() - t)"
+    env = {**os.environ, **{d.env_var: d.logical_id for d in _tables()}, "EVENT_BUS_NAME": "bench"}
+    runs = [
+        float(subprocess.check_output([sys.executable, "-c", code], cwd=ROOT, env=env)) for _ in range(repeat)
+    ]
+    return statistics.median(runs) * 1000
 
 
-def webhook_event(stack: LocalStack, user: str, body: str) -> dict[str, Any]:
-    """A signed API Gateway proxy event for one inbound message (no HTTP involved)."""
-    url = "http://bench.local/whatsapp"
-    form = inbound_form(body, user, OUR_NUMBER, stack.config.twilio_account_sid, new_message_sid())
-    builder = EnvironBuilder(
-        path="/whatsapp",
-        base_url="http://bench.local",
-        method="POST",
-        data=form,
-        headers={"X-Twilio-Signature": sign(url, form, stack.config.twilio_auth_token)},
-    )
-    return proxy_event(Request(builder.get_environ()))
+def _tables() -> Any:
+    from functions.dal.tables import ALL_TABLES
+
+    return ALL_TABLES
 
 
-def measure_webhook(
-    stack: LocalStack, counter: AwsCallCounter, conversations: int, per_conversation: int
-) -> dict:
+def measure_imports() -> dict[str, Any]:
+    """boto3 and each function's handler module, interleaved so that drift hits both."""
+    modules = sorted({f.handler.rpartition(".")[0] for f in ALL_FUNCTIONS})
+    boto3_runs, by_module = [], {}
+    for module in modules:
+        boto3_runs.append(cold_import_ms("boto3", 3))
+        by_module[module] = cold_import_ms(module)
+    return {"boto3_ms": statistics.median(boto3_runs), "by_module": by_module}
+
+
+# --- 2. the webhook -----------------------------------------------------------------------
+
+
+def measure_webhook(stack: LocalStack, counter: AwsCallCounter, users: int, per_user: int) -> dict:
     """Handler time and AWS calls per message; the first message of each conversation
     opens its window, the others land in the open window (a long window keeps it open)."""
     os.environ["BATCH_WINDOW_SECONDS"] = "900"
     get_settings.cache_clear()
-    users = [f"whatsapp:+1444{i:07d}" for i in range(conversations)]
-    for user in users:
-        conversations.create(Channel.WHATSAPP, user, OUR_NUMBER, clock.iso(clock.now()))
-    invoke("Webhook", webhook_event(stack, "whatsapp:+14449999999", "warm-up"))  # caches, imports
+    senders = [f"whatsapp:+1444{i:07d}" for i in range(users)]
+    for sender in senders:
+        conversation_table.create(Channel.WHATSAPP, sender, OUR_NUMBER, clock.iso(clock.now()))
+    lambdas.invoke("Webhook", webhook_event(stack, "whatsapp:+14449999999", OUR_NUMBER, "warm-up"))
     times: dict[str, list[float]] = {"first": [], "later": []}
     calls: dict[str, Counter[str]] = {"first": Counter(), "later": Counter()}
-    for round_number in range(per_conversation):
+    for round_number in range(per_user):
         kind = "first" if round_number == 0 else "later"
-        for user in users:
-            event = webhook_event(stack, user, f"fragment {round_number}")
+        for sender in senders:
+            event = webhook_event(stack, sender, OUR_NUMBER, f"fragment {round_number}")
             started = time.perf_counter()
-            (result, _), made = counter.measure(lambda e=event: invoke("Webhook", e))
+            (result, _), made = counter.measure(lambda e=event: lambdas.invoke("Webhook", e))
             times[kind].append((time.perf_counter() - started) * 1000)
             assert result["statusCode"] == 200, result
             calls[kind].update(made)
@@ -126,69 +113,55 @@ def measure_webhook(
         "messages": len(everything),
         "calls_first": sum(calls["first"].values()) / len(times["first"]),
         "calls_later": sum(calls["later"].values()) / len(times["later"]),
-        "calls_first_detail": dict(calls["first"]),
-        "calls_later_detail": dict(calls["later"]),
+        "calls_first_detail": {k: v / len(times["first"]) for k, v in sorted(calls["first"].items())},
         "median_ms": statistics.median(everything),
         "p99_ms": statistics.quantiles(everything, n=100)[98],
-        "median_first_ms": statistics.median(times["first"]),
-        "median_later_ms": statistics.median(times["later"]),
     }
 
 
-def measure_imports(repeat: int = 5) -> dict:
-    def cold(module: str) -> float:
-        code = f"import time; t = time.perf_counter(); import {module}; print(time.perf_counter() - t)"
-        runs = [float(subprocess.check_output([sys.executable, "-c", code], cwd=ROOT)) for _ in range(repeat)]
-        return statistics.median(runs) * 1000
-
-    return {"webhook_ms": cold("functions.handlers.webhook"), "boto3_ms": cold("boto3")}
+# --- 3. one burst -------------------------------------------------------------------------
 
 
-# --- 2. per batch -------------------------------------------------------------------------
+class TimedLambdas:
+    """Wraps the local Lambda runtime to record each invocation's duration."""
+
+    def __init__(self) -> None:
+        self.durations: list[tuple[str, float]] = []
+        self._invoke = lambdas.invoke
+
+    def __enter__(self) -> TimedLambdas:
+        def timed(name: str, payload: Any) -> Any:
+            started = time.perf_counter()
+            try:
+                return self._invoke(name, payload)
+            finally:
+                self.durations.append((name.rsplit(":", 1)[-1], time.perf_counter() - started))
+
+        lambdas.invoke = timed  # type: ignore[assignment]
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        lambdas.invoke = self._invoke  # type: ignore[assignment]
+
+    def gb_seconds(self) -> float:
+        """Billed GB-seconds: each duration rounded up to the millisecond, times memory."""
+        return sum(-(-s * 1000 // 1) / 1000 * BY_NAME[n].memory_mb / 1024 for n, s in self.durations)
 
 
-def run_counts(stack: LocalStack, conversation_id: str) -> tuple[int, int, int]:
-    """(billed state transitions, Lambda invocations, window checks) of the conversation's
-    runs. Step Functions bills each state entered and each retry of a task."""
-    sfn = stack.client("stepfunctions")
-    transitions = invocations = checks = 0
-    for run in sfn.list_executions(stateMachineArn=stack.state_machine_arn)["executions"]:
-        if not run["name"].startswith(conversation_id + "-"):
-            continue
-        events = sfn.get_execution_history(executionArn=run["executionArn"], maxResults=1000)["events"]
-        entered = sum(1 for e in events if e["type"].endswith("StateEntered"))
-        task_entries = sum(1 for e in events if e["type"] == "TaskStateEntered")
-        scheduled = sum(1 for e in events if e["type"] == "TaskScheduled")
-        transitions += entered + (scheduled - task_entries)  # retries
-        invocations += sum(
-            1
-            for e in events
-            if e["type"] == "TaskScheduled" and e["taskScheduledEventDetails"]["resourceType"] == "lambda"
-        )
-        checks += sum(
-            1
-            for e in events
-            if e["type"] == "TaskStateEntered"
-            and e["stateEnteredEventDetails"]["name"] == "Check Batch Window"
-        )
-    return transitions, invocations, checks
-
-
-def batch_run(
-    stack: LocalStack, rules: dict | None, fragments: list[tuple[float, str]]
-) -> tuple[int, int, int]:
-    """Send `fragments` (offset, body) for a new conversation with `rules`; its counts."""
+def burst(stack: LocalStack, rules: dict | None, fragments: list[tuple[float, str]]) -> str:
+    """Send `fragments` (offset, body) over HTTP for a new conversation with `rules`,
+    wait until it is answered; the conversation's id."""
     user = f"whatsapp:+1333{random.randrange(10**7):07d}"
-    conversation = conversations.create(Channel.WHATSAPP, user, OUR_NUMBER, clock.iso(clock.now()))
+    conversation = conversation_table.create(Channel.WHATSAPP, user, OUR_NUMBER, clock.iso(clock.now()))
     if rules:
-        conversations.update(conversation.conversation_id, batching=rules)
+        conversation_table.update(conversation.conversation_id, batching=rules)
     start = time.monotonic()
     for offset, body in fragments:
         time.sleep(max(0.0, start + offset - time.monotonic()))
         form = inbound_form(body, user, OUR_NUMBER, stack.config.twilio_account_sid)
         assert post_webhook(stack.whatsapp_url, form, stack.config.twilio_auth_token).status_code == 200
     wait_quiet(stack, [conversation.conversation_id])
-    return run_counts(stack, conversation.conversation_id)
+    return conversation.conversation_id
 
 
 def wait_quiet(stack: LocalStack, conversation_ids: list[str], timeout: float = 120) -> None:
@@ -210,24 +183,54 @@ def wait_quiet(stack: LocalStack, conversation_ids: list[str], timeout: float = 
     raise TimeoutError("the batches did not finish")
 
 
-def measure_batches(stack: LocalStack) -> dict:
-    happy = batch_run(stack, None, [(0, "hello")])
+def measure_bursts(stack: LocalStack, counter: AwsCallCounter) -> dict:
+    fragments = [(0, "hello"), (0.2, "my order"), (0.4, "has not arrived")]
+    with TimedLambdas() as timed:
+        conversation_id, made = counter.measure(lambda: burst(stack, None, fragments), all_threads=True)
+    happy = run_counts(stack, conversation_id)
+    calls = Counter({k: v for k, v in made.items() if not k.startswith("lambda:")})
+    calls["dynamodb:Query"] += 1  # Query Staged Messages: a direct integration, inside the emulator
+    items = Counter(counter.dynamodb_items)
+    items["Query"] += 1
+    measured = prices.Burst(
+        messages=len(fragments),
+        transitions=happy.transitions,
+        lambda_invocations=happy.lambda_invocations,
+        lambda_gb_seconds=timed.gb_seconds(),
+        aws_calls=calls,
+        dynamodb_items=items,
+    )
     stack.openai.inject({"status": 503})
-    retried = batch_run(stack, None, [(0, "hello again")])
-    quiet = {"mode": "quiet", "quiet_seconds": 3, "typing_gap_seconds": 0, "max_wait_seconds": 60}
-    once = batch_run(stack, quiet, [(0, "one")])
+    retried_id = burst(stack, None, [(0, "hello again")])
+    retried = run_counts(stack, retried_id)
+    failures = [e for page in _histories(stack, retried_id) for e in page if e["type"] == "TaskFailed"]
+    assert len(failures) == 1, "the injected OpenAI error did not cause exactly one retry"
+    quiet = {"mode": "quiet", "quiet_seconds": 2, "typing_gap_seconds": 0, "max_wait_seconds": 60}
+    once = run_counts(stack, burst(stack, quiet, [(0, "one")]))
     # Each fragment lands during the wait and moves its end: the run waits again.
-    extended = batch_run(stack, quiet, [(0, "one"), (2.0, "two"), (4.0, "three")])
-    extensions = extended[2] - once[2]
+    extended = run_counts(stack, burst(stack, quiet, [(0, "one"), (1.5, "two"), (3.0, "three")]))
+    extensions = extended.extensions - once.extensions
     return {
         "happy": happy,
+        "measured": measured,
+        "functions": sorted({name for name, _ in timed.durations if name != WEBHOOK.logical_id}),
         "retry": retried,
-        "extension_transitions": (extended[0] - once[0]) / extensions,
-        "extension_invocations": (extended[1] - once[1]) / extensions,
+        "extension_transitions": (extended.transitions - once.transitions) / extensions,
+        "extension_invocations": (extended.lambda_invocations - once.lambda_invocations) / extensions,
     }
 
 
-# --- 3. batching on synthetic typing traces --------------------------------------------
+def _histories(stack: LocalStack, conversation_id: str) -> list[list[dict[str, Any]]]:
+    sfn = stack.client("stepfunctions")
+    runs = sfn.list_executions(stateMachineArn=stack.state_machine_arn)["executions"]
+    return [
+        sfn.get_execution_history(executionArn=r["executionArn"], maxResults=1000)["events"]
+        for r in runs
+        if r["name"].startswith(conversation_id + "-")
+    ]
+
+
+# --- 4. batching on synthetic typing traces --------------------------------------------
 
 
 def typing_corpus(bursts: int, seed: int) -> list[list[float]]:
@@ -307,7 +310,7 @@ def measure_batching(bursts: int = 5000) -> list[dict]:
     return rows
 
 
-# --- 4. load ------------------------------------------------------------------------------
+# --- 5. load ------------------------------------------------------------------------------
 
 
 def measure_load(stack: LocalStack, conversations: int = 50, per_conversation: int = 8) -> dict:
@@ -330,7 +333,9 @@ def measure_load(stack: LocalStack, conversations: int = 50, per_conversation: i
     for thread in threads:
         thread.join()
     sending = time.perf_counter() - started
-    conversation_ids = [conversations.find(Channel.WHATSAPP, u, OUR_NUMBER).conversation_id for u in users]
+    conversation_ids = [
+        conversation_table.find(Channel.WHATSAPP, u, OUR_NUMBER).conversation_id for u in users
+    ]
     wait_quiet(stack, conversation_ids, timeout=300)
     answered = time.perf_counter() - started
     inputs = Counter(
@@ -353,54 +358,90 @@ def measure_load(stack: LocalStack, conversations: int = 50, per_conversation: i
 # --- report ---------------------------------------------------------------------------------
 
 
-def money(value: float) -> str:
-    return f"${value:,.2f}"
+def _detail(calls: dict[str, float]) -> str:
+    return ", ".join(f"{k} {v:.0f}" for k, v in calls.items())
+
+
+def money(value: float, digits: int = 2) -> str:
+    return f"${value:,.{digits}f}"
 
 
 def report(results: dict) -> tuple[str, str]:
-    w, imports, b, load = results["webhook"], results["imports"], results["batches"], results["load"]
-    happy_t, happy_l, _ = b["happy"]
-    retry_t, retry_l, _ = b["retry"]
-    default = next(r for r in results["batching"] if r["policy"].startswith("fixed W=10s"))
-    fragments_per_burst = statistics.mean(len(x) for x in typing_corpus(5000, SEED))
-    messages_per_batch = fragments_per_burst / default["ai_calls_per_burst"]
-    per_1000 = (
-        happy_t * 1000 * PRICE_TRANSITION + (happy_l + messages_per_batch) * 1000 * PRICE_LAMBDA_REQUEST
-    )
-    batches_per_day = 100_000 / messages_per_batch
-    sfn_month = batches_per_day * 30 * happy_t * PRICE_TRANSITION
-    lambda_month = (batches_per_day * happy_l + 100_000) * 30 * PRICE_LAMBDA_REQUEST
-    first_detail = ", ".join(
-        f"{k} {v / (w['messages'] / 11):.0f}" for k, v in sorted(w["calls_first_detail"].items())
-    )
+    w, imports, b, load = results["webhook"], results["imports"], results["bursts"], results["load"]
+    boto3_ms = imports["boto3_ms"]
+    happy, retry, measured = b["happy"], b["retry"], b["measured"]
+    per_burst = prices.aws_cost(measured)
+    aws_per_burst = sum(per_burst.values())
+    ai = prices.ai_cost(ASSUMED_INPUT_TOKENS, ASSUMED_OUTPUT_TOKENS)
+    # A month at 100,000 messages a day, in bursts like the measured one.
+    batches_per_month = 100_000 / measured.messages * 30
+    month = {k: v * batches_per_month for k, v in per_burst.items()}
+    touched = [WEBHOOK.logical_id, *b["functions"]]
+    module_of = {f.logical_id: f.handler.rpartition(".")[0] for f in ALL_FUNCTIONS}
+    cold_sum = sum(imports["by_module"][module_of[f]] for f in touched)
     rows = [
-        ("Webhook: AWS calls, first message of a window", f"{w['calls_first']:.1f} ({first_detail})"),
-        ("Webhook: AWS calls, later message in the window", f"{w['calls_later']:.1f}"),
         (
-            f"Webhook: handler time per message, median / p99 ({w['messages']} messages)",
-            f"{w['median_ms']:.1f} ms / {w['p99_ms']:.1f} ms",
+            "Burst, answered (fixed or quiet, no extension): state transitions / Lambda invocations",
+            f"{happy.transitions} / {happy.lambda_invocations}",
         ),
         (
-            "Webhook: median, first / later message",
-            f"{w['median_first_ms']:.1f} ms / {w['median_later_ms']:.1f} ms",
+            "Burst with one OpenAI retry (checked in the history): transitions / invocations",
+            f"{retry.transitions} / {retry.lambda_invocations}",
         ),
-        (
-            "Cold import: webhook module / `import boto3` alone",
-            f"{imports['webhook_ms']:.0f} ms / {imports['boto3_ms']:.0f} ms",
-        ),
-        ("Batch, happy path (fixed W): state transitions / Lambda invocations", f"{happy_t} / {happy_l}"),
-        ("Batch with one OpenAI retry: transitions / invocations", f"{retry_t} / {retry_l}"),
         (
             "Quiet mode, per extension: transitions / invocations",
             f"{b['extension_transitions']:.1f} / {b['extension_invocations']:.1f}",
         ),
-        ("Step Functions + Lambda requests per 1,000 batches", money(per_1000)),
         (
-            f"100,000 messages a day ({messages_per_batch:.1f} per batch, W=10 s): Step Functions a month",
-            money(sfn_month),
+            "Webhook: AWS calls, first message of a window",
+            f"{w['calls_first']:.1f} ({_detail(w['calls_first_detail'])})",
         ),
-        ("... Lambda requests a month (webhook and tasks)", money(lambda_month)),
-        ("The seeds' estimate for the whole system at 100,000 messages a day", SEEDS_MONTHLY_AT_100K_PER_DAY),
+        ("Webhook: AWS calls, later message in the window", f"{w['calls_later']:.1f}"),
+        (
+            f"Webhook: handler time per message, median / p99 ({w['messages']} messages, local emulator)",
+            f"{w['median_ms']:.1f} ms / {w['p99_ms']:.1f} ms",
+        ),
+        ("Cold import, `import boto3` alone", f"{boto3_ms:.0f} ms"),
+        *(
+            (
+                f"Cold import, {f.logical_id} ({module_of[f.logical_id]})",
+                f"{imports['by_module'][module_of[f.logical_id]]:.0f} ms, "
+                f"{imports['by_module'][module_of[f.logical_id]] / boto3_ms:.2f}× boto3",
+            )
+            for f in (WEBHOOK, *TASKS)
+        ),
+        (
+            f"Functions one burst touches: {len(touched)}; sum of their cold imports",
+            f"{cold_sum:.0f} ms, {cold_sum / boto3_ms:.1f}× boto3",
+        ),
+        *(
+            (f"AWS per 1,000 bursts of {measured.messages} messages: {k}", money(v * 1000, 4))
+            for k, v in per_burst.items()
+        ),
+        (f"AWS per 1,000 bursts of {measured.messages} messages: total", money(aws_per_burst * 1000, 3)),
+        (
+            f"OpenAI gpt-5-mini per burst ({ASSUMED_INPUT_TOKENS:,} tokens in, "
+            f"{ASSUMED_OUTPUT_TOKENS} out, assumed)",
+            money(ai, 5),
+        ),
+        (
+            "Twilio per reply: WhatsApp (Twilio's fee) / SMS (one US segment)",
+            f"{money(prices.TWILIO_WHATSAPP_PER_MESSAGE, 4)} / {money(prices.TWILIO_SMS_US_PER_SEGMENT, 4)}",
+        ),
+        (
+            f"100,000 messages a day ({measured.messages} per burst): AWS a month",
+            money(sum(month.values())),
+        ),
+        ("... of which Step Functions", money(month["Step Functions"])),
+        (
+            "... OpenAI a month at the assumed tokens / Twilio WhatsApp replies a month",
+            f"{money(ai * batches_per_month)} / "
+            f"{money(prices.TWILIO_WHATSAPP_PER_MESSAGE * batches_per_month)}",
+        ),
+        (
+            "The seeds' estimate for the whole system at 100,000 messages a day",
+            prices.SEEDS_MONTHLY_AT_100K_PER_DAY,
+        ),
         (
             f"Load: messages per second via the local gateway, {load['conversations']} conversations at once",
             f"{load['messages_per_second']:.1f} ({load['messages']} messages, all answered in "
@@ -454,11 +495,11 @@ def main() -> int:
     logging.getLogger("werkzeug").setLevel(logging.ERROR)
     started = time.perf_counter()
     results: dict[str, Any] = {"imports": measure_imports()}
-    counter = AwsCallCounter()
+    counter = AwsCallCounter.installed()
     config = LocalConfig(aws_port=0, gateway_port=0, batch_window_seconds=1)
     with LocalStack(config) as stack:
-        results["webhook"] = measure_webhook(stack, counter, conversations=100, per_conversation=11)
-        results["batches"] = measure_batches(stack)
+        results["webhook"] = measure_webhook(stack, counter, users=100, per_user=11)
+        results["bursts"] = measure_bursts(stack, counter)
         results["load"] = measure_load(stack)
     results["batching"] = measure_batching()
     summary, batching = report(results)
@@ -467,19 +508,24 @@ def main() -> int:
     print(summary)
     print()
     print(batching)
-    print(f"\n({elapsed:.0f} s on {machine})")
+    print(f"\n({elapsed:.0f} s on {machine}; prices as of {prices.PRICES_AS_OF})")
     docs = ROOT / "docs"
     plot(results["batching"], docs / "benchmarks.png")
     (docs / "benchmarks.md").write_text(
         "# Benchmarks\n\n"
         f"Written by `make bench` on {datetime.now(UTC):%Y-%m-%d} ({machine}; the local stack: moto, our "
         "handlers in-process, stand-ins for OpenAI and Twilio). Timings are this machine's and the "
-        "emulator's, not AWS's; counts and prices do not depend on the machine.\n\n"
-        "## The webhook, runs and cost\n\n"
+        "emulator's, not AWS's (Lambda durations, and so their cost, are the local handlers' times); "
+        "counts do not depend on the machine.\n\n"
+        "## Runs, the webhook, cold starts and cost\n\n"
         f"{summary}\n\n"
-        "Prices: Step Functions Standard $0.025 per 1,000 state transitions, Lambda $0.20 per million "
-        "requests (us-east-1 list prices); Lambda duration, DynamoDB on-demand requests and API Gateway "
-        "come on top.\n\n"
+        f"Prices (tests/bench/prices.py), us-east-1 list prices as of {prices.PRICES_AS_OF}: Step Functions "
+        "Standard $0.025 per 1,000 state transitions; Lambda arm64 $0.20 per million requests and "
+        "$0.0000133334 per GB-second; DynamoDB on-demand $0.625 per million write and $0.125 per million "
+        "read request units; API Gateway REST $3.50 per million requests; Secrets Manager $0.05 per "
+        "10,000 calls; EventBridge $1.00 per million events; OpenAI gpt-5-mini $0.25 / $2.00 per million "
+        "input / output tokens; Twilio $0.005 per WhatsApp message (Meta charges nothing for a reply "
+        "within 24 hours of the user's message), $0.0083 per US SMS segment.\n\n"
         "## Batching: delay against AI calls\n\n"
         "5,000 synthetic bursts (1-8 fragments; gaps mostly under 3 s, some 5-15 s pauses), replayed "
         "through the production rule code (`functions/logic/debounce.py`) with whole-second waits.\n\n"

@@ -26,6 +26,8 @@ class AwsCallCounter:
     def __init__(self) -> None:
         self.local = threading.local()
         self.calls: Counter[str] = Counter()
+        self.dynamodb_items: Counter[str] = Counter()  # operation → items it read or wrote
+        self.all_threads = False  # count every thread's calls (a whole run's Lambdas)
 
     @classmethod
     def installed(cls) -> AwsCallCounter:
@@ -35,20 +37,34 @@ class AwsCallCounter:
             original = botocore.client.BaseClient._make_api_call
 
             def counted(client: Any, operation: str, params: dict[str, Any]) -> Any:
-                if getattr(counter.local, "on", False):
-                    counter.calls[f"{client.meta.service_model.service_name}:{operation}"] += 1
+                if counter.all_threads or getattr(counter.local, "on", False):
+                    service = client.meta.service_model.service_name
+                    counter.calls[f"{service}:{operation}"] += 1
+                    if service == "dynamodb":
+                        counter.dynamodb_items[operation] += _items(operation, params)
                 return original(client, operation, params)
 
             botocore.client.BaseClient._make_api_call = counted  # type: ignore[method-assign]
         return cls._installed
 
-    def measure(self, call: Any) -> tuple[Any, Counter[str]]:
-        self.calls = Counter()
-        self.local.on = True
+    def measure(self, call: Any, all_threads: bool = False) -> tuple[Any, Counter[str]]:
+        self.calls, self.dynamodb_items = Counter(), Counter()
+        self.local.on, self.all_threads = True, all_threads
         try:
             return call(), self.calls
         finally:
-            self.local.on = False
+            self.local.on = self.all_threads = False
+
+
+def _items(operation: str, params: dict[str, Any]) -> int:
+    """How many items a DynamoDB call reads or writes (what it is billed by)."""
+    if operation == "BatchWriteItem":
+        return sum(len(requests) for requests in params["RequestItems"].values())
+    if operation == "BatchGetItem":
+        return sum(len(table["Keys"]) for table in params["RequestItems"].values())
+    if operation == "TransactWriteItems":
+        return len(params["TransactItems"])
+    return 1
 
 
 def webhook_event(stack: LocalStack, user: str, our_number: str, body: str) -> dict[str, Any]:

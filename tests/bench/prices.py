@@ -1,0 +1,66 @@
+"""List prices the benchmark's cost model uses, and the model itself.
+
+Prices: us-east-1 list prices as known to the project on 2026-11-26 (Step Functions,
+Lambda arm64, DynamoDB on-demand after its November 2024 reduction, API Gateway REST,
+Secrets Manager, EventBridge custom events; OpenAI gpt-5-mini; Twilio's per-message fee).
+Check the vendors' pricing pages before relying on them: the counts that multiply them
+are measured, the prices are not."""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass
+
+PRICES_AS_OF = "2026-11-26"
+STEP_FUNCTIONS_PER_TRANSITION = 0.025 / 1000
+LAMBDA_PER_REQUEST = 0.20 / 1_000_000
+LAMBDA_ARM_PER_GB_SECOND = 0.0000133334
+DYNAMODB_PER_WRITE_UNIT = 0.625 / 1_000_000
+DYNAMODB_PER_READ_UNIT = 0.125 / 1_000_000
+API_GATEWAY_REST_PER_REQUEST = 3.50 / 1_000_000
+SECRETS_MANAGER_PER_CALL = 0.05 / 10_000
+EVENTBRIDGE_PER_EVENT = 1.00 / 1_000_000
+OPENAI_GPT5_MINI_PER_INPUT_TOKEN = 0.25 / 1_000_000
+OPENAI_GPT5_MINI_PER_OUTPUT_TOKEN = 2.00 / 1_000_000
+# Twilio's fee; Meta charges nothing for a reply within the 24-hour window.
+TWILIO_WHATSAPP_PER_MESSAGE = 0.005
+TWILIO_SMS_US_PER_SEGMENT = 0.0083
+SEEDS_MONTHLY_AT_100K_PER_DAY = "$17-27 (Redis buffer design, seed 004)"
+
+# Request units per call for the small items this service writes and reads (under 1 KB
+# written, 4 KB read); a transaction costs two units per item; a write to a table with
+# a GSI that the item enters or leaves costs one more unit (StagedMessages' `pending`).
+_READS = {"GetItem": 1, "Query": 1, "Scan": 1, "BatchGetItem": 1}
+_WRITES = {"PutItem": 1, "UpdateItem": 1, "DeleteItem": 1, "BatchWriteItem": 1, "TransactWriteItems": 2}
+
+
+@dataclass(frozen=True)
+class Burst:
+    """What one answered burst did, measured on the local stack."""
+
+    messages: int
+    transitions: int
+    lambda_invocations: int
+    lambda_gb_seconds: float
+    aws_calls: Counter[str]  # "service:Operation" → count, webhook and run together
+    dynamodb_items: Counter[str]  # DynamoDB operation → items read or written
+
+
+def aws_cost(burst: Burst) -> dict[str, float]:
+    """The AWS cost of one burst, by service."""
+    reads = sum(_READS.get(op, 0) * items for op, items in burst.dynamodb_items.items())
+    writes = sum(_WRITES.get(op, 0) * items for op, items in burst.dynamodb_items.items())
+    writes += 2 * burst.messages  # each staged message enters and leaves the `pending` index
+    return {
+        "Step Functions": burst.transitions * STEP_FUNCTIONS_PER_TRANSITION,
+        "Lambda requests": (burst.lambda_invocations + burst.messages) * LAMBDA_PER_REQUEST,
+        "Lambda duration": burst.lambda_gb_seconds * LAMBDA_ARM_PER_GB_SECOND,
+        "DynamoDB": reads * DYNAMODB_PER_READ_UNIT + writes * DYNAMODB_PER_WRITE_UNIT,
+        "API Gateway": burst.messages * API_GATEWAY_REST_PER_REQUEST,
+        "Secrets Manager": burst.aws_calls["secretsmanager:GetSecretValue"] * SECRETS_MANAGER_PER_CALL,
+        "EventBridge": burst.aws_calls["events:PutEvents"] * EVENTBRIDGE_PER_EVENT,
+    }
+
+
+def ai_cost(input_tokens: int, output_tokens: int) -> float:
+    return input_tokens * OPENAI_GPT5_MINI_PER_INPUT_TOKEN + output_tokens * OPENAI_GPT5_MINI_PER_OUTPUT_TOKEN
