@@ -22,9 +22,8 @@ def send_reply(task: SendInput) -> SentSummary:
     AI answered."""
     if task.reply.answered_by != "ai":
         return SentSummary(message_sids=[], parts=0)
-    ref = task
-    conversation = conversations.require(ref.conversation_id)
-    turn = turns.require(ref.conversation_id, ref.assistant_turn_id)
+    conversation = conversations.require(task.conversation_id)
+    turn = turns.require(task.conversation_id, task.assistant_turn_id)
     parts = split_reply(turn.body)
     sent = list(turn.message_sids)
     if len(sent) < len(parts):
@@ -37,15 +36,15 @@ def send_reply(task: SendInput) -> SentSummary:
         try:
             for index in range(len(sent), len(parts)):
                 sid = send(parts[index])
-                turns.append_sent_part(ref.conversation_id, ref.assistant_turn_id, index, sid)
+                turns.append_sent_part(task.conversation_id, task.assistant_turn_id, index, sid)
                 sent.append(sid)
         except TwilioPermanentError as error:
-            conversations.record_delivery_failure(ref.conversation_id, error.code, clock.iso(clock.now()))
+            conversations.record_delivery_failure(task.conversation_id, error.code, clock.iso(clock.now()))
             template = get_settings().whatsapp_template_content_sid
             if error.code != twilio_messages.WHATSAPP_WINDOW_CLOSED or not template or sent:
                 raise
             sid = send(content_sid=template)
-            turns.append_sent_part(ref.conversation_id, ref.assistant_turn_id, 0, sid)
+            turns.append_sent_part(task.conversation_id, task.assistant_turn_id, 0, sid)
             logger.info("WhatsApp window closed: template sent instead", extra={"message_sid": sid})
             return SentSummary(message_sids=[sid], parts=1)
     logger.info("Reply sent", extra={"parts": len(parts), "message_sids": sent})

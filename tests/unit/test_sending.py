@@ -1,0 +1,84 @@
+"""Send Reply as a use case, on in-memory fakes: each reply part goes out once, in order."""
+
+import pytest
+
+from functions.contract import ReplySummary, SendInput
+from functions.dal.models import Conversation, Turn
+from functions.errors import TwilioPermanentError, TwilioRetryableError
+from functions.logic import sending
+from functions.logic.replies import split_reply
+from functions.models import Channel
+from tests.support.fakes import FakeTwilio, InMemoryStore, install
+
+TASK = SendInput(
+    conversation_id="c1",
+    window_id="w1",
+    execution_name="c1-w1",
+    reply=ReplySummary(answered_by="ai", reply_chars=0, prompt_tokens=0, completion_tokens=0, total_tokens=0),
+)
+LONG_REPLY = " ".join(f"Sentence number {n} of a long answer." for n in range(120))  # three parts
+
+
+@pytest.fixture
+def world(monkeypatch):
+    store, twilio = InMemoryStore(), FakeTwilio()
+    store.conversations["c1"] = Conversation(
+        conversation_id="c1",
+        channel=Channel.WHATSAPP,
+        user_address="whatsapp:+15550001111",
+        our_address="whatsapp:+15550000001",
+        created_at="2026-11-26T00:00:00+00:00",
+    )
+    store.turns[("c1", TASK.assistant_turn_id)] = Turn(
+        conversation_id="c1", turn_id=TASK.assistant_turn_id, role="assistant", body=LONG_REPLY
+    )
+    install(monkeypatch, store, twilio)
+    return store, twilio
+
+
+def test_a_retry_after_a_failed_part_sends_only_the_parts_not_yet_sent(world):
+    store, twilio = world
+    twilio.refuse[1] = TwilioRetryableError("503")
+
+    with pytest.raises(TwilioRetryableError):
+        sending.send_reply(TASK)
+    sent = sending.send_reply(TASK)  # the state machine's retry
+
+    assert sent.parts == 3 and len(sent.message_sids) == 3
+    assert [m["body"] for m in twilio.sent] == split_reply(LONG_REPLY)  # each part once, in order
+    assert twilio.attempts == 4  # part 2 was tried twice
+    assert store.turns[("c1", TASK.assistant_turn_id)].message_sids == sent.message_sids
+
+
+def test_a_retry_after_everything_was_sent_sends_nothing(world):
+    _, twilio = world
+    first = sending.send_reply(TASK)
+
+    again = sending.send_reply(TASK)
+
+    assert again == first and len(twilio.sent) == 3
+
+
+def test_a_closed_whatsapp_window_sends_the_template_once_and_records_why(world, monkeypatch):
+    store, twilio = world
+    monkeypatch.setenv("WHATSAPP_TEMPLATE_CONTENT_SID", "HX" + "1" * 32)
+    from functions.config import get_settings
+
+    get_settings.cache_clear()
+    twilio.refuse[0] = TwilioPermanentError("window closed", 63016)
+    try:
+        sent = sending.send_reply(TASK)
+    finally:
+        monkeypatch.undo()
+        get_settings.cache_clear()
+
+    assert [m["content_sid"] for m in twilio.sent] == ["HX" + "1" * 32] and sent.parts == 1
+    assert store.delivery_failures == [("c1", 63016)]
+
+
+def test_nothing_is_sent_for_a_batch_handed_off_to_a_person(world):
+    _, twilio = world
+    human = TASK.model_copy(update={"reply": TASK.reply.model_copy(update={"answered_by": "human"})})
+
+    assert sending.send_reply(human).parts == 0
+    assert twilio.attempts == 0
