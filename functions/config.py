@@ -35,6 +35,10 @@ class Settings(BaseModel):
     typing_quiet_seconds: float = Field(6, gt=0, alias="TYPING_QUIET_SECONDS")
     max_wait_seconds: float = Field(60, gt=0, alias="MAX_WAIT_SECONDS")
     max_batch_messages: int = Field(0, ge=0, alias="MAX_BATCH_MESSAGES")
+    # A batch holds at most this many messages, and bodies of at most this many bytes (the
+    # merged user turn is one DynamoDB item, at most 400 KB); the rest go to the next batch.
+    max_batch_size: int = Field(50, ge=1, le=100, alias="MAX_BATCH_SIZE")
+    max_batch_bytes: int = Field(64_000, ge=12_000, le=300_000, alias="MAX_BATCH_BYTES")
     flush_keywords: str = Field("", alias="FLUSH_KEYWORDS")  # comma-separated
     lock_lease_seconds: int = Field(600, ge=30, alias="LOCK_LEASE_SECONDS")
     auto_create_conversations: bool = Field(False, alias="AUTO_CREATE_CONVERSATIONS")

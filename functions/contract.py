@@ -54,6 +54,7 @@ class RunInput(Contract):
     window_id: str
     rules: BatchingRules
     burst: BurstStatus
+    batch_limit: int  # at most this many messages per batch (Query Staged Messages' Limit)
 
 
 # --- Wait For The Burst To End, Acquire Processing Lock ------------------------------------
@@ -61,6 +62,7 @@ class RunInput(Contract):
 
 class ParkInput(BatchRef):
     task_token: str
+    entered_at: str  # when this wait began: a later parking never yields to an earlier one
     rules: BatchingRules
 
 
@@ -126,6 +128,7 @@ class RecordOutput(Contract):
 
 class CloseInput(BatchRef):
     rules: BatchingRules
+    batch: BatchSummary
 
 
 class CloseOutput(Contract):

@@ -14,6 +14,10 @@ class ProcessingLockLost(Exception):
     """This run's lease expired and another run took the processing lock."""
 
 
+class TransactionConflict(Exception):
+    """A DynamoDB transaction met a concurrent write to one of its items; retrying it is safe."""
+
+
 class ConversationNotFound(Exception):
     """The conversation named by the execution input does not exist."""
 

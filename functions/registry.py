@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from functions.dal import expressions
-from functions.dal.tables import ALL_TABLES
+from functions.dal.tables import ALL_TABLES, PENDING_INDEX
 
 
 @dataclass(frozen=True)
@@ -64,5 +64,6 @@ def definition_substitutions(table_names: dict[str, str], function_arns: dict[st
     passes the same map as `definition_substitutions`."""
     values = {t.placeholder: table_names[t.logical_id] for t in ALL_TABLES}
     values.update(expressions.SUBSTITUTIONS)
+    values["PendingIndexName"] = PENDING_INDEX
     values.update({f.placeholder: function_arns[f.logical_id] for f in TASKS if f.placeholder})
     return values

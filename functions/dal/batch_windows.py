@@ -60,14 +60,18 @@ def arrive(candidate: BatchWindow, now_ms: int, flush: bool) -> BatchWindow:
 _SET_ON_OPEN = ("window_id", "opened_at", "opened_ms", "execution_name", "execution_input", "expires_at")
 
 
-def park_task_token(conversation_id: str, window_id: str, task_token: str) -> BatchWindow | None:
-    """Leave the waiting run's task token on its window, for a flush to wake it; the
-    window after the update, or None if that window is closed."""
+def park_task_token(
+    conversation_id: str, window_id: str, task_token: str, entered_ms: int
+) -> BatchWindow | None:
+    """Leave the waiting run's task token on its window, for a flush to wake it, unless a
+    later wait of the run parked its own already (on AWS a wait's timeout runs while its
+    Lambda starts, so a parking can arrive late). The window after the update, or None if
+    that window is closed or holds a newer token."""
     return _update(
         conversation_id,
-        expressions.IS_THIS_WINDOW,
-        UpdateExpression="SET task_token = :token",
-        ExpressionAttributeValues={":token": task_token, ":window": window_id},
+        expressions.PARK_IF_NEWER,
+        UpdateExpression="SET task_token = :token, token_entered_ms = :entered",
+        ExpressionAttributeValues={":token": task_token, ":window": window_id, ":entered": entered_ms},
     )
 
 
@@ -98,16 +102,18 @@ def scan() -> list[BatchWindow]:
     return [BatchWindow.model_validate(dynamo.from_dynamo(i)) for i in dynamo.all_items(_table().scan)]
 
 
-def close(conversation_id: str, window_id: str) -> bool:
-    """Close the window if it is still this one. False if it was already closed."""
+def close(conversation_id: str, window_id: str) -> BatchWindow | None:
+    """Close the window if it is still this one: the window as it was when closed, or
+    None if it was already closed."""
     try:
-        _table().delete_item(
+        old = _table().delete_item(
             Key={"conversation_id": conversation_id},
             ConditionExpression=expressions.IS_THIS_WINDOW,
             ExpressionAttributeValues={":window": window_id},
-        )
+            ReturnValues="ALL_OLD",
+        )["Attributes"]
     except ClientError as error:
         if dynamo.condition_failed(error):
-            return False
+            return None
         raise
-    return True
+    return BatchWindow.model_validate(dynamo.from_dynamo(old))

@@ -15,7 +15,6 @@ HOLDS_LOCK = "lock_owner = :me"
 
 # --- staged messages --------------------------------------------------------------------
 OF_CONVERSATION = "conversation_id = :conversation"
-NOT_ANSWERED_OR_FAILED = "attribute_not_exists(answered_in) AND attribute_not_exists(failed_in)"
 STAGED_KEYS = "message_sid, received_at"
 IS_PENDING = "attribute_exists(pending_since)"
 NEW_MESSAGE_SID = "attribute_not_exists(message_sid)"
@@ -23,6 +22,9 @@ NEW_MESSAGE_SID = "attribute_not_exists(message_sid)"
 # --- batch windows ----------------------------------------------------------------------
 NO_OPEN_WINDOW = "attribute_not_exists(conversation_id)"
 IS_THIS_WINDOW = "window_id = :window"
+PARK_IF_NEWER = (
+    "window_id = :window AND (attribute_not_exists(token_entered_ms) OR token_entered_ms < :entered)"
+)
 # Count a message in the window, opening it if none is open ({open}: the opening fields,
 # each `if_not_exists`); 0 stands for "no previous message". A flush request, once made,
 # stays ({flush}: `:flush` for a message that flushes, else `if_not_exists`).
@@ -36,7 +38,6 @@ SUBSTITUTIONS = {
     "ReleaseLockExpression": RELEASE_LOCK,
     "HoldsLockCondition": HOLDS_LOCK,
     "StagedOfConversation": OF_CONVERSATION,
-    "NotAnsweredOrFailedFilter": NOT_ANSWERED_OR_FAILED,
     "StagedKeysProjection": STAGED_KEYS,
     "IsThisWindowCondition": IS_THIS_WINDOW,
 }

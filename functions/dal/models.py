@@ -48,9 +48,15 @@ class StagedMessage(Item):
 
     conversation_id: str
     message_sid: str
-    received_at: str  # ISO 8601, UTC, microseconds: arrival order
+    received_at: str = ""  # ISO 8601, UTC, microseconds: arrival order (absent on a tombstone)
     body: str = ""
     media_urls: list[str] = []
+    answered_in: str | None = None  # a tombstone: answered by this window
+    failed_in: str | None = None  # set aside by this window
+
+    @property
+    def is_pending(self) -> bool:
+        return self.answered_in is None and self.failed_in is None
 
 
 class PendingKey(Item):

@@ -11,6 +11,7 @@ from botocore.exceptions import ClientError
 from functions.config import get_settings
 from functions.dal import dynamo, expressions
 from functions.dal.models import PendingKey, StagedMessage
+from functions.dal.tables import PENDING_INDEX
 from functions.models import InboundMessage
 
 
@@ -75,14 +76,16 @@ def load(conversation_id: str, message_sids: list[str]) -> list[StagedMessage]:
 
 
 def pending(conversation_id: str) -> list[PendingKey]:
-    """Keys and arrival times of the staged messages not yet answered."""
+    """Keys and arrival times of the staged messages not yet answered, oldest first, from
+    the sparse `pending` index: answered tombstones are not in it, so its pages hold
+    pending messages only, however long the conversation's history (an index is
+    eventually consistent: a message staged a moment ago may not be in it yet)."""
     items = dynamo.all_items(
         _table().query,
+        IndexName=PENDING_INDEX,
         KeyConditionExpression=expressions.OF_CONVERSATION,
-        FilterExpression=expressions.NOT_ANSWERED_OR_FAILED,
         ProjectionExpression="message_sid, received_at, attempts",
         ExpressionAttributeValues={":conversation": conversation_id},
-        ConsistentRead=True,
     )
     return [PendingKey.model_validate(dynamo.from_dynamo(i)) for i in items]
 

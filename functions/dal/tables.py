@@ -30,6 +30,8 @@ class TableDefinition:
         return list(dict.fromkeys(n for n in names if n))
 
 
+PENDING_INDEX = "pending"  # StagedMessages' sparse index of the messages not yet answered
+
 # One item per conversation: its addresses, configuration, the processing lock and totals.
 CONVERSATIONS = TableDefinition(
     logical_id="Conversations",
@@ -50,7 +52,7 @@ STAGED_MESSAGES = TableDefinition(
     partition_key="conversation_id",
     sort_key="message_sid",
     ttl_attribute="expires_at",
-    indexes=(Index("pending", "conversation_id", "pending_since"),),
+    indexes=(Index(PENDING_INDEX, "conversation_id", "pending_since"),),
 )
 
 # At most one open batch window per conversation; the conditional put that creates it

@@ -11,6 +11,7 @@ from botocore.exceptions import ClientError
 from functions.config import get_settings
 from functions.dal import dynamo, expressions
 from functions.dal.models import Turn
+from functions.errors import TransactionConflict
 
 
 def _table() -> Any:
@@ -123,9 +124,12 @@ def record_answered_batch(
     try:
         dynamo.client().transact_write_items(TransactItems=items)
     except ClientError as error:
-        if error.response["Error"]["Code"] == "TransactionCanceledException":
-            return False
-        raise
+        if error.response["Error"]["Code"] != "TransactionCanceledException":
+            raise
+        reasons = {r.get("Code") for r in error.response.get("CancellationReasons", [])}
+        if "TransactionConflict" in reasons:  # another write to one of the items: try again
+            raise TransactionConflict(f"recording the batch of {conversation_id} conflicted") from error
+        return False
     return True
 
 

@@ -14,10 +14,15 @@ import re
 from collections.abc import Mapping
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from functions.dal.models import BatchWindow
 from functions.models import Channel
+
+# No wait longer than this, whatever a conversation or project asks: each wait that new
+# fragments extend adds about 15 events to the run's history, which AWS caps at 25,000,
+# and a wait lasts at least a second.
+MAX_WAIT_LIMIT_SECONDS = 600
 
 
 class BatchingRules(BaseModel):
@@ -32,6 +37,20 @@ class BatchingRules(BaseModel):
     max_messages: int = Field(0, ge=0)  # 0: no limit
     flush_keywords: tuple[str, ...] = ()
     answer: Literal["ai", "human"] = "ai"
+
+    @model_validator(mode="before")
+    @classmethod
+    def within_limits(cls, rules: Any) -> Any:
+        """Clamped, not refused: a conversation's rules must never stop its messages."""
+        if not isinstance(rules, Mapping) or "max_wait_seconds" not in rules:
+            return rules
+        longest = min(float(rules["max_wait_seconds"]), MAX_WAIT_LIMIT_SECONDS)
+        bounded = ("window_seconds", "quiet_seconds", "typing_quiet_seconds")
+        return {
+            **rules,
+            "max_wait_seconds": longest,
+            **{k: min(float(rules[k]), longest) for k in bounded if k in rules},
+        }
 
 
 def resolve_rules(

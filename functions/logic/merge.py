@@ -19,6 +19,21 @@ def arrival_order(items: Iterable[Mapping[str, Any]]) -> list[str]:
     return [sid for sid, _ in sorted(seen.items(), key=lambda pair: (pair[1], pair[0]))]
 
 
+def within_bytes(messages: Iterable[StagedMessage], order: list[str], max_bytes: int) -> list[str]:
+    """The longest start of `order` whose messages (bodies and media URLs, in UTF-8) add
+    up to at most `max_bytes`; at least one message, so that the batch always moves on."""
+    by_sid = {m.message_sid: m for m in messages}
+    kept: list[str] = []
+    total = 0
+    for sid in order:
+        message = by_sid[sid]
+        total += len(message.body.encode()) + sum(len(url) + 9 for url in message.media_urls) + 1
+        if kept and total > max_bytes:
+            break
+        kept.append(sid)
+    return kept
+
+
 def merged_body(messages: Iterable[StagedMessage], order: list[str]) -> str:
     """The user turn: the bodies in `order`, one per line; media as their URLs."""
     by_sid = {m.message_sid: m for m in messages}

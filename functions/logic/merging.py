@@ -2,20 +2,29 @@
 
 from __future__ import annotations
 
+from functions.config import get_settings
 from functions.contract import BatchSummary, MergeInput
 from functions.dal import staged_messages, turns
 from functions.dal.models import Turn
 from functions.logic import clock
-from functions.logic.merge import arrival_order, merged_body
+from functions.logic.merge import arrival_order, merged_body, within_bytes
 from functions.observability import count, logger
 
 
 def merge_staged_messages(task: MergeInput) -> BatchSummary:
-    """Merge the queried staged messages into the pending user turn."""
-    order = arrival_order(task.staged_items)
+    """Merge the queried staged messages into the pending user turn, in arrival order, up
+    to the batch's byte cap (the rest stay pending for the next batch). The query read an
+    eventually consistent index: each message is read again, consistently, and one that
+    an earlier batch answered or set aside meanwhile is left out."""
+    queried = arrival_order(task.staged_items)
+    messages = [m for m in staged_messages.load(task.conversation_id, queried) if m.is_pending]
+    still_pending = {m.message_sid for m in messages}
+    order = within_bytes(
+        messages, [sid for sid in queried if sid in still_pending], get_settings().max_batch_bytes
+    )
     if not order:
         return BatchSummary(message_count=0, message_sids=[])
-    messages = staged_messages.load(task.conversation_id, order)
+    messages = [m for m in messages if m.message_sid in set(order)]
     body = merged_body(messages, order)
     received = sorted(m.received_at for m in messages)
     turns.put(

@@ -31,7 +31,7 @@ def reconcile() -> dict[str, Any]:
         if age < settings.reconcile_after_seconds + settings.batch_window_seconds:
             continue
         if stepfunctions.status(window.execution_name) != "RUNNING":
-            closed += batch_windows.close(window.conversation_id, window.window_id)
+            closed += batch_windows.close(window.conversation_id, window.window_id) is not None
 
     oldest: dict[str, str] = defaultdict(str)
     pending = staged_messages.scan_pending()

@@ -15,7 +15,8 @@ from functions.logic.debounce import is_due_now, seconds_until_due
 def park_until_due(task: ParkInput) -> ParkOutput:
     """The run waits for its burst to end: leave its task token on the window, so that a
     message that makes the batch due (a flush) can wake it; wake it at once if due."""
-    window = batch_windows.park_task_token(task.conversation_id, task.window_id, task.task_token)
+    entered_ms = clock.iso_to_ms(task.entered_at)
+    window = batch_windows.park_task_token(task.conversation_id, task.window_id, task.task_token, entered_ms)
     if window is None or is_due_now(task.rules, window, clock.epoch_ms(clock.now())):
         stepfunctions.wake(task.task_token)
     return ParkOutput(parked=window is not None)

@@ -71,7 +71,11 @@ def new_window(
     over = is_due_now(rules, window, now_ms)
     burst = BurstStatus(over=over, wait_seconds=seconds_until_due(rules, window, now_ms))
     window.execution_input = RunInput(
-        conversation_id=conversation_id, window_id=window_id, rules=rules, burst=burst
+        conversation_id=conversation_id,
+        window_id=window_id,
+        rules=rules,
+        burst=burst,
+        batch_limit=get_settings().max_batch_size,
     ).model_dump_json()
     return window
 

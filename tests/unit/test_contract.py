@@ -18,7 +18,7 @@ from infra.statemachine import DEFINITION_FILE
 DEFINITION = json.loads(DEFINITION_FILE.read_text())
 STATES: dict[str, dict[str, Any]] = DEFINITION["States"]
 BY_PLACEHOLDER = {f.placeholder: f for f in TASKS}
-CONTEXT_PATHS = {"$$.Execution.Name", "$$.Task.Token", "$"}
+CONTEXT_PATHS = {"$$.Execution.Name", "$$.Task.Token", "$$.State.EnteredTime", "$"}
 CATCH_ERROR_FIELDS = {"Error", "Cause"}
 
 
@@ -139,3 +139,45 @@ def test_every_choice_checks_that_its_field_is_present_before_comparing_it(name)
 def test_every_task_function_serves_states_that_exist():
     for function in TASKS:
         assert function.states and set(function.states) <= set(STATES), function.logical_id
+
+
+# Transient errors of each integration, as AWS names them:
+# https://docs.aws.amazon.com/step-functions/latest/dg/bp-lambda-serviceexception.html (Lambda),
+# https://docs.aws.amazon.com/step-functions/latest/dg/supported-services-awssdk.html (AWS SDK
+# integrations: `DynamoDb.<Exception>`), and DynamoDB's own error list for the optimized
+# integration (`DynamoDB.<Exception>`), TransactionConflictException included.
+TRANSIENT = {
+    "arn:aws:states:::lambda:invoke": {
+        "Lambda.ServiceException",
+        "Lambda.AWSLambdaException",
+        "Lambda.SdkClientException",
+        "Lambda.ClientExecutionTimeoutException",
+        "Lambda.TooManyRequestsException",
+    },
+    "arn:aws:states:::aws-sdk:dynamodb": {
+        "DynamoDb.ProvisionedThroughputExceededException",
+        "DynamoDb.ThrottlingException",
+        "DynamoDb.InternalServerErrorException",
+        "DynamoDb.RequestLimitExceededException",
+    },
+    "arn:aws:states:::dynamodb": {
+        "DynamoDB.ProvisionedThroughputExceededException",
+        "DynamoDB.ThrottlingException",
+        "DynamoDB.InternalServerErrorException",
+        "DynamoDB.RequestLimitExceededException",
+        "DynamoDB.TransactionConflictException",
+    },
+}
+
+
+@pytest.mark.parametrize("name", sorted(n for n, s in STATES.items() if s["Type"] == "Task"))
+def test_every_task_retries_its_integrations_transient_errors(name):
+    state = STATES[name]
+    (wanted,) = [errors for prefix, errors in TRANSIENT.items() if state["Resource"].startswith(prefix)]
+    retried = {error for retry in state.get("Retry", []) for error in retry["ErrorEquals"]}
+    assert "States.ALL" in retried or wanted <= retried, f"{name} does not retry {wanted - retried}"
+
+
+def test_a_conflicting_transaction_is_retried_where_the_turns_are_recorded():
+    retried = {e for r in STATES["Record Turns And Release Lock"]["Retry"] for e in r["ErrorEquals"]}
+    assert "TransactionConflict" in retried
