@@ -21,6 +21,7 @@ class Settings(BaseSettings):
     batch_windows_table: str = Field(alias="BATCH_WINDOWS_TABLE", min_length=1)
     turns_table: str = Field(alias="TURNS_TABLE", min_length=1)
     projects_table: str = Field(alias="PROJECTS_TABLE", min_length=1)
+    tenants_table: str = Field(alias="TENANTS_TABLE", min_length=1)
     # Set on the functions that start or inspect runs.
     state_machine_arn: str = Field("", alias="STATE_MACHINE_ARN")
     event_bus_name: str = Field(alias="EVENT_BUS_NAME", min_length=1)
@@ -56,12 +57,21 @@ class Settings(BaseSettings):
     # WhatsApp template (Content SID) sent when the 24-hour window has closed (63016).
     whatsapp_template_content_sid: str = Field("", alias="WHATSAPP_TEMPLATE_CONTENT_SID")
 
-    # Secrets Manager names of the deployment's default credentials.
-    twilio_secret_name: str = Field("burst-reply/twilio", alias="TWILIO_SECRET_NAME")
+    # Secrets Manager: each tenant's Twilio credentials are the secret
+    # <TWILIO_TENANT_SECRET_PREFIX><AccountSid>; a tenant's own OpenAI keys lie under
+    # <OPENAI_TENANT_SECRET_PREFIX><AccountSid>; the deployment's OpenAI key is the default.
+    twilio_tenant_secret_prefix: str = Field(
+        "burst-reply/tenants/twilio/", alias="TWILIO_TENANT_SECRET_PREFIX", min_length=1
+    )
+    openai_tenant_secret_prefix: str = Field(
+        "burst-reply/tenants/openai/", alias="OPENAI_TENANT_SECRET_PREFIX", min_length=1
+    )
     openai_secret_name: str = Field("burst-reply/openai", alias="OPENAI_SECRET_NAME")
-    # Other Twilio accounts (tenants) keep their credentials at <prefix><AccountSid>.
-    twilio_account_secret_prefix: str = Field("burst-reply/twilio/", alias="TWILIO_ACCOUNT_SECRET_PREFIX")
     secrets_max_age_seconds: int = Field(300, alias="SECRETS_MAX_AGE_SECONDS")
+    # The webhook keeps tenants in memory: a known one this long (a change made with
+    # `infra.tenants` reaches a warm webhook within this time), an unknown AccountSid longer.
+    tenant_cache_seconds: float = Field(60, ge=0, alias="TENANT_CACHE_SECONDS")
+    unknown_tenant_cache_seconds: float = Field(300, ge=0, alias="UNKNOWN_TENANT_CACHE_SECONDS")
 
     openai_model: str = Field("gpt-5-mini", alias="OPENAI_MODEL")
     openai_instructions: str = Field(
@@ -73,8 +83,12 @@ class Settings(BaseSettings):
     twilio_timeout_seconds: float = Field(10.0, alias="TWILIO_TIMEOUT_SECONDS")
     # Only set to reach a Twilio stand-in; empty means Twilio's own API.
     twilio_api_base_url: str = Field("", alias="TWILIO_API_BASE_URL")
-    # The public base URL Twilio calls (for signature validation behind a custom domain).
+    # The public base URL Twilio calls, which its signatures cover (set by the stack; a
+    # custom domain sets its own). Without it, the URL is rebuilt from the Host header and
+    # the request's path; forwarded headers (X-Forwarded-Proto, -Host) only count when
+    # trusted, behind a proxy that sets them.
     webhook_base_url: str = Field("", alias="WEBHOOK_BASE_URL")
+    webhook_trust_forwarded_headers: bool = Field(False, alias="WEBHOOK_TRUST_FORWARDED_HEADERS")
 
     def batching_defaults(self) -> dict[str, Any]:
         return {

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from enum import StrEnum
 from typing import Any
 
@@ -9,6 +10,8 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 
 MAX_BODY_CHARS = 10_000  # WhatsApp allows 4,096 and SMS 1,600; keep a margin, refuse more
 MAX_MEDIA = 10
+# Twilio's AccountSid: checked before the account is looked up anywhere.
+ACCOUNT_SID = re.compile(r"^AC[0-9a-fA-F]{32}$")
 
 
 class Channel(StrEnum):

@@ -25,6 +25,17 @@ NO_OPEN_WINDOW = "attribute_not_exists(conversation_id)"
 A_WINDOW_IS_OPEN = "attribute_exists(conversation_id)"
 IS_THIS_WINDOW = "window_id = :window"
 
+# --- tenants ----------------------------------------------------------------------------
+REGISTER_ACCOUNT = "SET account_sid = :sid, created_at = if_not_exists(created_at, :now)"
+ADD_NUMBERS = "ADD numbers :numbers"
+DROP_NUMBERS = "DELETE numbers :numbers"
+NUMBER_IS_FREE_OR_OURS = "attribute_not_exists(tenant_key) OR account_sid = :sid"
+NUMBER_IS_OURS = "account_sid = :sid"
+GIVE_NUMBER = "SET account_sid = :to"
+NUMBER_IS_THEIRS = "account_sid = :from"
+IS_A_TENANT = "attribute_exists(tenant_key)"
+TENANT_ACCOUNTS = "begins_with(tenant_key, :account)"
+
 # The `${Placeholder}`s of the ASL that are expressions, with their values.
 SUBSTITUTIONS = {
     "ReleaseLockExpression": RELEASE_LOCK,

@@ -81,4 +81,15 @@ PROJECTS = TableDefinition(
     partition_key="project_id",
 )
 
-ALL_TABLES = (CONVERSATIONS, STAGED_MESSAGES, BATCH_WINDOWS, TURNS, PROJECTS)
+# The tenants (Twilio accounts) the service answers for, and the numbers each owns. Two
+# kinds of item, each read with one GetItem: `account#<AccountSid>` (a registered tenant and
+# the set of its numbers) and `number#<address>` (the one tenant that owns a number). They
+# change together, in transactions (functions/dal/tenants.py).
+TENANTS = TableDefinition(
+    logical_id="Tenants",
+    env_var="TENANTS_TABLE",
+    placeholder="TenantsTableName",
+    partition_key="tenant_key",
+)
+
+ALL_TABLES = (CONVERSATIONS, STAGED_MESSAGES, BATCH_WINDOWS, TURNS, PROJECTS, TENANTS)

@@ -80,7 +80,7 @@ def _new_assistant_turn(ref: BatchRef) -> Turn:
     settings = get_settings()
     conversation = conversations.require(ref.conversation_id)
     user_turn = turns.require(ref.conversation_id, ref.user_turn_id)
-    client = openai_responses.client_for(secrets.openai_api_key(conversation.openai_api_key_secret))
+    client = openai_responses.client_for(secrets.openai_api_key_for(conversation))
     openai_conversation = conversation.openai_conversation_id
     if not openai_conversation:
         openai_conversation = openai_responses.start_conversation(client, ref.conversation_id)
@@ -122,9 +122,7 @@ def send_reply(ref: BatchRef) -> SentSummary:
     parts = split_reply(turn.body)
     sent = list(turn.message_sids)
     if len(sent) < len(parts):
-        client = twilio_messages.client_for(
-            secrets.twilio_credentials(conversation.twilio_credentials_secret)
-        )
+        client = twilio_messages.client_for(secrets.twilio_credentials_for(conversation))
         send = partial(
             twilio_messages.send_message, client, conversation.our_address, conversation.user_address
         )

@@ -46,6 +46,7 @@ from infra.local.webhooks import inbound_form, new_message_sid, post_webhook, si
 
 ROOT = Path(__file__).resolve().parents[2]
 OUR_NUMBER = "whatsapp:+15550009999"
+ACCOUNT = LocalConfig.twilio_account_sid  # the local stack's default tenant, which owns OUR_NUMBER
 SEED = 20261125
 
 # List prices, us-east-1 (2026): Step Functions Standard per state transition; Lambda
@@ -85,7 +86,7 @@ class AwsCallCounter:
 
 def webhook_event(stack: LocalStack, user: str, body: str) -> dict[str, Any]:
     """A signed API Gateway proxy event for one inbound message (no HTTP involved)."""
-    url = "http://bench.local/whatsapp"
+    url = f"{get_settings().webhook_base_url}/whatsapp"  # the URL signatures cover
     form = inbound_form(body, user, OUR_NUMBER, stack.config.twilio_account_sid, new_message_sid())
     builder = EnvironBuilder(
         path="/whatsapp",
@@ -106,7 +107,7 @@ def measure_webhook(
     get_settings.cache_clear()
     users = [f"whatsapp:+1444{i:07d}" for i in range(conversations)]
     for user in users:
-        conversations.create(Channel.WHATSAPP, user, OUR_NUMBER, clock.iso(clock.now()))
+        conversations.create(Channel.WHATSAPP, user, OUR_NUMBER, clock.iso(clock.now()), ACCOUNT)
     invoke("Webhook", webhook_event(stack, "whatsapp:+14449999999", "warm-up"))  # caches, imports
     times: dict[str, list[float]] = {"first": [], "later": []}
     calls: dict[str, Counter[str]] = {"first": Counter(), "later": Counter()}
@@ -179,7 +180,7 @@ def batch_run(
 ) -> tuple[int, int, int]:
     """Send `fragments` (offset, body) for a new conversation with `rules`; its counts."""
     user = f"whatsapp:+1333{random.randrange(10**7):07d}"
-    conversation = conversations.create(Channel.WHATSAPP, user, OUR_NUMBER, clock.iso(clock.now()))
+    conversation = conversations.create(Channel.WHATSAPP, user, OUR_NUMBER, clock.iso(clock.now()), ACCOUNT)
     if rules:
         conversations.update(conversation.conversation_id, batching=rules)
     start = time.monotonic()
@@ -330,7 +331,9 @@ def measure_load(stack: LocalStack, conversations: int = 50, per_conversation: i
     for thread in threads:
         thread.join()
     sending = time.perf_counter() - started
-    conversation_ids = [conversations.find(Channel.WHATSAPP, u, OUR_NUMBER).conversation_id for u in users]
+    conversation_ids = [
+        conversations.find(Channel.WHATSAPP, u, OUR_NUMBER, ACCOUNT).conversation_id for u in users
+    ]
     wait_quiet(stack, conversation_ids, timeout=300)
     answered = time.perf_counter() - started
     inputs = Counter(
@@ -455,7 +458,7 @@ def main() -> int:
     started = time.perf_counter()
     results: dict[str, Any] = {"imports": measure_imports()}
     counter = AwsCallCounter()
-    config = LocalConfig(aws_port=0, gateway_port=0, batch_window_seconds=1)
+    config = LocalConfig(aws_port=0, gateway_port=0, batch_window_seconds=1, twilio_numbers=(OUR_NUMBER,))
     with LocalStack(config) as stack:
         results["webhook"] = measure_webhook(stack, counter, conversations=100, per_conversation=11)
         results["batches"] = measure_batches(stack)
