@@ -89,6 +89,9 @@ class Settings(BaseSettings):
     # trusted, behind a proxy that sets them.
     webhook_base_url: str = Field("", alias="WEBHOOK_BASE_URL")
     webhook_trust_forwarded_headers: bool = Field(False, alias="WEBHOOK_TRUST_FORWARDED_HEADERS")
+    # What the webhook reads before anything else: larger or longer forms are refused.
+    webhook_max_body_bytes: int = Field(128 * 1024, ge=1024, alias="WEBHOOK_MAX_BODY_BYTES")
+    webhook_max_fields: int = Field(100, ge=10, alias="WEBHOOK_MAX_FIELDS")
 
     def batching_defaults(self) -> dict[str, Any]:
         return {

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from typing import Any
-from urllib.parse import parse_qsl, urlencode
+from urllib.parse import urlencode
 
 from aws_lambda_powertools.event_handler import APIGatewayRestResolver, Response
 from aws_lambda_powertools.utilities.typing import LambdaContext
@@ -13,7 +13,7 @@ from twilio.twiml.messaging_response import MessagingResponse
 from functions.config import get_settings
 from functions.logic.admission import Signature
 from functions.logic.intake import Outcome, accept_message
-from functions.models import Channel
+from functions.models import Channel, UnreadableForm, read_form
 from functions.observability import lambda_entry_point, logger
 
 get_settings()  # fail at cold start if the stack left a setting out
@@ -40,7 +40,17 @@ def _receive(channel: Channel) -> Response[str]:
     if content_type != FORM:
         logger.warning("Webhook refused: not a form", extra={"content_type": content_type[:100]})
         return Response(415, "text/plain", f"Unsupported Media Type: Twilio posts {FORM}")
-    form = dict(parse_qsl(event.decoded_body or "", keep_blank_values=True))
+    settings = get_settings()
+    try:
+        form = read_form(
+            event.body,
+            bool(event.is_base64_encoded),
+            settings.webhook_max_body_bytes,
+            settings.webhook_max_fields,
+        )
+    except UnreadableForm as error:
+        logger.warning("Webhook refused: unreadable form", extra={"reason": str(error)})
+        return Response(error.status, "text/plain", str(error))
     signature = Signature(event.headers.get(SIGNATURE_HEADER), event.headers.get(SIGNATURE_SETTINGS_HEADER))
     outcome = accept_message(channel, form, public_url(event.raw_event), signature)
     if outcome is Outcome.FORBIDDEN:
