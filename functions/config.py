@@ -39,8 +39,11 @@ class Settings(BaseSettings):
     lock_lease_seconds: int = Field(600, ge=30, alias="LOCK_LEASE_SECONDS")
     auto_create_conversations: bool = Field(False, alias="AUTO_CREATE_CONVERSATIONS")
     # Answered staged messages are kept as bodiless tombstones this long, so that a
-    # late Twilio retry of the same MessageSid is still recognised as a duplicate.
-    answered_message_retention_seconds: int = Field(3 * 24 * 3600, alias="ANSWERED_MESSAGE_RETENTION_SECONDS")
+    # late Twilio retry, or a replay of a signed request, of the same MessageSid is still
+    # recognised as a duplicate.
+    answered_message_retention_seconds: int = Field(
+        30 * 24 * 3600, ge=1, alias="ANSWERED_MESSAGE_RETENTION_SECONDS"
+    )
 
     # A batch whose run failed this many times is set aside (dead-lettered), not retried.
     max_batch_attempts: int = Field(3, ge=1, alias="MAX_BATCH_ATTEMPTS")

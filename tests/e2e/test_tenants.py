@@ -3,7 +3,7 @@ registered tenant, signed with its own token, for one of its own numbers; a conv
 belongs to its tenant and is answered from its number with its tenant's credentials only.
 
 The cross-tenant matrix: A's token for B's number, B's AccountSid signed with A's token, an
-unknown account, a number moved from A to B. Each is
+unknown account, a number moved from A to B, a replay after the duplicate window. Each is
 refused (403 where a signature or ownership is wrong) with nothing staged and nothing sent,
 and B's own messages are still answered from B's number under B's account."""
 
@@ -13,11 +13,12 @@ import os
 import secrets
 import subprocess
 import sys
+import time
 
 import pytest
 
 from functions.dal import tenants
-from infra.local.webhooks import inbound_form, post_webhook
+from infra.local.webhooks import inbound_form, new_message_sid, post_webhook
 from tests.support.local_stack import OUR_WHATSAPP
 
 pytestmark = pytest.mark.e2e
@@ -174,6 +175,23 @@ def test_a_number_cannot_be_registered_by_a_second_tenant(harness, two_tenants):
         harness.stack.tenants.add(b_sid, "b-token", [_numbers(a_sid)[0]])
 
     assert tenants.owner_of(_numbers(a_sid)[0]) == a_sid
+
+
+def test_a_replay_after_the_duplicate_window_is_not_answered_again(harness):
+    config = harness.stack.config
+    user, sid = harness.new_user(), new_message_sid()
+    signed = (config.twilio_account_sid, config.twilio_auth_token, user, OUR_WHATSAPP, "only once", sid)
+    assert _post(harness, *signed).status_code == 200
+    conversation_id = harness.conversation_of(user).conversation_id
+    harness.wait_until_quiet(conversation_id, runs=1)
+
+    # Four days on (past the old three-day window), DynamoDB's TTL has removed what expired.
+    harness.expire_ttl("StagedMessages", time.time() + 4 * 24 * 3600)
+    replayed = _post(harness, *signed)
+
+    assert replayed.status_code == 200
+    assert len(harness.runs(conversation_id)) == 1
+    assert harness.replies_to(user) == ["You said: only once"]
 
 
 def test_the_cli_registers_lists_moves_and_removes_on_the_local_stack_with_no_other_setting(harness):

@@ -80,6 +80,21 @@ class Harness:
             )
         return conversation.conversation_id
 
+    def expire_ttl(self, table: str, as_of: float) -> int:
+        """Delete the items whose TTL (`expires_at`) has passed at `as_of` (epoch seconds),
+        as DynamoDB's TTL would have by then (moto keeps expired items). How many."""
+        keys = [
+            k["AttributeName"] for k in self.dynamodb.describe_table(TableName=table)["Table"]["KeySchema"]
+        ]
+        expired = self.dynamodb.scan(
+            TableName=table,
+            FilterExpression="expires_at < :t",
+            ExpressionAttributeValues={":t": {"N": str(int(as_of))}},
+        )["Items"]
+        for item in expired:
+            self.dynamodb.delete_item(TableName=table, Key={k: item[k] for k in keys})
+        return len(expired)
+
     def window_of(self, conversation_id: str) -> dict[str, Any] | None:
         return batch_windows.get(conversation_id)
 
