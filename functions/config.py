@@ -22,6 +22,7 @@ class Settings(BaseSettings):
     turns_table: str = Field(alias="TURNS_TABLE", min_length=1)
     projects_table: str = Field(alias="PROJECTS_TABLE", min_length=1)
     tenants_table: str = Field(alias="TENANTS_TABLE", min_length=1)
+    usage_counters_table: str = Field(alias="USAGE_COUNTERS_TABLE", min_length=1)
     # Set on the functions that start or inspect runs.
     state_machine_arn: str = Field("", alias="STATE_MACHINE_ARN")
     event_bus_name: str = Field(alias="EVENT_BUS_NAME", min_length=1)
@@ -75,6 +76,14 @@ class Settings(BaseSettings):
     # `infra.tenants` reaches a warm webhook within this time), an unknown AccountSid longer.
     tenant_cache_seconds: float = Field(60, ge=0, alias="TENANT_CACHE_SECONDS")
     unknown_tenant_cache_seconds: float = Field(300, ge=0, alias="UNKNOWN_TENANT_CACHE_SECONDS")
+
+    # Cost limits (functions/logic/limits.py); 0 means no limit. Defaults that a normal
+    # conversation never meets.
+    max_ai_calls_per_hour_per_conversation: int = Field(
+        60, ge=0, alias="MAX_AI_CALLS_PER_HOUR_PER_CONVERSATION"
+    )
+    max_ai_calls_per_hour_per_sender: int = Field(120, ge=0, alias="MAX_AI_CALLS_PER_HOUR_PER_SENDER")
+    max_reply_parts_per_batch: int = Field(10, ge=0, alias="MAX_REPLY_PARTS_PER_BATCH")
 
     openai_model: str = Field("gpt-5-mini", alias="OPENAI_MODEL")
     openai_instructions: str = Field(

@@ -36,6 +36,10 @@ NUMBER_IS_THEIRS = "account_sid = :from"
 IS_A_TENANT = "attribute_exists(tenant_key)"
 TENANT_ACCOUNTS = "begins_with(tenant_key, :account)"
 
+# --- usage counters (cost limits) -------------------------------------------------------
+COUNT_ONE_CALL = "ADD calls :one SET expires_at = :expires"
+BELOW_LIMIT = "attribute_not_exists(calls) OR calls < :limit"
+
 # The `${Placeholder}`s of the ASL that are expressions, with their values.
 SUBSTITUTIONS = {
     "ReleaseLockExpression": RELEASE_LOCK,

@@ -112,6 +112,8 @@ class Turn(Item):
     total_tokens: int = 0
     sent_at: str | None = None
     processing_time_ms: int | None = None
+    # The cost limit that applied to this batch, if any (functions/logic/limits.py).
+    limited: str | None = None
 
 
 class Tenant(Item):

@@ -92,4 +92,14 @@ TENANTS = TableDefinition(
     partition_key="tenant_key",
 )
 
-ALL_TABLES = (CONVERSATIONS, STAGED_MESSAGES, BATCH_WINDOWS, TURNS, PROJECTS, TENANTS)
+# Usage counters for the cost limits (functions/logic/limits.py): one item per conversation
+# or sender and hour, removed by TTL once the hour is over.
+USAGE_COUNTERS = TableDefinition(
+    logical_id="UsageCounters",
+    env_var="USAGE_COUNTERS_TABLE",
+    placeholder="UsageCountersTableName",
+    partition_key="counter_key",
+    ttl_attribute="expires_at",
+)
+
+ALL_TABLES = (CONVERSATIONS, STAGED_MESSAGES, BATCH_WINDOWS, TURNS, PROJECTS, TENANTS, USAGE_COUNTERS)

@@ -14,7 +14,7 @@ from functions.dal import conversations, staged_messages, turns
 from functions.dal.models import Turn
 from functions.errors import ProcessingLockHeld, TwilioPermanentError
 from functions.integrations import openai_responses, secrets, twilio_messages
-from functions.logic import clock
+from functions.logic import clock, limits
 from functions.logic.merge import arrival_order, merged_body
 from functions.logic.replies import split_reply
 from functions.observability import count, logger
@@ -80,6 +80,9 @@ def _new_assistant_turn(ref: BatchRef) -> Turn:
     settings = get_settings()
     conversation = conversations.require(ref.conversation_id)
     user_turn = turns.require(ref.conversation_id, ref.user_turn_id)
+    limited = limits.admit_ai_call(conversation)
+    if limited is not None:
+        return limits.store_limited_turn(ref, limited)  # no AI call
     client = openai_responses.client_for(secrets.openai_api_key_for(conversation))
     openai_conversation = conversation.openai_conversation_id
     if not openai_conversation:
@@ -92,6 +95,7 @@ def _new_assistant_turn(ref: BatchRef) -> Turn:
         conversation.ai_model or settings.openai_model,
         conversation.ai_instructions or settings.openai_instructions,
     )
+    text, capped = limits.cap_reply_parts(reply.text)
     turn = Turn(
         conversation_id=ref.conversation_id,
         turn_id=ref.assistant_turn_id,
@@ -99,7 +103,8 @@ def _new_assistant_turn(ref: BatchRef) -> Turn:
         status="generated",
         window_id=ref.window_id,
         execution_name=ref.execution_name,
-        body=reply.text,
+        body=text,
+        limited=limits.Limit.REPLY_PARTS.value if capped else None,
         response_id=reply.response_id,
         model=reply.model,
         prompt_tokens=reply.prompt_tokens,

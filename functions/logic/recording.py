@@ -29,6 +29,9 @@ def record_turns(task: RecordInput) -> RecordOutput:
     staged_messages.mark_answered(task.conversation_id, task.batch.message_sids, task.window_id, retention)
     processing_ms = int((moment - clock.parse(task.lock.acquired_at)).total_seconds() * 1000)
     handed_off = task.reply is None
+    # A reply is never empty (an empty AI output is an AIPermanentError): no characters
+    # means a cost limit stopped the AI call (limits.py).
+    limited = task.reply is not None and task.reply.reply_chars == 0
     sent_sids = task.sent.message_sids if task.sent else []
     recorded = turns.record_answered_batch(
         conversation_id=task.conversation_id,
@@ -39,9 +42,11 @@ def record_turns(task: RecordInput) -> RecordOutput:
         processing_time_ms=processing_ms,
         tokens=task.reply.model_dump(exclude={"reply_chars"}) if task.reply else {},
         last_message_sid=sent_sids[-1] if sent_sids else None,
+        limited=limited,
     )
     if not recorded:
         turn_id, done = (task.user_turn_id, "handed_off") if handed_off else (task.assistant_turn_id, "sent")
+        done = "limited" if limited else done
         turn = turns.get(task.conversation_id, turn_id)
         if turn is None or turn.status != done:  # not a retry of our own transaction
             raise ProcessingLockLost(f"{task.execution_name} no longer holds the processing lock")

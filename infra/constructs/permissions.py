@@ -50,6 +50,7 @@ GRANTS: dict[str, Grants] = {
     "GenerateReply": [
         (("dynamodb:GetItem", "dynamodb:UpdateItem"), ("Conversations",)),
         (("dynamodb:GetItem", "dynamodb:PutItem"), ("Turns",)),
+        (("dynamodb:UpdateItem",), ("UsageCounters",)),  # the cost limits
         (("secretsmanager:GetSecretValue",), ("secret:openai", "secrets:openai-tenants")),
     ],
     "SendReply": [

@@ -208,6 +208,7 @@ EXPECTED: dict[str, dict[str, set[str]]] = {
     "GenerateReply": {
         "Conversations": {"dynamodb:GetItem", "dynamodb:UpdateItem"},
         "Turns": {"dynamodb:GetItem", "dynamodb:PutItem"},
+        "UsageCounters": {"dynamodb:UpdateItem"},
         "secret:openai": {"secretsmanager:GetSecretValue"},
         "secrets:openai-tenants": {"secretsmanager:GetSecretValue"},
     },
