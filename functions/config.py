@@ -85,6 +85,10 @@ class Settings(BaseSettings):
     max_ai_calls_per_hour_per_sender: int = Field(120, ge=0, alias="MAX_AI_CALLS_PER_HOUR_PER_SENDER")
     max_reply_parts_per_batch: int = Field(10, ge=0, alias="MAX_REPLY_PARTS_PER_BATCH")
 
+    # The batch.answered event carries keys and counts; texts and the user's address only
+    # when this is on.
+    event_includes_texts: bool = Field(False, alias="EVENT_INCLUDES_TEXTS")
+
     openai_model: str = Field("gpt-5-mini", alias="OPENAI_MODEL")
     openai_instructions: str = Field(
         "You are a helpful assistant replying on WhatsApp or SMS. The user may have sent "

@@ -13,6 +13,7 @@ from functions.dal.tables import ALL_TABLES
 from functions.registry import RECONCILER, WEBHOOK
 from infra.constructs.api import WebhookApi
 from infra.constructs.credentials import Credentials
+from infra.constructs.event_bus import AnsweredBatchBusPolicy
 from infra.constructs.functions import Functions
 from infra.constructs.monitoring import Monitoring
 from infra.constructs.permissions import Permissions
@@ -49,6 +50,7 @@ class BurstReplyStack(Stack):
             functions=functions,
             state_machine_arn=workflow.arn,
         )
+        AnsweredBatchBusPolicy(self, "EventsPolicy", bus=bus, publisher=functions["AnnounceAnsweredBatch"])
         api = WebhookApi(self, "Webhook", settings, functions[WEBHOOK.logical_id])
         # The URL Twilio signs: the API's own (built from its id and the stage name, not
         # from the stage resource, which depends on the function) or the configured one.

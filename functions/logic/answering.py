@@ -17,6 +17,7 @@ from functions.integrations import openai_responses, secrets, twilio_messages
 from functions.logic import clock, limits
 from functions.logic.merge import arrival_order, merged_body
 from functions.logic.replies import split_reply
+from functions.logic.sanitize import model_input
 from functions.observability import count, logger
 
 
@@ -91,7 +92,7 @@ def _new_assistant_turn(ref: BatchRef) -> Turn:
     reply = openai_responses.generate_reply(
         client,
         openai_conversation,
-        user_turn.body,
+        model_input(user_turn.body),
         conversation.ai_model or settings.openai_model,
         conversation.ai_instructions or settings.openai_instructions,
     )

@@ -54,29 +54,39 @@ def record_turns(task: RecordInput) -> RecordOutput:
 
 
 def announce_answered_batch(ref: BatchRef) -> AnnounceOutput:
-    """Publish the answered batch (conversation, merged fragments, reply) for other
-    services. Runs after the lock is released; its failure does not fail the batch."""
+    """Publish the answered batch for other services: keys and counts; the texts and the
+    user's address only when EVENT_INCLUDES_TEXTS is on (they are personal data). Runs
+    after the lock is released; its failure does not fail the batch."""
     conversation = conversations.require(ref.conversation_id)
     user_turn = turns.get(ref.conversation_id, ref.user_turn_id)
     assistant_turn = turns.get(ref.conversation_id, ref.assistant_turn_id)
-    merged, merged_clipped = event_bus.clip(user_turn.body if user_turn else "")
-    reply, reply_clipped = event_bus.clip(assistant_turn.body if assistant_turn else "")
-    event_bus.publish_batch_answered(
-        {
-            "conversation_id": ref.conversation_id,
-            "channel": conversation.channel.value,
+    merged_text = user_turn.body if user_turn else ""
+    reply_text = assistant_turn.body if assistant_turn else ""
+    detail = {
+        "conversation_id": ref.conversation_id,
+        "tenant_account_sid": conversation.tenant_account_sid,
+        "channel": conversation.channel.value,
+        "our_address": conversation.our_address,
+        "window_id": ref.window_id,
+        "execution_name": ref.execution_name,
+        "message_sids": user_turn.message_sids if user_turn else [],
+        "message_count": user_turn.message_count if user_turn else 0,
+        "merged_chars": len(merged_text),
+        "reply_message_sids": assistant_turn.message_sids if assistant_turn else [],
+        "reply_chars": len(reply_text),
+        "total_tokens": assistant_turn.total_tokens if assistant_turn else 0,
+        "limited": assistant_turn.limited if assistant_turn else None,
+    }
+    if get_settings().event_includes_texts:
+        merged, merged_clipped = event_bus.clip(merged_text)
+        reply, reply_clipped = event_bus.clip(reply_text)
+        detail |= {
             "user_address": conversation.user_address,
-            "our_address": conversation.our_address,
-            "window_id": ref.window_id,
-            "execution_name": ref.execution_name,
-            "message_sids": user_turn.message_sids if user_turn else [],
             "merged_body": merged,
             "reply_body": reply,
-            "reply_message_sids": assistant_turn.message_sids if assistant_turn else [],
             "truncated": merged_clipped or reply_clipped,
-            "total_tokens": assistant_turn.total_tokens if assistant_turn else 0,
         }
-    )
+    event_bus.publish_batch_answered(detail)
     return AnnounceOutput(published=True)
 
 

@@ -98,3 +98,14 @@ def test_the_default_limits_leave_a_normal_conversation_alone(harness):
 
     assert harness.replies_to(user) == ["You said: hello", "You said: and again"]
     assert all(t.limited is None for t in turns.list_of(conversation_id))
+
+
+def test_the_model_gets_user_text_without_control_or_bidi_override_characters(harness):
+    user = harness.new_user()
+    conversation_id = harness.stage_directly(user, ["pay \u202eusd 0001\u202c now\x07", "ok\r\nthanks"])
+
+    _answer(harness, conversation_id)
+
+    assert harness.ai_inputs(conversation_id) == ["pay usd 0001 now\nok\nthanks"]
+    (turn,) = _user_turns(conversation_id)
+    assert "\u202e" in turn.body  # the recorded turn keeps what the user sent

@@ -352,6 +352,21 @@ def test_the_webhook_checks_signatures_against_the_apis_own_url(synthesized):
     assert stack_json["Outputs"]["WebhookBaseUrl"]["Value"] == base
 
 
+def test_only_the_announcing_function_may_put_events_on_the_bus(synthesized):
+    stack_json = synthesized[1]
+    (policy,) = resources(stack_json, "AWS::Events::EventBusPolicy").values()
+    statement = policy["Properties"]["Statement"]
+    role = logical_id_of(stack_json, "AWS::IAM::Role", "/Functions/AnnounceAnsweredBatch/ServiceRole/")
+    assert (statement["Effect"], statement["Action"], statement["Principal"]) == (
+        "Deny",
+        "events:PutEvents",
+        {"AWS": "*"},
+    )
+    assert statement["Condition"] == {"ArnNotEquals": {"aws:PrincipalArn": {"Fn::GetAtt": [role, "Arn"]}}}
+    bus = logical_id_of(stack_json, "AWS::Events::EventBus", "/Events/")
+    assert statement["Resource"] == {"Fn::GetAtt": [bus, "Arn"]}
+
+
 def test_the_state_machine_may_invoke_its_tasks_and_nothing_else(synthesized):
     stack_json = synthesized[1]
     statements = _statements(stack_json, "/Workflow/BatchWindow/Role/")
