@@ -35,7 +35,8 @@ from werkzeug.test import EnvironBuilder  # noqa: E402
 from werkzeug.wrappers import Request  # noqa: E402
 
 from functions.config import get_settings  # noqa: E402
-from functions.dal import conversations, staged_messages  # noqa: E402
+from functions.dal import conversations as conversation_records  # noqa: E402
+from functions.dal import staged_messages  # noqa: E402
 from functions.logic import clock  # noqa: E402
 from functions.logic.debounce import BatchingRules, due_ms  # noqa: E402
 from functions.models import Channel  # noqa: E402
@@ -107,7 +108,7 @@ def measure_webhook(
     get_settings.cache_clear()
     users = [f"whatsapp:+1444{i:07d}" for i in range(conversations)]
     for user in users:
-        conversations.create(Channel.WHATSAPP, user, OUR_NUMBER, clock.iso(clock.now()), ACCOUNT)
+        conversation_records.create(Channel.WHATSAPP, user, OUR_NUMBER, clock.iso(clock.now()), ACCOUNT)
     invoke("Webhook", webhook_event(stack, "whatsapp:+14449999999", "warm-up"))  # caches, imports
     times: dict[str, list[float]] = {"first": [], "later": []}
     calls: dict[str, Counter[str]] = {"first": Counter(), "later": Counter()}
@@ -180,9 +181,11 @@ def batch_run(
 ) -> tuple[int, int, int]:
     """Send `fragments` (offset, body) for a new conversation with `rules`; its counts."""
     user = f"whatsapp:+1333{random.randrange(10**7):07d}"
-    conversation = conversations.create(Channel.WHATSAPP, user, OUR_NUMBER, clock.iso(clock.now()), ACCOUNT)
+    conversation = conversation_records.create(
+        Channel.WHATSAPP, user, OUR_NUMBER, clock.iso(clock.now()), ACCOUNT
+    )
     if rules:
-        conversations.update(conversation.conversation_id, batching=rules)
+        conversation_records.update(conversation.conversation_id, batching=rules)
     start = time.monotonic()
     for offset, body in fragments:
         time.sleep(max(0.0, start + offset - time.monotonic()))
@@ -332,7 +335,7 @@ def measure_load(stack: LocalStack, conversations: int = 50, per_conversation: i
         thread.join()
     sending = time.perf_counter() - started
     conversation_ids = [
-        conversations.find(Channel.WHATSAPP, u, OUR_NUMBER, ACCOUNT).conversation_id for u in users
+        conversation_records.find(Channel.WHATSAPP, u, OUR_NUMBER, ACCOUNT).conversation_id for u in users
     ]
     wait_quiet(stack, conversation_ids, timeout=300)
     answered = time.perf_counter() - started
