@@ -22,6 +22,8 @@ class Settings(BaseModel):
     batch_windows_table: str = Field(alias="BATCH_WINDOWS_TABLE", min_length=1)
     turns_table: str = Field(alias="TURNS_TABLE", min_length=1)
     projects_table: str = Field(alias="PROJECTS_TABLE", min_length=1)
+    tenants_table: str = Field(alias="TENANTS_TABLE", min_length=1)
+    usage_counters_table: str = Field(alias="USAGE_COUNTERS_TABLE", min_length=1)
     # Set on the functions that start or inspect runs.
     state_machine_arn: str = Field("", alias="STATE_MACHINE_ARN")
     event_bus_name: str = Field(alias="EVENT_BUS_NAME", min_length=1)
@@ -43,8 +45,11 @@ class Settings(BaseModel):
     lock_lease_seconds: int = Field(600, ge=30, alias="LOCK_LEASE_SECONDS")
     auto_create_conversations: bool = Field(False, alias="AUTO_CREATE_CONVERSATIONS")
     # Answered staged messages are kept as bodiless tombstones this long, so that a
-    # late Twilio retry of the same MessageSid is still recognised as a duplicate.
-    answered_message_retention_seconds: int = Field(3 * 24 * 3600, alias="ANSWERED_MESSAGE_RETENTION_SECONDS")
+    # late Twilio retry, or a replay of a signed request, of the same MessageSid is still
+    # recognised as a duplicate.
+    answered_message_retention_seconds: int = Field(
+        30 * 24 * 3600, ge=1, alias="ANSWERED_MESSAGE_RETENTION_SECONDS"
+    )
 
     # A batch whose run failed this many times is set aside (dead-lettered), not retried.
     max_batch_attempts: int = Field(3, ge=1, alias="MAX_BATCH_ATTEMPTS")
@@ -61,12 +66,33 @@ class Settings(BaseModel):
     # WhatsApp template (Content SID) sent when the 24-hour window has closed (63016).
     whatsapp_template_content_sid: str = Field("", alias="WHATSAPP_TEMPLATE_CONTENT_SID")
 
-    # Secrets Manager names of the deployment's default credentials.
-    twilio_secret_name: str = Field("burst-reply/twilio", alias="TWILIO_SECRET_NAME")
+    # Secrets Manager: each tenant's Twilio credentials are the secret
+    # <TWILIO_TENANT_SECRET_PREFIX><AccountSid>; a tenant's own OpenAI keys lie under
+    # <OPENAI_TENANT_SECRET_PREFIX><AccountSid>; the deployment's OpenAI key is the default.
+    twilio_tenant_secret_prefix: str = Field(
+        "burst-reply/tenants/twilio/", alias="TWILIO_TENANT_SECRET_PREFIX", min_length=1
+    )
+    openai_tenant_secret_prefix: str = Field(
+        "burst-reply/tenants/openai/", alias="OPENAI_TENANT_SECRET_PREFIX", min_length=1
+    )
     openai_secret_name: str = Field("burst-reply/openai", alias="OPENAI_SECRET_NAME")
-    # Other Twilio accounts (tenants) keep their credentials at <prefix><AccountSid>.
-    twilio_account_secret_prefix: str = Field("burst-reply/twilio/", alias="TWILIO_ACCOUNT_SECRET_PREFIX")
     secrets_max_age_seconds: int = Field(300, alias="SECRETS_MAX_AGE_SECONDS")
+    # The webhook keeps tenants in memory: a known one this long (a change made with
+    # `infra.tenants` reaches a warm webhook within this time), an unknown AccountSid longer.
+    tenant_cache_seconds: float = Field(60, ge=0, alias="TENANT_CACHE_SECONDS")
+    unknown_tenant_cache_seconds: float = Field(300, ge=0, alias="UNKNOWN_TENANT_CACHE_SECONDS")
+
+    # Cost limits (functions/logic/limits.py); 0 means no limit. Defaults that a normal
+    # conversation never meets.
+    max_ai_calls_per_hour_per_conversation: int = Field(
+        60, ge=0, alias="MAX_AI_CALLS_PER_HOUR_PER_CONVERSATION"
+    )
+    max_ai_calls_per_hour_per_sender: int = Field(120, ge=0, alias="MAX_AI_CALLS_PER_HOUR_PER_SENDER")
+    max_reply_parts_per_batch: int = Field(10, ge=0, alias="MAX_REPLY_PARTS_PER_BATCH")
+
+    # The batch.answered event carries keys and counts; texts and the user's address only
+    # when this is on.
+    event_includes_texts: bool = Field(False, alias="EVENT_INCLUDES_TEXTS")
 
     openai_model: str = Field("gpt-5-mini", alias="OPENAI_MODEL")
     openai_instructions: str = Field(
@@ -78,8 +104,15 @@ class Settings(BaseModel):
     twilio_timeout_seconds: float = Field(10.0, alias="TWILIO_TIMEOUT_SECONDS")
     # Only set to reach a Twilio stand-in; empty means Twilio's own API.
     twilio_api_base_url: str = Field("", alias="TWILIO_API_BASE_URL")
-    # The public base URL Twilio calls (for signature validation behind a custom domain).
+    # The public base URL Twilio calls, which its signatures cover (set by the stack; a
+    # custom domain sets its own). Without it, the URL is rebuilt from the Host header and
+    # the request's path; forwarded headers (X-Forwarded-Proto, -Host) only count when
+    # trusted, behind a proxy that sets them.
     webhook_base_url: str = Field("", alias="WEBHOOK_BASE_URL")
+    webhook_trust_forwarded_headers: bool = Field(False, alias="WEBHOOK_TRUST_FORWARDED_HEADERS")
+    # What the webhook reads before anything else: larger or longer forms are refused.
+    webhook_max_body_bytes: int = Field(128 * 1024, ge=1024, alias="WEBHOOK_MAX_BODY_BYTES")
+    webhook_max_fields: int = Field(100, ge=10, alias="WEBHOOK_MAX_FIELDS")
 
     def batching_defaults(self) -> dict[str, Any]:
         return {

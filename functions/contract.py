@@ -95,7 +95,8 @@ class GenerateInput(BatchRef):
 
 
 class ReplySummary(Contract):
-    answered_by: Literal["ai", "human", "nobody"]  # nobody: an earlier run answered it all
+    # nobody: an earlier run answered it all; limited: a cost limit stopped the AI call
+    answered_by: Literal["ai", "human", "nobody", "limited"]
     reply_chars: int
     prompt_tokens: int
     completion_tokens: int

@@ -40,3 +40,9 @@ class TwilioPermanentError(Exception):
     def __init__(self, message: str, code: int | None = None) -> None:
         super().__init__(message)
         self.code = code
+
+
+class SecretOutsideTenant(Exception):
+    """A conversation names a secret outside its tenant's prefix (or has no tenant): the
+    secret is not read. An operator's error, not the AI's nor Twilio's: the batch is kept
+    and counted as a failed attempt, then dead-lettered (alarmed) until it is fixed."""

@@ -2,13 +2,19 @@
 
 from __future__ import annotations
 
+import base64
+import binascii
+import re
 from enum import StrEnum
 from typing import Any
+from urllib.parse import parse_qsl
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 MAX_BODY_CHARS = 10_000  # WhatsApp allows 4,096 and SMS 1,600; keep a margin, refuse more
 MAX_MEDIA = 10
+# Twilio's AccountSid: checked before the account is looked up anywhere.
+ACCOUNT_SID = re.compile(r"^AC[0-9a-fA-F]{32}$")
 
 
 class Channel(StrEnum):
@@ -55,3 +61,39 @@ class InboundMessage(BaseModel):
 def address_key(channel: Channel, user_address: str, our_address: str) -> str:
     """Key of the conversation between a user and one of our numbers on a channel."""
     return f"{channel.value}#{user_address}#{our_address}"
+
+
+class UnreadableForm(ValueError):
+    """A webhook body refused before it is parsed: `status` is the HTTP answer (413 too
+    large, 400 not a well-formed UTF-8 form)."""
+
+    def __init__(self, status: int, reason: str) -> None:
+        super().__init__(reason)
+        self.status = status
+
+
+def read_form(body: str | None, base64_encoded: bool, max_bytes: int, max_fields: int) -> dict[str, str]:
+    """The fields of a form body (application/x-www-form-urlencoded), read strictly and
+    within limits: at most `max_bytes` bytes (checked before decoding anything), at most
+    `max_fields` fields, each name once, valid UTF-8 inside and outside the %-escapes."""
+    text = body or ""
+    if len(text) > (max_bytes * 4) // 3 + 4:  # base64 or not, it cannot be within the limit
+        raise UnreadableForm(413, "body too large")
+    try:
+        raw = base64.b64decode(text, validate=True) if base64_encoded else text.encode("utf-8")
+    except (binascii.Error, UnicodeEncodeError) as error:
+        raise UnreadableForm(400, "body is not valid base64 or UTF-8") from error
+    if len(raw) > max_bytes:
+        raise UnreadableForm(413, "body too large")
+    try:
+        pairs = parse_qsl(
+            raw.decode("utf-8"), keep_blank_values=True, errors="strict", max_num_fields=max_fields
+        )
+    except UnicodeDecodeError as error:
+        raise UnreadableForm(400, "body is not valid UTF-8") from error
+    except ValueError as error:  # more fields than max_num_fields
+        raise UnreadableForm(400, "too many fields") from error
+    form = dict(pairs)
+    if len(form) != len(pairs):
+        raise UnreadableForm(400, "a field is repeated")
+    return form

@@ -21,9 +21,15 @@ def event_bus_name(stack_name: str) -> str:
     return f"{stack_name}-events"
 
 
-def tenant_secret_prefix(stack_name: str) -> str:
-    """Other tenants' Twilio accounts and OpenAI keys live under this prefix."""
-    return f"{stack_name}/tenants/"
+def twilio_tenant_secret_prefix(stack_name: str) -> str:
+    """Each tenant's Twilio credentials are the secret <prefix><AccountSid>."""
+    return f"{stack_name}/tenants/twilio/"
+
+
+def openai_tenant_secret_prefix(stack_name: str) -> str:
+    """A tenant's own OpenAI keys lie under <prefix><AccountSid>: a separate prefix, so
+    that the functions that send with Twilio cannot read OpenAI keys, and the reverse."""
+    return f"{stack_name}/tenants/openai/"
 
 
 @dataclass(frozen=True)
@@ -38,6 +44,9 @@ class StackSettings:
     state_machine_log_level: str = "ALL"  # ALL, ERROR, FATAL or OFF; payloads never logged
     api_rate_limit: int = 50  # requests per second, steady
     api_burst_limit: int = 100
+    # The public base URL Twilio calls (a custom domain, with its base path); empty: the
+    # API's own execute-api URL with its stage. Signatures are checked against it.
+    webhook_base_url: str = ""
 
     @classmethod
     def from_context(cls, context: Any, code_directory: Path, dependencies_directory: Path) -> StackSettings:

@@ -4,7 +4,7 @@ functions and the state machine come from the same definitions the local stack u
 
 from __future__ import annotations
 
-from aws_cdk import CfnOutput, Duration, Stack
+from aws_cdk import Aws, CfnOutput, Duration, Stack
 from aws_cdk import aws_events as events
 from aws_cdk import aws_events_targets as targets
 from constructs import Construct
@@ -13,6 +13,7 @@ from functions.dal.tables import ALL_TABLES
 from functions.registry import RECONCILER, WEBHOOK
 from infra.constructs.api import WebhookApi
 from infra.constructs.credentials import Credentials
+from infra.constructs.event_bus import AnsweredBatchBusPolicy
 from infra.constructs.functions import Functions
 from infra.constructs.monitoring import Monitoring
 from infra.constructs.permissions import Permissions
@@ -33,9 +34,9 @@ class BurstReplyStack(Stack):
             **tables.environment(),
             "BATCH_WINDOW_SECONDS": str(settings.batch_window_seconds),
             "AUTO_CREATE_CONVERSATIONS": "true" if settings.auto_create_conversations else "false",
-            "TWILIO_SECRET_NAME": credentials.twilio.secret_name,
             "OPENAI_SECRET_NAME": credentials.openai.secret_name,
-            "TWILIO_ACCOUNT_SECRET_PREFIX": f"{credentials.tenant_prefix}twilio/",
+            "TWILIO_TENANT_SECRET_PREFIX": credentials.twilio_prefix,
+            "OPENAI_TENANT_SECRET_PREFIX": credentials.openai_prefix,
             "EVENT_BUS_NAME": bus.event_bus_name,
         }
         functions = Functions(self, "Functions", settings, environment)
@@ -49,7 +50,14 @@ class BurstReplyStack(Stack):
             functions=functions,
             state_machine_arn=workflow.arn,
         )
+        AnsweredBatchBusPolicy(self, "EventsPolicy", bus=bus, publisher=functions["RecordTurns"])
         api = WebhookApi(self, "Webhook", settings, functions[WEBHOOK.logical_id])
+        # The URL Twilio signs: the API's own (built from its id and the stage name, not
+        # from the stage resource, which depends on the function) or the configured one.
+        self.webhook_base_url = settings.webhook_base_url.rstrip("/") or (
+            f"https://{api.api.rest_api_id}.execute-api.{Aws.REGION}.{Aws.URL_SUFFIX}/{api.stage_name}"
+        )
+        functions[WEBHOOK.logical_id].add_environment("WEBHOOK_BASE_URL", self.webhook_base_url)
         Monitoring(self, "Monitoring", workflow.state_machine, api.api, functions)
         events.Rule(
             self,
@@ -75,9 +83,13 @@ class BurstReplyStack(Stack):
             self, "WhatsAppWebhookUrl", value=api.url_of(api.whatsapp), description="Twilio: WhatsApp sender"
         )
         CfnOutput(self, "SmsWebhookUrl", value=api.url_of(api.sms), description="Twilio: number's messaging")
+        CfnOutput(
+            self, "WebhookBaseUrl", value=self.webhook_base_url, description="the URL base signatures cover"
+        )
         CfnOutput(self, "StateMachineArn", value=workflow.state_machine.state_machine_arn)
-        CfnOutput(self, "TwilioSecretName", value=credentials.twilio.secret_name)
         CfnOutput(self, "OpenAISecretName", value=credentials.openai.secret_name)
+        CfnOutput(self, "TwilioTenantSecretPrefix", value=credentials.twilio_prefix)
+        CfnOutput(self, "OpenAITenantSecretPrefix", value=credentials.openai_prefix)
         CfnOutput(self, "EventBusName", value=bus.event_bus_name)
         for table in ALL_TABLES:
             CfnOutput(

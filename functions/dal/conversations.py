@@ -19,8 +19,12 @@ def _table() -> Any:
     return dynamo.table(get_settings().conversations_table)
 
 
-def find(channel: Channel, user_address: str, our_address: str) -> Conversation | None:
-    """The open conversation (task not complete) between this user and our number."""
+def find(
+    channel: Channel, user_address: str, our_address: str, tenant_account_sid: str
+) -> Conversation | None:
+    """The tenant's open conversation (task not complete) between this user and our
+    number. Another tenant's conversation on the same addresses (a number that has moved
+    between tenants) is not this tenant's to continue."""
     response = _table().query(
         IndexName="by_address",
         KeyConditionExpression=Key("address_key").eq(address_key(channel, user_address, our_address)),
@@ -28,21 +32,24 @@ def find(channel: Channel, user_address: str, our_address: str) -> Conversation 
         Limit=10,
     )
     for item in response["Items"]:
-        if not item.get("task_complete"):
+        if not item.get("task_complete") and item.get("tenant_account_sid") == tenant_account_sid:
             return Conversation.model_validate(item)
     return None
 
 
-def create(channel: Channel, user_address: str, our_address: str, now: str) -> Conversation:
-    """Create the conversation of an unknown sender. Its id derives from the addresses, so
-    two webhooks racing to create it agree on one record."""
+def create(
+    channel: Channel, user_address: str, our_address: str, now: str, tenant_account_sid: str
+) -> Conversation:
+    """Create the tenant's conversation with an unknown sender. Its id derives from the
+    tenant and the addresses, so two webhooks racing to create it agree on one record."""
     key = address_key(channel, user_address, our_address)
     conversation = Conversation(
-        conversation_id="c" + hashlib.sha256(key.encode()).hexdigest()[:24],
+        conversation_id="c" + hashlib.sha256(f"{tenant_account_sid}#{key}".encode()).hexdigest()[:24],
         channel=channel,
         user_address=user_address,
         our_address=our_address,
         created_at=now,
+        tenant_account_sid=tenant_account_sid,
     )
     item = {**conversation.to_item(), "address_key": key, "updated_at": now, "conversation_status": "open"}
     try:

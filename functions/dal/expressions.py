@@ -33,6 +33,21 @@ ARRIVE = (
     "flush_requested = {flush} ADD message_count :one"
 )
 
+# --- tenants ----------------------------------------------------------------------------
+REGISTER_ACCOUNT = "SET account_sid = :sid, created_at = if_not_exists(created_at, :now)"
+ADD_NUMBERS = "ADD numbers :numbers"
+DROP_NUMBERS = "DELETE numbers :numbers"
+NUMBER_IS_FREE_OR_OURS = "attribute_not_exists(tenant_key) OR account_sid = :sid"
+NUMBER_IS_OURS = "account_sid = :sid"
+GIVE_NUMBER = "SET account_sid = :to"
+NUMBER_IS_THEIRS = "account_sid = :from"
+IS_A_TENANT = "attribute_exists(tenant_key)"
+TENANT_ACCOUNTS = "begins_with(tenant_key, :account)"
+
+# --- usage counters (cost limits) -------------------------------------------------------
+COUNT_ONE_CALL = "ADD calls :one SET expires_at = :expires"
+BELOW_LIMIT = "attribute_not_exists(calls) OR calls < :limit"
+
 # The `${Placeholder}`s of the ASL that are expressions, with their values.
 SUBSTITUTIONS = {
     "ReleaseLockExpression": RELEASE_LOCK,

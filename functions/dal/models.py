@@ -26,10 +26,15 @@ class Conversation(Item):
     user_address: str  # the user's number ("whatsapp:+1555..." on WhatsApp)
     our_address: str  # our Twilio number the user wrote to
     created_at: str
+    # The tenant (Twilio AccountSid) the conversation belongs to, recorded when it is
+    # created: its replies go out with this tenant's credentials only.
+    tenant_account_sid: str | None = None
     task_complete: bool = False
     openai_conversation_id: str | None = None
     # Names of Secrets Manager secrets with this tenant's credentials (the seeds'
-    # channel_config / ai_config); empty means the deployment's defaults.
+    # channel_config / ai_config), which must lie under the tenant's own prefix
+    # (functions/integrations/secrets.py); empty means the tenant's Twilio account and the
+    # deployment's OpenAI key.
     twilio_credentials_secret: str | None = None
     openai_api_key_secret: str | None = None
     ai_model: str | None = None
@@ -118,3 +123,13 @@ class Turn(Item):
     total_tokens: int = 0
     sent_at: str | None = None
     processing_time_ms: int | None = None
+    # The cost limit that applied to this batch, if any (functions/logic/limits.py).
+    limited: str | None = None
+
+
+class Tenant(Item):
+    """A registered tenant: a Twilio account and the numbers it owns."""
+
+    account_sid: str
+    numbers: list[str] = []
+    created_at: str = ""

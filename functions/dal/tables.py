@@ -83,4 +83,25 @@ PROJECTS = TableDefinition(
     partition_key="project_id",
 )
 
-ALL_TABLES = (CONVERSATIONS, STAGED_MESSAGES, BATCH_WINDOWS, TURNS, PROJECTS)
+# The tenants (Twilio accounts) the service answers for, and the numbers each owns. Two
+# kinds of item, each read with one GetItem: `account#<AccountSid>` (a registered tenant and
+# the set of its numbers) and `number#<address>` (the one tenant that owns a number). They
+# change together, in transactions (functions/dal/tenants.py).
+TENANTS = TableDefinition(
+    logical_id="Tenants",
+    env_var="TENANTS_TABLE",
+    placeholder="TenantsTableName",
+    partition_key="tenant_key",
+)
+
+# Usage counters for the cost limits (functions/logic/limits.py): one item per conversation
+# or sender and hour, removed by TTL once the hour is over.
+USAGE_COUNTERS = TableDefinition(
+    logical_id="UsageCounters",
+    env_var="USAGE_COUNTERS_TABLE",
+    placeholder="UsageCountersTableName",
+    partition_key="counter_key",
+    ttl_attribute="expires_at",
+)
+
+ALL_TABLES = (CONVERSATIONS, STAGED_MESSAGES, BATCH_WINDOWS, TURNS, PROJECTS, TENANTS, USAGE_COUNTERS)

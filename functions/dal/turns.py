@@ -73,21 +73,24 @@ def record_answered_batch(
     processing_time_ms: int,
     tokens: dict[str, int],
     last_message_sid: str | None,
+    limited: bool = False,
 ) -> bool:
     """In one transaction: mark the user turn answered (or handed off to a person, when
-    there is no assistant turn), the assistant turn sent, update the conversation's totals
-    and release the processing lock, on condition that this run still holds it. False if
-    the lock is no longer ours. (The resource's client takes plain Python values.)"""
+    there is no assistant turn, or limited, when a cost limit stopped the AI call), the
+    assistant turn sent (or limited), update the conversation's totals and release the
+    processing lock, on condition that this run still holds it. False if the lock is no
+    longer ours. (The resource's client takes plain Python values.)"""
     settings = get_settings()
     turn_key = {"conversation_id": conversation_id}
     handed_off = assistant_turn_id is None
+    answered, sent = ("limited", "limited") if limited else ("answered", "sent")
     user_turn: dict[str, Any] = {
         "TableName": settings.turns_table,
         "Key": {**turn_key, "turn_id": user_turn_id},
         "UpdateExpression": "SET #s = :status, answered_at = :at",
         "ExpressionAttributeNames": {"#s": "status"},
         "ExpressionAttributeValues": {
-            ":status": "handed_off" if handed_off else "answered",
+            ":status": "handed_off" if handed_off else answered,
             ":at": answered_at,
         },
     }
@@ -102,7 +105,7 @@ def record_answered_batch(
         "ConditionExpression": expressions.HOLDS_LOCK,
         "ExpressionAttributeValues": {
             ":at": answered_at,
-            ":status": "awaiting_agent" if handed_off else "reply_sent",
+            ":status": "awaiting_agent" if handed_off else ("limited" if limited else "reply_sent"),
             ":sid": last_message_sid or "",
             ":p": tokens.get("prompt_tokens", 0),
             ":c": tokens.get("completion_tokens", 0),
@@ -118,7 +121,7 @@ def record_answered_batch(
             "Key": {**turn_key, "turn_id": assistant_turn_id},
             "UpdateExpression": "SET #s = :sent, sent_at = :at, processing_time_ms = :ms",
             "ExpressionAttributeNames": {"#s": "status"},
-            "ExpressionAttributeValues": {":sent": "sent", ":at": answered_at, ":ms": processing_time_ms},
+            "ExpressionAttributeValues": {":sent": sent, ":at": answered_at, ":ms": processing_time_ms},
         }
         items.insert(1, {"Update": assistant_turn})
     try:

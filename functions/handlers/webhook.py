@@ -3,15 +3,17 @@
 from __future__ import annotations
 
 from typing import Any
-from urllib.parse import parse_qsl
+from urllib.parse import urlencode
 
 from aws_lambda_powertools.event_handler import APIGatewayRestResolver, Response
 from aws_lambda_powertools.utilities.typing import LambdaContext
+from twilio.request_validator import SIGNATURE_HEADER, SIGNATURE_SETTINGS_HEADER
 from twilio.twiml.messaging_response import MessagingResponse
 
 from functions.config import get_settings
+from functions.logic.admission import Signature
 from functions.logic.intake import Outcome, accept_message
-from functions.models import Channel
+from functions.models import Channel, UnreadableForm, read_form
 from functions.observability import lambda_entry_point, logger
 
 get_settings()  # fail at cold start if the stack left a setting out
@@ -38,8 +40,18 @@ def _receive(channel: Channel) -> Response[str]:
     if content_type != FORM:
         logger.warning("Webhook refused: not a form", extra={"content_type": content_type[:100]})
         return Response(415, "text/plain", f"Unsupported Media Type: Twilio posts {FORM}")
-    form = dict(parse_qsl(event.decoded_body or "", keep_blank_values=True))
-    signature = event.headers.get("X-Twilio-Signature")
+    settings = get_settings()
+    try:
+        form = read_form(
+            event.body,
+            bool(event.is_base64_encoded),
+            settings.webhook_max_body_bytes,
+            settings.webhook_max_fields,
+        )
+    except UnreadableForm as error:
+        logger.warning("Webhook refused: unreadable form", extra={"reason": str(error)})
+        return Response(error.status, "text/plain", str(error))
+    signature = Signature(event.headers.get(SIGNATURE_HEADER), event.headers.get(SIGNATURE_SETTINGS_HEADER))
     outcome = accept_message(channel, form, public_url(event.raw_event), signature)
     if outcome is Outcome.FORBIDDEN:
         return Response(403, "text/plain", "Forbidden")
@@ -65,19 +77,36 @@ def unavailable(error: Exception) -> Response[str]:
 
 def public_url(event: dict[str, Any]) -> str:
     """The URL Twilio called, which its signature covers: the configured public base URL
-    if any, else rebuilt from the Host header and the request path (which includes the
-    stage on the execute-api domain)."""
-    headers = {k.lower(): v for k, v in (event.get("headers") or {}).items()}
-    context = event.get("requestContext") or {}
-    path = context.get("path") or event.get("path") or "/"
-    base = get_settings().webhook_base_url.rstrip("/")
+    (the stack sets it) and the API resource (`/whatsapp`, `/sms`); without one, the Host
+    header and the request path (which includes the stage on the execute-api domain).
+    Forwarded headers count only when WEBHOOK_TRUST_FORWARDED_HEADERS is on. Then the
+    query string: as received when the event carries it raw (`rawQueryString`, HTTP API
+    events); a REST API event carries only the parsed parameters, re-encoded here in the
+    order received (see docs/decisions.md)."""
+    settings = get_settings()
+    base = settings.webhook_base_url.rstrip("/")
     if base:
-        path = event.get("path") or path
+        path = event.get("resource") or event.get("path") or "/"
     else:
-        base = f"{headers.get('x-forwarded-proto', 'https')}://{headers.get('host', '')}"
-    query = event.get("queryStringParameters") or {}
-    suffix = "?" + "&".join(f"{k}={v}" for k, v in query.items()) if query else ""
-    return f"{base}{path}{suffix}"
+        headers = {k.lower(): v for k, v in (event.get("headers") or {}).items()}
+        scheme, host = "https", headers.get("host", "")
+        if settings.webhook_trust_forwarded_headers:
+            scheme = headers.get("x-forwarded-proto", scheme)
+            host = headers.get("x-forwarded-host", host)
+        base = f"{scheme}://{host}"
+        path = (event.get("requestContext") or {}).get("path") or event.get("path") or "/"
+    return f"{base}{path}{_query(event)}"
+
+
+def _query(event: dict[str, Any]) -> str:
+    raw = event.get("rawQueryString")
+    if raw:
+        return f"?{raw}"
+    multi = event.get("multiValueQueryStringParameters") or {
+        k: [v] for k, v in (event.get("queryStringParameters") or {}).items()
+    }
+    pairs = [(name, value) for name, values in multi.items() for value in values]
+    return f"?{urlencode(pairs)}" if pairs else ""
 
 
 @lambda_entry_point

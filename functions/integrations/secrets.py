@@ -1,9 +1,14 @@
 """Credentials from Secrets Manager, cached by Powertools. Never logged.
 
-A conversation may name its own secrets (a tenant's Twilio account or OpenAI key); the
-deployment's default secrets are used otherwise.
-Twilio secrets hold {"account_sid": ..., "auth_token": ...}; OpenAI secrets hold
-{"api_key": ...}."""
+Each tenant (a Twilio account) keeps its Twilio credentials in the secret
+<TWILIO_TENANT_SECRET_PREFIX><AccountSid>, holding {"account_sid", "auth_token"} and, if
+Twilio signs its webhooks with shared keys, {"signing_keys": {<SharedKey SID>: <secret>}}.
+OpenAI keys ({"api_key"}) are the deployment's (OPENAI_SECRET_NAME) unless a conversation
+names one of its tenant's own, under <OPENAI_TENANT_SECRET_PREFIX><AccountSid>.
+
+A conversation may name its secrets (`twilio_credentials_secret`, `openai_api_key_secret`),
+but only within its own tenant's prefix: the name is checked here, where it is resolved,
+before anything is read (SecretOutsideTenant otherwise)."""
 
 from __future__ import annotations
 
@@ -14,11 +19,14 @@ from botocore.exceptions import ClientError
 from pydantic import BaseModel, SecretStr
 
 from functions.config import get_settings
+from functions.dal.models import Conversation
+from functions.errors import SecretOutsideTenant
 
 
 class TwilioCredentials(BaseModel):
     account_sid: str
     auth_token: SecretStr
+    signing_keys: dict[str, SecretStr] = {}
 
 
 def _secret(name: str) -> dict[str, Any]:
@@ -28,30 +36,64 @@ def _secret(name: str) -> dict[str, Any]:
     return value
 
 
-def twilio_credentials(secret_name: str | None = None) -> TwilioCredentials:
-    return TwilioCredentials.model_validate(_secret(secret_name or get_settings().twilio_secret_name))
+def twilio_credentials(secret_name: str) -> TwilioCredentials:
+    return TwilioCredentials.model_validate(_secret(secret_name))
 
 
-def twilio_auth_token_for(account_sid: str) -> str | None:
-    """The auth token of the Twilio account a webhook claims to come from, or None when
-    that account is not one of ours."""
-    settings = get_settings()
-    default = twilio_credentials()
-    if default.account_sid == account_sid:
-        return default.auth_token.get_secret_value()
+def tenant_twilio_credentials(account_sid: str) -> TwilioCredentials | None:
+    """A registered tenant's Twilio credentials (the webhook checks signatures with them),
+    or None when its secret is missing or names another account."""
     try:
-        tenant = twilio_credentials(settings.twilio_account_secret_prefix + account_sid)
+        credentials = twilio_credentials(get_settings().twilio_tenant_secret_prefix + account_sid)
     except parameters.GetParameterError as error:
         if _not_found(error):
             return None
         raise  # a transient failure: the webhook answers 5xx and Twilio retries
-    return tenant.auth_token.get_secret_value() if tenant.account_sid == account_sid else None
+    return credentials if credentials.account_sid == account_sid else None
+
+
+def twilio_credentials_for(conversation: Conversation) -> TwilioCredentials:
+    """The Twilio credentials a conversation's replies are sent with: its tenant's, from
+    the secret the conversation names if it lies within the tenant's prefix."""
+    tenant = _tenant_of(conversation)
+    name = within_tenant(
+        get_settings().twilio_tenant_secret_prefix, tenant, conversation.twilio_credentials_secret
+    )
+    credentials = twilio_credentials(name)
+    if credentials.account_sid != tenant:
+        raise SecretOutsideTenant(f"the Twilio secret of {conversation.conversation_id} is another account's")
+    return credentials
+
+
+def openai_api_key_for(conversation: Conversation) -> str:
+    """The OpenAI key for a conversation: the deployment's, or the tenant's own key that
+    the conversation names (within the tenant's OpenAI prefix)."""
+    settings = get_settings()
+    name = settings.openai_secret_name
+    if conversation.openai_api_key_secret:
+        name = within_tenant(
+            settings.openai_tenant_secret_prefix, _tenant_of(conversation), conversation.openai_api_key_secret
+        )
+    return str(_secret(name)["api_key"])
+
+
+def within_tenant(prefix: str, account_sid: str, requested: str | None) -> str:
+    """The secret name to read: `requested` if it is the tenant's secret <prefix><sid> or
+    lies under it (<prefix><sid>/...), the tenant's secret if nothing is requested."""
+    own = prefix + account_sid
+    if not requested or requested == own:
+        return own
+    if requested.startswith(own + "/"):
+        return requested
+    raise SecretOutsideTenant(f"secret {requested!r} is outside the prefix of tenant {account_sid}")
+
+
+def _tenant_of(conversation: Conversation) -> str:
+    if not conversation.tenant_account_sid:
+        raise SecretOutsideTenant(f"conversation {conversation.conversation_id} has no tenant")
+    return conversation.tenant_account_sid
 
 
 def _not_found(error: Exception) -> bool:
     cause = error.__cause__ or error.__context__  # Powertools wraps the boto3 error
     return isinstance(cause, ClientError) and cause.response["Error"]["Code"] == "ResourceNotFoundException"
-
-
-def openai_api_key(secret_name: str | None = None) -> str:
-    return str(_secret(secret_name or get_settings().openai_secret_name)["api_key"])

@@ -70,9 +70,7 @@ def _send_fallback(ref: BatchRef) -> None:
         return
     try:
         conversation = conversations.require(ref.conversation_id)
-        client = twilio_messages.client_for(
-            secrets.twilio_credentials(conversation.twilio_credentials_secret)
-        )
+        client = twilio_messages.client_for(secrets.twilio_credentials_for(conversation))
         twilio_messages.send_message(client, conversation.our_address, conversation.user_address, text)
         count("FallbackReplies")
     except Exception:

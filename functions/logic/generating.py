@@ -7,7 +7,8 @@ from functions.contract import BatchRef, GenerateInput, ReplySummary
 from functions.dal import conversations, turns
 from functions.dal.models import Turn
 from functions.integrations import openai_responses, secrets
-from functions.logic import clock
+from functions.logic import clock, limits
+from functions.logic.sanitize import model_input
 from functions.observability import logger
 
 
@@ -22,7 +23,7 @@ def generate_reply(task: GenerateInput) -> ReplySummary:
         )
     turn = turns.get(task.conversation_id, task.assistant_turn_id) or _new_assistant_turn(task)
     return ReplySummary(
-        answered_by="ai",
+        answered_by="limited" if turn.status == "limited" else "ai",
         reply_chars=len(turn.body),
         prompt_tokens=turn.prompt_tokens,
         completion_tokens=turn.completion_tokens,
@@ -34,7 +35,10 @@ def _new_assistant_turn(ref: BatchRef) -> Turn:
     settings = get_settings()
     conversation = conversations.require(ref.conversation_id)
     user_turn = turns.require(ref.conversation_id, ref.user_turn_id)
-    client = openai_responses.client_for(secrets.openai_api_key(conversation.openai_api_key_secret))
+    limited = limits.admit_ai_call(conversation)
+    if limited is not None:
+        return limits.store_limited_turn(ref, limited)  # no AI call
+    client = openai_responses.client_for(secrets.openai_api_key_for(conversation))
     openai_conversation = conversation.openai_conversation_id
     if not openai_conversation:
         openai_conversation = openai_responses.start_conversation(client, ref.conversation_id)
@@ -42,10 +46,11 @@ def _new_assistant_turn(ref: BatchRef) -> Turn:
     reply = openai_responses.generate_reply(
         client,
         openai_conversation,
-        user_turn.body,
+        model_input(user_turn.body),
         conversation.ai_model or settings.openai_model,
         conversation.ai_instructions or settings.openai_instructions,
     )
+    text, capped = limits.cap_reply_parts(reply.text)
     turn = Turn(
         conversation_id=ref.conversation_id,
         turn_id=ref.assistant_turn_id,
@@ -53,7 +58,8 @@ def _new_assistant_turn(ref: BatchRef) -> Turn:
         status="generated",
         window_id=ref.window_id,
         execution_name=ref.execution_name,
-        body=reply.text,
+        body=text,
+        limited=limits.Limit.REPLY_PARTS.value if capped else None,
         response_id=reply.response_id,
         model=reply.model,
         prompt_tokens=reply.prompt_tokens,

@@ -5,14 +5,13 @@ from __future__ import annotations
 from enum import StrEnum
 
 from pydantic import ValidationError
-from twilio.request_validator import RequestValidator
 
 from functions.config import get_settings
 from functions.dal import conversations, projects, staged_messages
 from functions.dal.models import Conversation
 from functions.dal.staged_messages import Staging
-from functions.integrations import secrets
 from functions.logic import clock
+from functions.logic.admission import Refusal, Signature, admit
 from functions.logic.debounce import BatchingRules, is_flush_keyword, resolve_rules
 from functions.logic.windows import count_in_window, open_batch_window
 from functions.models import Channel, InboundMessage
@@ -20,7 +19,7 @@ from functions.observability import count, logger
 
 
 class Outcome(StrEnum):
-    FORBIDDEN = "forbidden"  # no valid signature from one of our accounts
+    FORBIDDEN = "forbidden"  # not a tenant, not its number, or not its signature
     MALFORMED = "malformed"  # signed, but not a message we can stage
     UNKNOWN_SENDER = "unknown_sender"  # no conversation, and auto-create is off
     PROJECT_INACTIVE = "project_inactive"  # the conversation's project is not active
@@ -39,21 +38,13 @@ class Outcome(StrEnum):
         }.get(self, "")
 
 
-def signature_is_valid(form: dict[str, str], url: str, signature: str | None) -> bool:
-    """True when `signature` is Twilio's signature of `url` and `form`, made with the auth
-    token of the account the form names (AccountSid)."""
-    account_sid = form.get("AccountSid")
-    if not signature or not account_sid:
-        return False
-    auth_token = secrets.twilio_auth_token_for(account_sid)
-    return auth_token is not None and RequestValidator(auth_token).validate(url, form, signature)
-
-
-def accept_message(channel: Channel, form: dict[str, str], url: str, signature: str | None) -> Outcome:
-    if not signature_is_valid(form, url, signature):
-        logger.warning("Webhook refused: signature not valid", extra={"url": url})
+def accept_message(channel: Channel, form: dict[str, str], url: str, signature: Signature) -> Outcome:
+    tenant = admit(form, url, signature)
+    if isinstance(tenant, Refusal):
+        logger.warning("Webhook refused", extra={"reason": tenant.value, "url": url})
         count("WebhooksRefused")
         return Outcome.FORBIDDEN
+    logger.append_keys(account_sid=tenant.account_sid)
     try:
         message = InboundMessage.model_validate(form)
     except ValidationError as error:
@@ -64,12 +55,14 @@ def accept_message(channel: Channel, form: dict[str, str], url: str, signature: 
     logger.append_keys(message_sid=message.message_sid)
 
     received_at = clock.iso(clock.now())
-    conversation = conversations.find(channel, message.from_address, message.to_address)
+    conversation = conversations.find(channel, message.from_address, message.to_address, tenant.account_sid)
     if conversation is None:
         if not get_settings().auto_create_conversations:
             logger.warning("No conversation for this sender; message not staged")
             return Outcome.UNKNOWN_SENDER
-        conversation = conversations.create(channel, message.from_address, message.to_address, received_at)
+        conversation = conversations.create(
+            channel, message.from_address, message.to_address, received_at, tenant.account_sid
+        )
     logger.append_keys(conversation_id=conversation.conversation_id)
     refused = _refused_by_rules(conversation, channel)
     if refused:

@@ -16,8 +16,9 @@ from functions.observability import count, logger
 def record_turns(task: RecordInput) -> RecordOutput:
     """Mark the batch's staged messages answered, then record the turns and release the
     processing lock in one transaction conditioned on this run still holding it; then
-    announce the batch. A batch handed off to a person has no assistant turn; an empty
-    batch (answered by an earlier run) only releases the lock."""
+    announce the batch. A batch handed off to a person has no assistant turn; one that a
+    cost limit stopped is recorded as limited (limits.py); an empty batch (answered by an
+    earlier run) only releases the lock."""
     moment = clock.now()
     processing_ms = int((moment - clock.parse(task.lock_acquired_at)).total_seconds() * 1000)
     if task.reply.answered_by == "nobody":
@@ -26,6 +27,7 @@ def record_turns(task: RecordInput) -> RecordOutput:
     retention = int(moment.timestamp()) + get_settings().answered_message_retention_seconds
     staged_messages.mark_answered(task.conversation_id, task.batch.message_sids, task.window_id, retention)
     handed_off = task.reply.answered_by == "human"
+    limited = task.reply.answered_by == "limited"
     recorded = turns.record_answered_batch(
         conversation_id=task.conversation_id,
         owner=task.execution_name,
@@ -35,9 +37,11 @@ def record_turns(task: RecordInput) -> RecordOutput:
         processing_time_ms=processing_ms,
         tokens=task.reply.model_dump(include={"prompt_tokens", "completion_tokens", "total_tokens"}),
         last_message_sid=task.sent.message_sids[-1] if task.sent.message_sids else None,
+        limited=limited,
     )
     if not recorded:
         turn_id, done = (task.user_turn_id, "handed_off") if handed_off else (task.assistant_turn_id, "sent")
+        done = "limited" if limited else done
         turn = turns.get(task.conversation_id, turn_id)
         if turn is None or turn.status != done:  # not a retry of our own transaction
             raise ProcessingLockLost(f"{task.execution_name} no longer holds the processing lock")
@@ -45,35 +49,49 @@ def record_turns(task: RecordInput) -> RecordOutput:
 
 
 def _announce(ref: BatchRef) -> bool:
-    """Publish the answered batch for other services. The batch is answered already: a
-    failure is logged and counted, never raised."""
+    """Publish the answered batch for other services: keys and counts; the texts and the
+    user's address only when EVENT_INCLUDES_TEXTS is on (they are personal data). The
+    batch is answered already: a failure is logged and counted, never raised."""
     try:
-        conversation = conversations.require(ref.conversation_id)
-        user_turn = turns.get(ref.conversation_id, ref.user_turn_id)
-        assistant_turn = turns.get(ref.conversation_id, ref.assistant_turn_id)
-        merged, merged_clipped = event_bus.clip(user_turn.body if user_turn else "")
-        reply, reply_clipped = event_bus.clip(assistant_turn.body if assistant_turn else "")
-        event_bus.publish_batch_answered(
-            {
-                "conversation_id": ref.conversation_id,
-                "channel": conversation.channel.value,
-                "user_address": conversation.user_address,
-                "our_address": conversation.our_address,
-                "window_id": ref.window_id,
-                "execution_name": ref.execution_name,
-                "message_sids": user_turn.message_sids if user_turn else [],
-                "merged_body": merged,
-                "reply_body": reply,
-                "reply_message_sids": assistant_turn.message_sids if assistant_turn else [],
-                "truncated": merged_clipped or reply_clipped,
-                "total_tokens": assistant_turn.total_tokens if assistant_turn else 0,
-            }
-        )
+        event_bus.publish_batch_answered(_answered_batch(ref))
     except Exception:
         logger.exception("batch.answered not published")
         count("AnnounceFailures")
         return False
     return True
+
+
+def _answered_batch(ref: BatchRef) -> dict[str, object]:
+    conversation = conversations.require(ref.conversation_id)
+    user_turn = turns.get(ref.conversation_id, ref.user_turn_id)
+    assistant_turn = turns.get(ref.conversation_id, ref.assistant_turn_id)
+    merged_text = user_turn.body if user_turn else ""
+    reply_text = assistant_turn.body if assistant_turn else ""
+    detail: dict[str, object] = {
+        "conversation_id": ref.conversation_id,
+        "tenant_account_sid": conversation.tenant_account_sid,
+        "channel": conversation.channel.value,
+        "our_address": conversation.our_address,
+        "window_id": ref.window_id,
+        "execution_name": ref.execution_name,
+        "message_sids": user_turn.message_sids if user_turn else [],
+        "message_count": user_turn.message_count if user_turn else 0,
+        "merged_chars": len(merged_text),
+        "reply_message_sids": assistant_turn.message_sids if assistant_turn else [],
+        "reply_chars": len(reply_text),
+        "total_tokens": assistant_turn.total_tokens if assistant_turn else 0,
+        "limited": assistant_turn.limited if assistant_turn else None,
+    }
+    if get_settings().event_includes_texts:
+        merged, merged_clipped = event_bus.clip(merged_text)
+        reply, reply_clipped = event_bus.clip(reply_text)
+        detail |= {
+            "user_address": conversation.user_address,
+            "merged_body": merged,
+            "reply_body": reply,
+            "truncated": merged_clipped or reply_clipped,
+        }
+    return detail
 
 
 def close_batch_window(task: CloseInput) -> CloseOutput:

@@ -27,9 +27,7 @@ def send_reply(task: SendInput) -> SentSummary:
     parts = split_reply(turn.body)
     sent = list(turn.message_sids)
     if len(sent) < len(parts):
-        client = twilio_messages.client_for(
-            secrets.twilio_credentials(conversation.twilio_credentials_secret)
-        )
+        client = twilio_messages.client_for(secrets.twilio_credentials_for(conversation))
         send = partial(
             twilio_messages.send_message, client, conversation.our_address, conversation.user_address
         )

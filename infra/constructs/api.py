@@ -19,6 +19,7 @@ class WebhookApi(Construct):
         self, scope: Construct, construct_id: str, settings: StackSettings, handler: lambda_.IFunction
     ):
         super().__init__(scope, construct_id)
+        self.stage_name = "prod"
         access_logs = logs.LogGroup(
             self, "AccessLogs", retention=logs.RetentionDays.ONE_MONTH, removal_policy=RemovalPolicy.DESTROY
         )
@@ -29,7 +30,7 @@ class WebhookApi(Construct):
             cloud_watch_role=True,
             cloud_watch_role_removal_policy=RemovalPolicy.DESTROY,
             deploy_options=apigw.StageOptions(
-                stage_name="prod",
+                stage_name=self.stage_name,
                 throttling_rate_limit=settings.api_rate_limit,
                 throttling_burst_limit=settings.api_burst_limit,
                 tracing_enabled=True,

@@ -1,5 +1,5 @@
-"""The deployment's secrets: the default Twilio and OpenAI credentials, and the prefix
-under which other tenants' secrets live."""
+"""The deployment's secrets: its OpenAI key, and the prefixes under which the tenants'
+secrets live (created by `python -m infra.tenants`, not by the stack)."""
 
 from __future__ import annotations
 
@@ -8,23 +8,17 @@ from aws_cdk import aws_secretsmanager as secretsmanager
 from cdk_nag import NagPackSuppression, NagSuppressions
 from constructs import Construct
 
-from infra.names import tenant_secret_prefix
+from infra.names import openai_tenant_secret_prefix, twilio_tenant_secret_prefix
 
 
 class Credentials(Construct):
-    """The deployment's default credentials. Created with placeholder values: put the real
-    ones in after the first deploy (README, "Deploy")."""
+    """The deployment's OpenAI key, created with a placeholder value: put the real one in
+    after the first deploy (README, "Deploy"). Each tenant's Twilio credentials are the
+    secret <twilio_prefix><AccountSid>; a tenant's own OpenAI keys lie under
+    <openai_prefix><AccountSid>."""
 
     def __init__(self, scope: Construct, construct_id: str) -> None:
         super().__init__(scope, construct_id)
-        self.twilio = secretsmanager.Secret(
-            self,
-            "Twilio",
-            description="Twilio credentials: {account_sid, auth_token}",
-            generate_secret_string=secretsmanager.SecretStringGenerator(
-                secret_string_template='{"account_sid": "set-me"}', generate_string_key="auth_token"
-            ),
-        )
         self.openai = secretsmanager.Secret(
             self,
             "OpenAI",
@@ -33,23 +27,25 @@ class Credentials(Construct):
                 secret_string_template="{}", generate_string_key="api_key"
             ),
         )
-        self.tenant_prefix = tenant_secret_prefix(Stack.of(self).stack_name)
-        for secret in (self.twilio, self.openai):
-            NagSuppressions.add_resource_suppressions(
-                secret,
-                [
-                    NagPackSuppression(
-                        id="AwsSolutions-SMG4",
-                        reason="Twilio and OpenAI keys are rotated in their own consoles, not by a Lambda.",
-                    )
-                ],
-            )
+        stack_name = Stack.of(self).stack_name
+        self.twilio_prefix = twilio_tenant_secret_prefix(stack_name)
+        self.openai_prefix = openai_tenant_secret_prefix(stack_name)
+        NagSuppressions.add_resource_suppressions(
+            self.openai,
+            [
+                NagPackSuppression(
+                    id="AwsSolutions-SMG4",
+                    reason="OpenAI keys are rotated in OpenAI's console, not by a Lambda.",
+                )
+            ],
+        )
 
-    def tenant_secrets_arn(self) -> str:
-        stack = Stack.of(self)
-        return stack.format_arn(
+    def secrets_under(self, prefix: str) -> str:
+        """The ARN pattern of every secret whose name starts with `prefix` (a secret's ARN
+        ends with its name and a random suffix)."""
+        return Stack.of(self).format_arn(
             service="secretsmanager",
             resource="secret",
-            resource_name=f"{self.tenant_prefix}*",
+            resource_name=f"{prefix}*",
             arn_format=ArnFormat.COLON_RESOURCE_NAME,
         )

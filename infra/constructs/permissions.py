@@ -16,17 +16,15 @@ from infra.constructs.tables import Tables
 
 # function → (actions, resources). Resources name a table ("Conversations"), an index
 # ("StagedMessages/index/pending"), the state machine ("state-machine"), its runs
-# ("executions"), a secret ("secret:twilio", "secret:openai"), the tenants' secrets
-# ("secrets:tenants") or the event bus ("bus").
+# ("executions"), the deployment's OpenAI key ("secret:openai"), the tenants' Twilio
+# secrets ("secrets:twilio-tenants"), the tenants' OpenAI keys ("secrets:openai-tenants")
+# or the event bus ("bus").
 Grants = list[tuple[tuple[str, ...], tuple[str, ...]]]
 OPEN_WINDOWS: Grants = [
     (("dynamodb:PutItem", "dynamodb:DeleteItem"), ("BatchWindows",)),
     (("states:StartExecution",), ("state-machine",)),
 ]
-TWILIO_SECRETS: Grants = [
-    (("secretsmanager:GetSecretValue", "secretsmanager:DescribeSecret"), ("secret:twilio",)),
-    (("secretsmanager:GetSecretValue",), ("secrets:tenants",)),
-]
+TWILIO_SECRETS: Grants = [(("secretsmanager:GetSecretValue",), ("secrets:twilio-tenants",))]
 GRANTS: dict[str, Grants] = {
     "Webhook": [
         (("dynamodb:Query",), ("Conversations/index/by_address",)),
@@ -36,6 +34,7 @@ GRANTS: dict[str, Grants] = {
         (("dynamodb:UpdateItem",), ("BatchWindows",)),  # count the message in
         (("states:SendTaskSuccess",), ("state-machine",)),  # wake on a flush
         (("dynamodb:GetItem",), ("Projects",)),  # the project's rules
+        (("dynamodb:GetItem",), ("Tenants",)),  # is the account a tenant, and its numbers
         *TWILIO_SECRETS,
     ],
     "ParkUntilDue": [
@@ -53,8 +52,8 @@ GRANTS: dict[str, Grants] = {
     "GenerateReply": [
         (("dynamodb:GetItem", "dynamodb:UpdateItem"), ("Conversations",)),
         (("dynamodb:GetItem", "dynamodb:PutItem"), ("Turns",)),
-        (("secretsmanager:GetSecretValue", "secretsmanager:DescribeSecret"), ("secret:openai",)),
-        (("secretsmanager:GetSecretValue",), ("secrets:tenants",)),
+        (("dynamodb:UpdateItem",), ("UsageCounters",)),  # the cost limits
+        (("secretsmanager:GetSecretValue",), ("secret:openai", "secrets:openai-tenants")),
     ],
     "SendReply": [
         (("dynamodb:GetItem", "dynamodb:UpdateItem"), ("Conversations", "Turns")),
@@ -109,9 +108,9 @@ class Permissions(Construct):
                 "StagedMessages/index/pending": f"{arns['StagedMessages']}/index/pending",
                 "state-machine": state_machine_arn,
                 "executions": state_machine_arn.replace(":stateMachine:", ":execution:") + ":*",
-                "secret:twilio": credentials.twilio.secret_arn,
                 "secret:openai": credentials.openai.secret_arn,
-                "secrets:tenants": credentials.tenant_secrets_arn(),
+                "secrets:twilio-tenants": credentials.secrets_under(credentials.twilio_prefix),
+                "secrets:openai-tenants": credentials.secrets_under(credentials.openai_prefix),
                 "bus": bus.event_bus_arn,
             }
         )
@@ -141,18 +140,23 @@ class Permissions(Construct):
             ],
             apply_to_children=True,
         )
-        readers = [f for f, grants in GRANTS.items() if any("secrets:tenants" in r for _, r in grants)]
-        NagSuppressions.add_resource_suppressions(
-            [functions[f] for f in readers],
-            [
-                NagPackSuppression(
-                    id="AwsSolutions-IAM5",
-                    reason="Tenants' credentials are secrets under one prefix, read by name at run time.",
-                    applies_to=[
-                        f"Resource::arn:<AWS::Partition>:secretsmanager:<AWS::Region>:<AWS::AccountId>:secret:"
-                        f"{credentials.tenant_prefix}*"
-                    ],
-                )
-            ],
-            apply_to_children=True,
-        )
+        for resource, prefix in (
+            ("secrets:twilio-tenants", credentials.twilio_prefix),
+            ("secrets:openai-tenants", credentials.openai_prefix),
+        ):
+            readers = [f for f, grants in GRANTS.items() if any(resource in r for _, r in grants)]
+            NagSuppressions.add_resource_suppressions(
+                [functions[f] for f in readers],
+                [
+                    NagPackSuppression(
+                        id="AwsSolutions-IAM5",
+                        reason="Each tenant's secret is named after its account under one prefix, "
+                        "read by name at run time; the prefix holds nothing else.",
+                        applies_to=[
+                            "Resource::arn:<AWS::Partition>:secretsmanager:<AWS::Region>:<AWS::AccountId>:"
+                            f"secret:{prefix}*"
+                        ],
+                    )
+                ],
+                apply_to_children=True,
+            )

@@ -1,8 +1,10 @@
 """`make local`: the local stack as a long-running service, until SIGINT or SIGTERM.
 
-Honours TWILIO_ACCOUNT_SID, TWILIO_AUTH_TOKEN, OPENAI_API_KEY, BATCH_WINDOW_SECONDS,
-GATEWAY_PORT, AWS_PORT and AUTO_CREATE_CONVERSATIONS. OpenAI and Twilio are local
-stand-ins unless USE_REAL_OPENAI=1 / USE_REAL_TWILIO=1 ask for the real services."""
+Honours TWILIO_ACCOUNT_SID, TWILIO_AUTH_TOKEN, TWILIO_NUMBERS (the default tenant and its
+numbers), OPENAI_API_KEY, BATCH_WINDOW_SECONDS, GATEWAY_PORT, AWS_PORT, WEBHOOK_BASE_URL and
+AUTO_CREATE_CONVERSATIONS. OpenAI and Twilio are local stand-ins unless USE_REAL_OPENAI=1 /
+USE_REAL_TWILIO=1 ask for the real services. More tenants: `python -m infra.tenants` with
+AWS_ENDPOINT_URL set to the printed AWS endpoint."""
 
 from __future__ import annotations
 
@@ -34,6 +36,7 @@ def main() -> int:
             print(f"OpenAI API: {stack.openai_url}")
         print(f"State machine: {stack.state_machine_arn}")
         print(f"Batch window: {config.batch_window_seconds}s. Ctrl-C to stop.", flush=True)
+        print(f"Tenant: {config.twilio_account_sid} with {', '.join(config.twilio_numbers)}", flush=True)
         stop.wait()
     print("Stopped.")
     return 0

@@ -31,7 +31,9 @@ WINDOW_SECONDS = 3
 
 def main() -> int:
     logging.getLogger("werkzeug").setLevel(logging.ERROR)
-    config = LocalConfig(aws_port=0, gateway_port=0, batch_window_seconds=WINDOW_SECONDS)
+    config = LocalConfig(
+        aws_port=0, gateway_port=0, batch_window_seconds=WINDOW_SECONDS, twilio_numbers=(OUR_NUMBER,)
+    )
     with LocalStack(config) as stack:
         print(f"Local stack up: webhook {stack.whatsapp_url}, batch window {WINDOW_SECONDS}s\n")
         print("Fragments sent (signed like Twilio):")
@@ -43,7 +45,7 @@ def main() -> int:
             if response.status_code != 200:
                 return 1
 
-        conversation = conversations.find(Channel.WHATSAPP, USER, OUR_NUMBER)
+        conversation = conversations.find(Channel.WHATSAPP, USER, OUR_NUMBER, config.twilio_account_sid)
         assert conversation is not None
         runs = Runs(stack.state_machine_arn, "Turns")
         run = _wait_for_runs(runs, conversation.conversation_id)

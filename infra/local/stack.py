@@ -16,12 +16,13 @@ from moto.moto_server.werkzeug_app import DomainDispatcherApplication, create_ba
 from werkzeug.serving import BaseWSGIServer, make_server
 
 from functions.config import get_settings
-from functions.dal.tables import ALL_TABLES, TableDefinition
+from functions.dal.tables import ALL_TABLES, TENANTS, TableDefinition
 from functions.registry import TASKS, definition_substitutions
 from infra.local.gateway import Gateway
 from infra.local.lambdas import LambdaMiddleware, invoke
 from infra.local.standins import OpenAIStandIn, TwilioStandIn
 from infra.statemachine import render
+from infra.tenants import Names, TenantAdmin
 
 REGION = "us-east-1"
 ACCOUNT = "123456789012"
@@ -31,6 +32,8 @@ EVENT_BUS_NAME = "burst-reply"
 LOCAL_ACCOUNT_SID = "AC" + "0" * 32
 LOCAL_AUTH_TOKEN = "local-twilio-auth-token"
 LOCAL_OPENAI_KEY = "local-openai-key"
+# The numbers of the default tenant: Twilio's WhatsApp sandbox number, for WhatsApp and SMS.
+DEFAULT_NUMBERS = ("whatsapp:+14155238886", "+14155238886")
 
 
 def _flag(value: str | None, default: bool) -> bool:
@@ -50,7 +53,11 @@ class LocalConfig:
     auto_create_conversations: bool = True
     twilio_account_sid: str = LOCAL_ACCOUNT_SID
     twilio_auth_token: str = LOCAL_AUTH_TOKEN
+    # The numbers the default tenant (the account above) owns: webhooks to others are refused.
+    twilio_numbers: tuple[str, ...] = DEFAULT_NUMBERS
     openai_api_key: str = LOCAL_OPENAI_KEY
+    # The public base URL signatures cover; empty: the local gateway's own URL.
+    webhook_base_url: str = ""
     use_real_openai: bool = False
     use_real_twilio: bool = False
     # Run the reconciler this often, as the deployed schedule does (None: never).
@@ -69,6 +76,12 @@ class LocalConfig:
             auto_create_conversations=_flag(env.get("AUTO_CREATE_CONVERSATIONS"), True),
             twilio_account_sid=env.get("TWILIO_ACCOUNT_SID") or LOCAL_ACCOUNT_SID,
             twilio_auth_token=env.get("TWILIO_AUTH_TOKEN") or LOCAL_AUTH_TOKEN,
+            twilio_numbers=tuple(
+                n.strip()
+                for n in (env.get("TWILIO_NUMBERS") or ",".join(DEFAULT_NUMBERS)).split(",")
+                if n.strip()
+            ),
+            webhook_base_url=env.get("WEBHOOK_BASE_URL") or "",
             openai_api_key=env.get("OPENAI_API_KEY") or LOCAL_OPENAI_KEY,
             use_real_openai=_flag(env.get("USE_REAL_OPENAI"), False),
             use_real_twilio=_flag(env.get("USE_REAL_TWILIO"), False),
@@ -186,6 +199,7 @@ class LocalStack:
             # EMF metrics are CloudWatch's; locally they would only clutter the output.
             "POWERTOOLS_METRICS_DISABLED": os.environ.get("POWERTOOLS_METRICS_DISABLED", "true"),
             "POWERTOOLS_SERVICE_NAME": "burst-reply",
+            "WEBHOOK_BASE_URL": c.webhook_base_url or self.gateway.url,
         }
         env.update({t.env_var: t.logical_id for t in ALL_TABLES})
         if self.openai_server:
@@ -207,11 +221,16 @@ class LocalStack:
         settings = get_settings()
         secrets = self.client("secretsmanager")
         c = self.config
-        twilio_secret = {"account_sid": c.twilio_account_sid, "auth_token": c.twilio_auth_token}
-        secrets.create_secret(Name=settings.twilio_secret_name, SecretString=json.dumps(twilio_secret))
         secrets.create_secret(
             Name=settings.openai_secret_name, SecretString=json.dumps({"api_key": c.openai_api_key})
         )
+        self.tenants = TenantAdmin(
+            Names(
+                TENANTS.logical_id, settings.twilio_tenant_secret_prefix, settings.openai_tenant_secret_prefix
+            ),
+            secrets,
+        )
+        self.tenants.add(c.twilio_account_sid, c.twilio_auth_token, list(c.twilio_numbers))
         self.client("events").create_event_bus(Name=settings.event_bus_name)
         arns = {f.logical_id: f"arn:aws:lambda:{REGION}:{ACCOUNT}:function:{f.logical_id}" for f in TASKS}
         definition = render(definition_substitutions({t.logical_id: t.logical_id for t in ALL_TABLES}, arns))

@@ -48,6 +48,7 @@ from tests.support.costs import AwsCallCounter, run_counts, webhook_event  # noq
 
 ROOT = Path(__file__).resolve().parents[2]
 OUR_NUMBER = "whatsapp:+15550009999"
+ACCOUNT = LocalConfig.twilio_account_sid  # the local stack's default tenant, which owns OUR_NUMBER
 SEED = 20261125
 # Tokens of one AI call, assumed (the stand-in's counts are not a model's): the
 # instructions, the conversation so far and the burst in; a short chat reply out.
@@ -93,7 +94,7 @@ def measure_webhook(stack: LocalStack, counter: AwsCallCounter, users: int, per_
     get_settings.cache_clear()
     senders = [f"whatsapp:+1444{i:07d}" for i in range(users)]
     for sender in senders:
-        conversation_table.create(Channel.WHATSAPP, sender, OUR_NUMBER, clock.iso(clock.now()))
+        conversation_table.create(Channel.WHATSAPP, sender, OUR_NUMBER, clock.iso(clock.now()), ACCOUNT)
     lambdas.invoke("Webhook", webhook_event(stack, "whatsapp:+14449999999", OUR_NUMBER, "warm-up"))
     times: dict[str, list[float]] = {"first": [], "later": []}
     calls: dict[str, Counter[str]] = {"first": Counter(), "later": Counter()}
@@ -152,7 +153,9 @@ def burst(stack: LocalStack, rules: dict | None, fragments: list[tuple[float, st
     """Send `fragments` (offset, body) over HTTP for a new conversation with `rules`,
     wait until it is answered; the conversation's id."""
     user = f"whatsapp:+1333{random.randrange(10**7):07d}"
-    conversation = conversation_table.create(Channel.WHATSAPP, user, OUR_NUMBER, clock.iso(clock.now()))
+    conversation = conversation_table.create(
+        Channel.WHATSAPP, user, OUR_NUMBER, clock.iso(clock.now()), ACCOUNT
+    )
     if rules:
         conversation_table.update(conversation.conversation_id, batching=rules)
     start = time.monotonic()
@@ -334,7 +337,7 @@ def measure_load(stack: LocalStack, conversations: int = 50, per_conversation: i
         thread.join()
     sending = time.perf_counter() - started
     conversation_ids = [
-        conversation_table.find(Channel.WHATSAPP, u, OUR_NUMBER).conversation_id for u in users
+        conversation_table.find(Channel.WHATSAPP, u, OUR_NUMBER, ACCOUNT).conversation_id for u in users
     ]
     wait_quiet(stack, conversation_ids, timeout=300)
     answered = time.perf_counter() - started
@@ -496,7 +499,7 @@ def main() -> int:
     started = time.perf_counter()
     results: dict[str, Any] = {"imports": measure_imports()}
     counter = AwsCallCounter.installed()
-    config = LocalConfig(aws_port=0, gateway_port=0, batch_window_seconds=1)
+    config = LocalConfig(aws_port=0, gateway_port=0, batch_window_seconds=1, twilio_numbers=(OUR_NUMBER,))
     with LocalStack(config) as stack:
         results["webhook"] = measure_webhook(stack, counter, users=100, per_user=11)
         results["bursts"] = measure_bursts(stack, counter)

@@ -138,13 +138,35 @@ def test_a_body_that_is_not_a_form_is_refused_as_unsupported(harness):
     assert harness.conversation_of(user) is None
 
 
-def test_a_huge_form_is_acknowledged_and_not_staged(harness):
+def test_a_huge_form_is_refused_before_it_is_read_and_not_staged(harness):
     user = harness.new_user()
     form = _form(harness, user, body="y" * 1_000_000, Padding="z" * 1_000_000)
 
     response = _post(harness, form)
 
-    assert response.status_code == 200 and response.text == EMPTY_TWIML
+    assert response.status_code == 413
+    assert harness.conversation_of(user) is None
+
+
+def test_a_body_that_is_not_utf8_is_a_400_not_a_500(harness):
+    user = harness.new_user()
+    raw = "&".join(f"{k}={v}" for k, v in _form(harness, user).items() if k != "Body").encode()
+    for body in (raw + b"&Body=caf\xe9", raw + b"&Body=%FF%FE"):  # raw Latin-1, or an escaped non-UTF-8 byte
+        response = requests.post(
+            harness.stack.whatsapp_url,
+            data=body,
+            headers={"Content-Type": "application/x-www-form-urlencoded", "X-Twilio-Signature": "x"},
+            timeout=10,
+        )
+        assert response.status_code == 400
+    assert harness.conversation_of(user) is None
+
+
+def test_a_form_with_too_many_fields_is_refused(harness):
+    user = harness.new_user()
+    form = {**_form(harness, user), **{f"Field{i}": "x" for i in range(500)}}
+
+    assert _post(harness, form).status_code == 400
     assert harness.conversation_of(user) is None
 
 

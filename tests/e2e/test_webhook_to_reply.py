@@ -8,10 +8,8 @@ import time
 import pytest
 from twilio.rest import Client
 
-from functions.dal import conversations
-from functions.models import Channel
 from infra.local.webhooks import inbound_form, new_message_sid, post_webhook, sign
-from tests.support.local_stack import BATCH_WINDOW_SECONDS, OUR_WHATSAPP
+from tests.support.local_stack import BATCH_WINDOW_SECONDS, OUR_SMS, OUR_WHATSAPP
 
 pytestmark = pytest.mark.e2e
 
@@ -81,10 +79,10 @@ def test_a_forged_signature_is_refused_and_nothing_is_staged(harness):
 def test_an_sms_is_answered_on_the_sms_channel(harness):
     user = f"+1555{int(time.time() * 1000) % 10**7:07d}"
     config = harness.stack.config
-    form = inbound_form("sms hello", user, "+15550000002", config.twilio_account_sid)
+    form = inbound_form("sms hello", user, OUR_SMS, config.twilio_account_sid)
     assert post_webhook(harness.stack.sms_url, form, config.twilio_auth_token).status_code == 200
 
-    conversation = conversations.find(Channel.SMS, user, "+15550000002")
+    conversation = harness.conversation_of(user, OUR_SMS)
     harness.wait_until_quiet(conversation.conversation_id, runs=1)
     assert harness.replies_to(user) == ["You said: sms hello"]
 

@@ -174,7 +174,8 @@ def test_a_message_staged_during_processing_gets_the_next_window(harness):
     assert staged_messages.pending(conversation_id) == []
 
 
-def test_an_answered_batch_is_announced_on_the_event_bus(harness):
+def _answered_batch_event(harness, bodies: list[str]) -> tuple[str, str, dict]:
+    """Run a batch of `bodies` with a queue subscribed to batch.answered; its event."""
     sqs, events = harness.stack.client("sqs"), harness.stack.client("events")
     queue_url = sqs.create_queue(QueueName="answered-batches")["QueueUrl"]
     queue_arn = sqs.get_queue_attributes(QueueUrl=queue_url, AttributeNames=["QueueArn"])["Attributes"][
@@ -189,17 +190,33 @@ def test_an_answered_batch_is_announced_on_the_event_bus(harness):
         Rule="answered", EventBusName="burst-reply", Targets=[{"Id": "queue", "Arn": queue_arn}]
     )
     user = harness.new_user()
-    conversation_id = harness.stage_directly(user, ["where is", "my parcel"])
+    conversation_id = harness.stage_directly(user, bodies)
 
     run = harness.wait_for_run(harness.start_run(conversation_id))
 
     assert run["status"] == "SUCCEEDED"
     received = sqs.receive_message(QueueUrl=queue_url, MaxNumberOfMessages=10, WaitTimeSeconds=2)["Messages"]
     details = [json.loads(m["Body"])["detail"] for m in received]
-    detail = next(d for d in details if d["conversation_id"] == conversation_id)
+    return user, conversation_id, next(d for d in details if d["conversation_id"] == conversation_id)
+
+
+def test_an_answered_batch_is_announced_with_keys_and_counts_only(harness):
+    user, conversation_id, detail = _answered_batch_event(harness, ["where is", "my parcel"])
+
+    assert len(detail["message_sids"]) == 2 and len(detail["reply_message_sids"]) == 1
+    assert detail["message_count"] == 2 and detail["merged_chars"] == len("where is\nmy parcel")
+    assert detail["reply_chars"] == len("You said: where is\nmy parcel")
+    assert detail["tenant_account_sid"] == harness.stack.config.twilio_account_sid
+    assert not {"merged_body", "reply_body", "user_address"} & set(detail)
+    assert user not in json.dumps(detail) and "parcel" not in json.dumps(detail)
+
+
+def test_an_answered_batch_carries_its_texts_when_configured(harness, configure):
+    configure(EVENT_INCLUDES_TEXTS="true")
+    user, _, detail = _answered_batch_event(harness, ["where is", "my parcel"])
+
     assert detail["merged_body"] == "where is\nmy parcel"
     assert detail["reply_body"] == "You said: where is\nmy parcel"
-    assert len(detail["message_sids"]) == 2 and len(detail["reply_message_sids"]) == 1
     assert detail["user_address"] == user and detail["truncated"] is False
 
 

@@ -133,7 +133,7 @@ def test_the_state_machine_is_standard_traced_and_logged(template):
 
 
 def test_secrets_alarms_bus_and_outputs_exist(template):
-    template.resource_count_is("AWS::SecretsManager::Secret", 2)
+    template.resource_count_is("AWS::SecretsManager::Secret", 1)  # the tenants' are not the stack's
     template.resource_count_is("AWS::Events::EventBus", 1)
     template.resource_count_is("AWS::CloudWatch::Alarm", 7)
     for name in (
@@ -151,8 +151,10 @@ def test_secrets_alarms_bus_and_outputs_exist(template):
         "WhatsAppWebhookUrl",
         "SmsWebhookUrl",
         "StateMachineArn",
-        "TwilioSecretName",
+        "WebhookBaseUrl",
         "OpenAISecretName",
+        "TwilioTenantSecretPrefix",
+        "OpenAITenantSecretPrefix",
         "EventBusName",
         *(f"{t.logical_id}TableName" for t in ALL_TABLES),  # what infra.runs and the functions read
     ):
@@ -179,12 +181,11 @@ def _actions(statements: list[dict[str, Any]]) -> set[str]:
 
 
 XRAY = {"xray:PutTraceSegments", "xray:PutTelemetryRecords"}
-SECRET = {"secretsmanager:GetSecretValue", "secretsmanager:DescribeSecret"}
 OPEN_WINDOWS = {
     "BatchWindows": {"dynamodb:PutItem", "dynamodb:DeleteItem"},
     "state-machine": {"states:StartExecution"},
 }
-TWILIO = {"secret:twilio": SECRET, "secrets:tenants": {"secretsmanager:GetSecretValue"}}
+TWILIO = {"secrets:twilio-tenants": {"secretsmanager:GetSecretValue"}}
 
 # function → resource → the actions allowed on it. Resources are named as in
 # infra/constructs/permissions.py, but this table is written out on its own.
@@ -196,6 +197,7 @@ EXPECTED: dict[str, dict[str, set[str]]] = {
         "BatchWindows": {"dynamodb:PutItem", "dynamodb:DeleteItem", "dynamodb:UpdateItem"},
         "state-machine": {"states:StartExecution", "states:SendTaskSuccess"},
         "Projects": {"dynamodb:GetItem"},
+        "Tenants": {"dynamodb:GetItem"},
         **TWILIO,
     },
     "ParkUntilDue": {"BatchWindows": {"dynamodb:UpdateItem"}, "state-machine": {"states:SendTaskSuccess"}},
@@ -207,8 +209,9 @@ EXPECTED: dict[str, dict[str, set[str]]] = {
     "GenerateReply": {
         "Conversations": {"dynamodb:GetItem", "dynamodb:UpdateItem"},
         "Turns": {"dynamodb:GetItem", "dynamodb:PutItem"},
-        "secret:openai": SECRET,
-        "secrets:tenants": {"secretsmanager:GetSecretValue"},
+        "UsageCounters": {"dynamodb:UpdateItem"},
+        "secret:openai": {"secretsmanager:GetSecretValue"},
+        "secrets:openai-tenants": {"secretsmanager:GetSecretValue"},
     },
     "SendReply": {
         "Conversations": {"dynamodb:GetItem", "dynamodb:UpdateItem"},
@@ -245,7 +248,6 @@ def _resource_names(stack_json: dict[str, Any]) -> dict[str, str]:
         logical_id_of(stack_json, "AWS::DynamoDB::Table", f"/Tables/{t.logical_id}/"): t.logical_id
         for t in ALL_TABLES
     }
-    names[logical_id_of(stack_json, "AWS::SecretsManager::Secret", "/Credentials/Twilio/")] = "secret:twilio"
     names[logical_id_of(stack_json, "AWS::SecretsManager::Secret", "/Credentials/OpenAI/")] = "secret:openai"
     names[logical_id_of(stack_json, "AWS::Events::EventBus", "/Events/")] = "bus"
     return names
@@ -256,7 +258,8 @@ def _name_of(resource: Any, names: dict[str, str]) -> str:
     for marker, name in (
         ("execution:", "executions"),
         ("stateMachine:", "state-machine"),
-        ("/tenants/", "secrets:tenants"),
+        ("/tenants/twilio/", "secrets:twilio-tenants"),
+        ("/tenants/openai/", "secrets:openai-tenants"),
     ):
         if marker in text:
             return name
@@ -290,6 +293,74 @@ def test_every_function_has_its_expected_permissions_listed():
 @pytest.mark.parametrize("function", sorted(EXPECTED))
 def test_each_function_may_do_only_what_it_does_on_only_what_it_uses(synthesized, function):
     assert _allowed(synthesized[1], function) == EXPECTED[function]
+
+
+def _secret_statements(stack_json: dict[str, Any], function: str) -> list[dict[str, Any]]:
+    return [
+        s
+        for s in _statements(stack_json, f"/Functions/{function}/")
+        if any(a.startswith("secretsmanager:") for a in _actions([s]))
+    ]
+
+
+@pytest.mark.parametrize(
+    ("function", "prefixes"),
+    [
+        ("Webhook", ["BurstReply/tenants/twilio/*"]),
+        ("SendReply", ["BurstReply/tenants/twilio/*"]),
+        ("RecordFailedBatch", ["BurstReply/tenants/twilio/*"]),
+        ("GenerateReply", ["BurstReply/tenants/openai/*"]),
+    ],
+)
+def test_tenant_secrets_are_readable_under_their_own_prefix_only(synthesized, function, prefixes):
+    """Each statement's resources, rendered: the Twilio readers get the Twilio prefix and
+    nothing broader, the AI step the OpenAI prefix (and the deployment's key, by Ref)."""
+    stack_json = synthesized[1]
+    openai_key = logical_id_of(stack_json, "AWS::SecretsManager::Secret", "/Credentials/OpenAI/")
+    patterns, refs = [], []
+    for statement in _secret_statements(stack_json, function):
+        assert _actions([statement]) == {"secretsmanager:GetSecretValue"}
+        resources = (
+            statement["Resource"] if isinstance(statement["Resource"], list) else [statement["Resource"]]
+        )
+        for resource in resources:
+            if resource == {"Ref": openai_key}:
+                refs.append(resource)
+                continue
+            parts = resource["Fn::Join"][1]
+            assert parts[0] == "arn:" and ":secretsmanager:" in parts and ":secret:" in parts[-1], parts
+            patterns.append(parts[-1].split(":secret:", 1)[1])
+    assert patterns == prefixes
+    assert refs == ([{"Ref": openai_key}] if function == "GenerateReply" else [])
+
+
+def test_the_webhook_checks_signatures_against_the_apis_own_url(synthesized):
+    stack_json = synthesized[1]
+    (webhook,) = [
+        v
+        for v in resources(stack_json, "AWS::Lambda::Function").values()
+        if "/Functions/Webhook/" in v["Metadata"]["aws:cdk:path"]
+    ]
+    base = webhook["Properties"]["Environment"]["Variables"]["WEBHOOK_BASE_URL"]
+    api = logical_id_of(stack_json, "AWS::ApiGateway::RestApi", "/Webhook/Api/")
+    assert base["Fn::Join"][1][:2] == ["https://", {"Ref": api}]
+    assert base["Fn::Join"][1][-1].endswith("/prod")
+    assert stack_json["Outputs"]["WebhookBaseUrl"]["Value"] == base
+
+
+def test_only_the_announcing_function_may_put_events_on_the_bus(synthesized):
+    stack_json = synthesized[1]
+    (policy,) = resources(stack_json, "AWS::Events::EventBusPolicy").values()
+    statement = policy["Properties"]["Statement"]
+    role = logical_id_of(stack_json, "AWS::IAM::Role", "/Functions/RecordTurns/ServiceRole/")
+    assert (statement["Effect"], statement["Action"], statement["Principal"]) == (
+        "Deny",
+        "events:PutEvents",
+        {"AWS": "*"},
+    )
+    assert statement["Condition"] == {"ArnNotEquals": {"aws:PrincipalArn": {"Fn::GetAtt": [role, "Arn"]}}}
+    bus = logical_id_of(stack_json, "AWS::Events::EventBus", "/Events/")
+    assert statement["Resource"] == {"Fn::GetAtt": [bus, "Arn"]}
 
 
 def test_the_state_machine_may_invoke_its_tasks_and_nothing_else(synthesized):

@@ -70,7 +70,7 @@ def install(monkeypatch: pytest.MonkeyPatch, store: InMemoryStore, twilio: FakeT
     monkeypatch.setattr(conversations, "record_delivery_failure", store.record_delivery_failure)
     monkeypatch.setattr(turns, "require", store.require_turn)
     monkeypatch.setattr(turns, "append_sent_part", store.append_sent_part)
-    monkeypatch.setattr(secrets, "twilio_credentials", lambda name=None: None)
+    monkeypatch.setattr(secrets, "twilio_credentials_for", lambda conversation: None)
     monkeypatch.setattr(twilio_messages, "client_for", lambda credentials: None)
     monkeypatch.setattr(twilio_messages, "send_message", twilio.send_message)
 

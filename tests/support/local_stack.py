@@ -10,7 +10,7 @@ from typing import Any
 
 import requests
 
-from functions.dal import batch_windows, conversations, staged_messages
+from functions.dal import batch_windows, conversations, staged_messages, tenants
 from functions.logic import clock
 from functions.logic.reconcile import open_window_due_now
 from functions.logic.windows import execution_name
@@ -20,6 +20,7 @@ from infra.local.webhooks import inbound_form, post_webhook
 
 BATCH_WINDOW_SECONDS = 1
 OUR_WHATSAPP = "whatsapp:+15550000001"
+OUR_SMS = "+15550000002"
 
 
 class Harness:
@@ -42,8 +43,14 @@ class Harness:
         form = inbound_form(body, user, OUR_WHATSAPP, config.twilio_account_sid, message_sid)
         return post_webhook(url or self.stack.whatsapp_url, form, config.twilio_auth_token)
 
-    def conversation_of(self, user: str) -> Any:
-        return conversations.find(Channel.WHATSAPP, user, OUR_WHATSAPP)
+    def conversation_of(
+        self, user: str, our_address: str = OUR_WHATSAPP, account_sid: str | None = None
+    ) -> Any:
+        """The conversation of `user` with our number, of the default tenant unless named."""
+        channel = Channel.WHATSAPP if our_address.startswith("whatsapp:") else Channel.SMS
+        return conversations.find(
+            channel, user, our_address, account_sid or self.stack.config.twilio_account_sid
+        )
 
     def conversation_item(self, conversation_id: str) -> dict[str, Any]:
         return self.dynamodb.get_item(
@@ -62,7 +69,9 @@ class Harness:
     def stage_directly(self, user: str, bodies: list[str], received_at: str | None = None) -> str:
         """Create the conversation and stage messages without the webhook (for runs
         started by hand). Returns the conversation id."""
-        conversation = conversations.create(Channel.WHATSAPP, user, OUR_WHATSAPP, clock.iso(clock.now()))
+        conversation = conversations.create(
+            Channel.WHATSAPP, user, OUR_WHATSAPP, clock.iso(clock.now()), self.stack.config.twilio_account_sid
+        )
         for body in bodies:
             form = inbound_form(body, user, OUR_WHATSAPP, self.stack.config.twilio_account_sid)
             message = InboundMessage.model_validate(form)
@@ -71,12 +80,41 @@ class Harness:
             )
         return conversation.conversation_id
 
+    def expire_ttl(self, table: str, as_of: float) -> int:
+        """Delete the items whose TTL (`expires_at`) has passed at `as_of` (epoch seconds),
+        as DynamoDB's TTL would have by then (moto keeps expired items). How many."""
+        keys = [
+            k["AttributeName"] for k in self.dynamodb.describe_table(TableName=table)["Table"]["KeySchema"]
+        ]
+        expired = self.dynamodb.scan(
+            TableName=table,
+            FilterExpression="expires_at < :t",
+            ExpressionAttributeValues={":t": {"N": str(int(as_of))}},
+        )["Items"]
+        for item in expired:
+            self.dynamodb.delete_item(TableName=table, Key={k: item[k] for k in keys})
+        return len(expired)
+
     def window_of(self, conversation_id: str) -> dict[str, Any] | None:
         return batch_windows.get(conversation_id)
 
     def set_conversation(self, conversation_id: str, **fields: Any) -> None:
         """Change fields of a conversation record, as a tenant's admin would."""
         conversations.update(conversation_id, **fields)
+
+    # --- tenants ------------------------------------------------------------------------
+
+    def add_tenant(self, *numbers: str) -> tuple[str, str]:
+        """Register a new tenant with these numbers, as `python -m infra.tenants add`
+        does; its (AccountSid, auth token)."""
+        account_sid, token = "AC" + secrets.token_hex(16), secrets.token_hex(16)
+        self.stack.tenants.add(account_sid, token, list(numbers))
+        return account_sid, token
+
+    @staticmethod
+    def forget_tenants() -> None:
+        """What a minute does to the webhook's tenant cache (or a new Lambda instance)."""
+        tenants.forget()
 
     # --- runs ---------------------------------------------------------------------------
 
@@ -155,4 +193,11 @@ class Harness:
 
 
 def local_stack() -> LocalStack:
-    return LocalStack(LocalConfig(aws_port=0, gateway_port=0, batch_window_seconds=BATCH_WINDOW_SECONDS))
+    return LocalStack(
+        LocalConfig(
+            aws_port=0,
+            gateway_port=0,
+            batch_window_seconds=BATCH_WINDOW_SECONDS,
+            twilio_numbers=(OUR_WHATSAPP, OUR_SMS),
+        )
+    )

@@ -1,0 +1,206 @@
+"""The Tenants table: the Twilio accounts the service answers for and the numbers each owns.
+
+Two kinds of item, each read with one GetItem:
+- `account#<AccountSid>`: a registered tenant, with the set of its numbers (what the
+  webhook needs: "is this account a tenant, and is `To` one of its numbers?");
+- `number#<address>`: the one tenant that owns a number (so a number is never owned twice).
+They change together, in transactions, so that a number is never half moved.
+
+The webhook reads tenants through `find`, cached in memory: a known tenant for
+TENANT_CACHE_SECONDS, an unknown AccountSid for UNKNOWN_TENANT_CACHE_SECONDS, so that
+neither a busy tenant nor a stranger costs a read per request. The other functions take
+the table's name, for the operator's CLI (infra/tenants.py), which has no settings."""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+from botocore.exceptions import ClientError
+
+from functions.config import get_settings
+from functions.dal import dynamo, expressions
+from functions.dal.models import Tenant
+
+ACCOUNT = "account#"
+NUMBER = "number#"
+
+_cache: dict[str, tuple[float, Tenant | None]] = {}
+
+
+class TenantChangeRefused(Exception):
+    """A change that would break the table's rules (a number owned by another tenant, a
+    tenant that does not exist, a number its supposed owner does not own)."""
+
+
+def _table(name: str | None) -> Any:
+    return dynamo.table(name or get_settings().tenants_table)
+
+
+def find(account_sid: str) -> Tenant | None:
+    """The registered tenant with this AccountSid, or None; cached (see above)."""
+    now = time.monotonic()
+    cached = _cache.get(account_sid)
+    if cached and cached[0] > now:
+        return cached[1]
+    tenant = get(account_sid, consistent=False)
+    settings = get_settings()
+    ttl = settings.tenant_cache_seconds if tenant else settings.unknown_tenant_cache_seconds
+    _cache[account_sid] = (now + ttl, tenant)
+    return tenant
+
+
+def forget(*account_sids: str) -> None:
+    """Drop cached tenants (all of them when none is named): after a change here, and in
+    tests, in place of waiting for the cache to expire."""
+    if not account_sids:
+        _cache.clear()
+    for account_sid in account_sids:
+        _cache.pop(account_sid, None)
+
+
+def get(account_sid: str, table: str | None = None, consistent: bool = True) -> Tenant | None:
+    item = _table(table).get_item(Key={"tenant_key": ACCOUNT + account_sid}, ConsistentRead=consistent)
+    return _tenant(item["Item"]) if "Item" in item else None
+
+
+def owner_of(address: str, table: str | None = None) -> str | None:
+    """The AccountSid of the tenant that owns this number, or None."""
+    item = _table(table).get_item(Key={"tenant_key": NUMBER + address}, ConsistentRead=True).get("Item")
+    return str(item["account_sid"]) if item else None
+
+
+def all_tenants(table: str | None = None) -> list[Tenant]:
+    items = dynamo.all_items(
+        _table(table).scan,
+        FilterExpression=expressions.TENANT_ACCOUNTS,
+        ExpressionAttributeValues={":account": ACCOUNT},
+    )
+    return sorted((_tenant(i) for i in items), key=lambda t: t.account_sid)
+
+
+def register(account_sid: str, numbers: list[str], now: str, table: str | None = None) -> None:
+    """Register a tenant, or add numbers to one; refused (nothing changes) if another
+    tenant owns one of the numbers."""
+    name = table or get_settings().tenants_table
+    account: dict[str, Any] = {
+        "TableName": name,
+        "Key": {"tenant_key": ACCOUNT + account_sid},
+        "UpdateExpression": expressions.REGISTER_ACCOUNT + (" " + expressions.ADD_NUMBERS if numbers else ""),
+        "ExpressionAttributeValues": {":sid": account_sid, ":now": now}
+        | ({":numbers": set(numbers)} if numbers else {}),
+    }
+    owned = [
+        {
+            "Put": {
+                "TableName": name,
+                "Item": {"tenant_key": NUMBER + number, "account_sid": account_sid, "address": number},
+                "ConditionExpression": expressions.NUMBER_IS_FREE_OR_OURS,
+                "ExpressionAttributeValues": {":sid": account_sid},
+            }
+        }
+        for number in numbers
+    ]
+    _transact([{"Update": account}, *owned], f"a number is owned by another tenant: {numbers}")
+    forget(account_sid)
+
+
+def remove(account_sid: str, numbers: list[str] | None = None, table: str | None = None) -> list[str]:
+    """Remove some of a tenant's numbers, or (no numbers named) the tenant and all its
+    numbers. The numbers removed."""
+    name = table or get_settings().tenants_table
+    tenant = get(account_sid, name)
+    if tenant is None:
+        raise TenantChangeRefused(f"{account_sid} is not a tenant")
+    dropped = tenant.numbers if numbers is None else [n for n in numbers if n in tenant.numbers]
+    items: list[dict[str, Any]] = [
+        {
+            "Delete": {
+                "TableName": name,
+                "Key": {"tenant_key": NUMBER + number},
+                "ConditionExpression": expressions.NUMBER_IS_OURS,
+                "ExpressionAttributeValues": {":sid": account_sid},
+            }
+        }
+        for number in dropped
+    ]
+    key = {"tenant_key": ACCOUNT + account_sid}
+    if numbers is None:
+        items.append({"Delete": {"TableName": name, "Key": key}})
+    elif dropped:
+        items.append(
+            {
+                "Update": {
+                    "TableName": name,
+                    "Key": key,
+                    "UpdateExpression": expressions.DROP_NUMBERS,
+                    "ExpressionAttributeValues": {":numbers": set(dropped)},
+                }
+            }
+        )
+    if items:
+        _transact(items, f"{account_sid} changed meanwhile; try again")
+    forget(account_sid)
+    return dropped
+
+
+def move_number(address: str, to_account_sid: str, table: str | None = None) -> str:
+    """Move a number to another tenant in one transaction: its owner item, the old
+    tenant's set and the new tenant's set change together or not at all. The old owner."""
+    name = table or get_settings().tenants_table
+    from_account_sid = owner_of(address, name)
+    if from_account_sid is None:
+        raise TenantChangeRefused(f"{address} belongs to no tenant; add it with `add`")
+    if from_account_sid == to_account_sid:
+        return from_account_sid
+    one = {":numbers": {address}}
+    _transact(
+        [
+            {
+                "Update": {
+                    "TableName": name,
+                    "Key": {"tenant_key": NUMBER + address},
+                    "UpdateExpression": expressions.GIVE_NUMBER,
+                    "ConditionExpression": expressions.NUMBER_IS_THEIRS,
+                    "ExpressionAttributeValues": {":to": to_account_sid, ":from": from_account_sid},
+                }
+            },
+            {
+                "Update": {
+                    "TableName": name,
+                    "Key": {"tenant_key": ACCOUNT + from_account_sid},
+                    "UpdateExpression": expressions.DROP_NUMBERS,
+                    "ExpressionAttributeValues": one,
+                }
+            },
+            {
+                "Update": {
+                    "TableName": name,
+                    "Key": {"tenant_key": ACCOUNT + to_account_sid},
+                    "UpdateExpression": expressions.ADD_NUMBERS,
+                    "ConditionExpression": expressions.IS_A_TENANT,
+                    "ExpressionAttributeValues": one,
+                }
+            },
+        ],
+        f"{to_account_sid} is not a tenant, or {address} moved meanwhile",
+    )
+    forget(from_account_sid, to_account_sid)
+    return from_account_sid
+
+
+def _transact(items: list[dict[str, Any]], refusal: str) -> None:
+    try:
+        dynamo.client().transact_write_items(TransactItems=items)
+    except ClientError as error:
+        if error.response["Error"]["Code"] == "TransactionCanceledException":
+            raise TenantChangeRefused(refusal) from error
+        raise
+
+
+def _tenant(item: dict[str, Any]) -> Tenant:
+    return Tenant(
+        account_sid=str(item["account_sid"]),
+        numbers=sorted(item.get("numbers") or ()),
+        created_at=str(item.get("created_at", "")),
+    )

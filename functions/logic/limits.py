@@ -1,0 +1,93 @@
+"""Cost limits: what one conversation, or one sender, may cost per hour.
+
+- AI calls per hour, per conversation and per sender (the user's address, across every
+  conversation it has with us): counted before each call to OpenAI, in one transaction on
+  the UsageCounters table (hourly counters, removed by TTL). When a counter is full, no AI
+  call is made: the assistant turn is stored empty with `limited` set to the counter that
+  was full, the `CostLimitReached` metric is emitted, and the batch is recorded as
+  `limited` (answered without a reply; its messages are not retried).
+- Reply parts per batch: a reply is cut to what fits in that many messages; the turn
+  records `limited = "reply_parts"` and `ReplyPartsCapped` is emitted.
+
+0 turns a limit off. The defaults (60 and 120 AI calls an hour, 10 parts of 1,600
+characters) are far above what a person typing ever needs."""
+
+from __future__ import annotations
+
+from enum import StrEnum
+
+from functions.config import get_settings
+from functions.contract import BatchRef
+from functions.dal import turns, usage_counters
+from functions.dal.models import Conversation, Turn
+from functions.logic import clock
+from functions.logic.replies import split_reply
+from functions.observability import count, logger
+
+_HOUR = 3600
+
+
+class Limit(StrEnum):
+    CONVERSATION_AI_CALLS = "ai_calls_per_hour_per_conversation"
+    SENDER_AI_CALLS = "ai_calls_per_hour_per_sender"
+    REPLY_PARTS = "reply_parts"
+
+
+def admit_ai_call(conversation: Conversation) -> Limit | None:
+    """Count one AI call for the conversation and its sender, unless one of them has
+    reached its hourly limit: then nothing is counted and that limit is returned."""
+    settings = get_settings()
+    now = int(clock.now().timestamp())
+    hour = now // _HOUR
+    keys = {
+        f"conversation#{conversation.conversation_id}#{hour}": (
+            Limit.CONVERSATION_AI_CALLS,
+            settings.max_ai_calls_per_hour_per_conversation,
+        ),
+        f"sender#{conversation.user_address}#{hour}": (
+            Limit.SENDER_AI_CALLS,
+            settings.max_ai_calls_per_hour_per_sender,
+        ),
+    }
+    counters = {key: limit for key, (_, limit) in keys.items() if limit > 0}
+    full = usage_counters.count_within(counters, expires_at=(hour + 2) * _HOUR)
+    if full is None:
+        return None
+    reached = keys[full][0]
+    logger.warning("Cost limit reached: no AI call for this batch", extra={"limit": reached.value})
+    count("CostLimitReached")
+    return reached
+
+
+def store_limited_turn(ref: BatchRef, limit: Limit) -> Turn:
+    """The assistant turn of a batch that a limit stopped: empty, status `limited`. The
+    send step then sends nothing, and the batch is recorded as limited (recording.py)."""
+    turn = Turn(
+        conversation_id=ref.conversation_id,
+        turn_id=ref.assistant_turn_id,
+        role="assistant",
+        status="limited",
+        window_id=ref.window_id,
+        execution_name=ref.execution_name,
+        limited=limit.value,
+        created_at=clock.iso(clock.now()),
+    )
+    turns.put(turn)
+    return turn
+
+
+def cap_reply_parts(text: str, max_parts: int | None = None) -> tuple[str, bool]:
+    """The reply cut to the parts a batch may send (`MAX_REPLY_PARTS_PER_BATCH`), and
+    whether it was cut. The parts are those `split_reply` makes, so the send step sends
+    exactly these."""
+    limit = get_settings().max_reply_parts_per_batch if max_parts is None else max_parts
+    parts = split_reply(text)
+    if limit <= 0 or len(parts) <= limit:
+        return text, False
+    # The parts are consecutive pieces of the text: keep it up to the end of the last one
+    # allowed (split again, that prefix gives the same parts, or fewer).
+    kept, end = text.strip(), 0
+    for part in parts[:limit]:
+        end = kept.index(part, end) + len(part)
+    count("ReplyPartsCapped")
+    return kept[:end], True

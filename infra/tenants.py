@@ -1,0 +1,223 @@
+"""Register the tenants (Twilio accounts) the service answers for, and their numbers.
+
+    python -m infra.tenants add ACCOUNT_SID --number whatsapp:+14155238886 [--number ...]
+    python -m infra.tenants list
+    python -m infra.tenants remove ACCOUNT_SID [--number NUMBER ...]
+    python -m infra.tenants move NUMBER --to ACCOUNT_SID
+    python -m infra.tenants signing-key ACCOUNT_SID SHARED_KEY_SID
+    python -m infra.tenants openai-key ACCOUNT_SID [--name NAME]
+
+`add` reads the account's auth token from standard input (never from the command line, so
+that it stays out of shell history and process lists), stores it in Secrets Manager as
+<TwilioTenantSecretPrefix><AccountSid> and the numbers in the Tenants table; adding to an
+existing tenant adds numbers and replaces its token. A number owned by another tenant is
+refused: `move` hands a number over in one transaction. `remove` without numbers removes
+the tenant, its numbers and its secrets. `signing-key` stores the secret of a Twilio
+SharedKey (read from standard input) for webhooks signed with HMAC-SHA256; `openai-key`
+stores a tenant's own OpenAI key (standard input) and prints the name a conversation's
+`openai_api_key_secret` gives to use it.
+
+Names: TENANTS_TABLE, TWILIO_TENANT_SECRET_PREFIX and OPENAI_TENANT_SECRET_PREFIX when set;
+otherwise, with AWS_ENDPOINT_URL set, the local stack's (nothing else to set); otherwise the
+outputs of the stack on AWS (`--stack`, default BurstReply). Tokens are never printed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import getpass
+import json
+import os
+import sys
+from dataclasses import dataclass
+from typing import Any
+
+import boto3
+from botocore.exceptions import ClientError
+
+from functions.config import Settings
+from functions.dal import tenants
+from functions.dal.models import Tenant
+from functions.dal.tables import TENANTS
+from functions.logic import clock
+from functions.models import ACCOUNT_SID
+from infra.names import STACK_NAME
+
+
+@dataclass(frozen=True)
+class Names:
+    tenants_table: str
+    twilio_prefix: str
+    openai_prefix: str
+
+    @classmethod
+    def resolve(cls, stack_name: str, environ: dict[str, str] | None = None) -> Names:
+        env = dict(os.environ if environ is None else environ)
+        if env.get("AWS_ENDPOINT_URL"):  # the local stack: its names are the defaults
+            fields = Settings.model_fields
+            found = {
+                "TenantsTableName": TENANTS.logical_id,
+                "TwilioTenantSecretPrefix": str(fields["twilio_tenant_secret_prefix"].default),
+                "OpenAITenantSecretPrefix": str(fields["openai_tenant_secret_prefix"].default),
+            }
+        elif all(env.get(k) for k in ("TENANTS_TABLE", "TWILIO_TENANT_SECRET_PREFIX")):
+            found = {}
+        else:
+            stack = boto3.client("cloudformation").describe_stacks(StackName=stack_name)["Stacks"][0]
+            found = {o["OutputKey"]: o["OutputValue"] for o in stack.get("Outputs", [])}
+        return cls(
+            tenants_table=env.get("TENANTS_TABLE") or found["TenantsTableName"],
+            twilio_prefix=env.get("TWILIO_TENANT_SECRET_PREFIX") or found["TwilioTenantSecretPrefix"],
+            openai_prefix=env.get("OPENAI_TENANT_SECRET_PREFIX") or found.get("OpenAITenantSecretPrefix", ""),
+        )
+
+
+class TenantAdmin:
+    """What the CLI does, also used by the local stack to register its default tenant."""
+
+    def __init__(self, names: Names, secretsmanager: Any | None = None) -> None:
+        self.names = names
+        self.secrets = secretsmanager or boto3.client("secretsmanager")
+
+    def add(self, account_sid: str, auth_token: str, numbers: list[str]) -> None:
+        _check_account(account_sid)
+        if not auth_token:
+            raise ValueError("the auth token is empty")
+        tenants.register(account_sid, numbers, clock.iso(clock.now()), self.names.tenants_table)
+        name = self.names.twilio_prefix + account_sid
+        signing_keys = self._read(name).get("signing_keys", {})
+        credentials = {"account_sid": account_sid, "auth_token": auth_token, "signing_keys": signing_keys}
+        self._put(name, credentials, f"Twilio credentials of tenant {account_sid}")
+
+    def tenants(self) -> list[Tenant]:
+        return tenants.all_tenants(self.names.tenants_table)
+
+    def remove(self, account_sid: str, numbers: list[str] | None = None) -> list[str]:
+        removed = tenants.remove(account_sid, numbers, self.names.tenants_table)
+        if numbers is None:
+            for prefix in (self.names.twilio_prefix, self.names.openai_prefix):
+                for name in self._names_of(prefix, account_sid):
+                    self.secrets.delete_secret(SecretId=name, RecoveryWindowInDays=7)
+        return removed
+
+    def move(self, number: str, to_account_sid: str) -> str:
+        _check_account(to_account_sid)
+        return tenants.move_number(number, to_account_sid, self.names.tenants_table)
+
+    def set_signing_key(self, account_sid: str, key_sid: str, secret: str) -> None:
+        name = self.names.twilio_prefix + account_sid
+        credentials = self._read(name)
+        if not credentials or not secret:
+            raise ValueError(
+                f"{account_sid} has no Twilio credentials (add it first), or the secret is empty"
+            )
+        credentials.setdefault("signing_keys", {})[key_sid] = secret
+        self._put(name, credentials, f"Twilio credentials of tenant {account_sid}")
+
+    def set_openai_key(self, account_sid: str, api_key: str, name: str = "") -> str:
+        _check_account(account_sid)
+        if not api_key or not self.names.openai_prefix:
+            raise ValueError("the key is empty, or the stack names no OpenAI tenant prefix")
+        secret_name = self.names.openai_prefix + account_sid + (f"/{name}" if name else "")
+        self._put(secret_name, {"api_key": api_key}, f"OpenAI key of tenant {account_sid}")
+        return secret_name
+
+    def _read(self, name: str) -> dict[str, Any]:
+        try:
+            value = json.loads(self.secrets.get_secret_value(SecretId=name)["SecretString"])
+        except ClientError as error:
+            if error.response["Error"]["Code"] in ("ResourceNotFoundException", "InvalidRequestException"):
+                return {}
+            raise
+        return value if isinstance(value, dict) else {}
+
+    def _put(self, name: str, value: dict[str, Any], description: str) -> None:
+        text = json.dumps(value)
+        try:
+            self.secrets.create_secret(Name=name, SecretString=text, Description=description)
+            return
+        except ClientError as error:
+            code = error.response["Error"]["Code"]
+            if code == "InvalidRequestException":  # scheduled for deletion: bring it back
+                self.secrets.restore_secret(SecretId=name)
+            elif code != "ResourceExistsException":
+                raise
+        self.secrets.put_secret_value(SecretId=name, SecretString=text)
+
+    def _names_of(self, prefix: str, account_sid: str) -> list[str]:
+        if not prefix:
+            return []
+        own = prefix + account_sid
+        pages = self.secrets.get_paginator("list_secrets").paginate(
+            Filters=[{"Key": "name", "Values": [own]}]
+        )
+        names = [s["Name"] for page in pages for s in page["SecretList"]]
+        return [n for n in names if n == own or n.startswith(own + "/")]
+
+
+def _check_account(account_sid: str) -> None:
+    if not ACCOUNT_SID.fullmatch(account_sid):
+        raise ValueError(f"not a Twilio AccountSid: {account_sid!r}")
+
+
+def _read_secret(prompt: str) -> str:
+    """A secret from standard input: typed without echo at a terminal, else its first line."""
+    if sys.stdin.isatty():
+        return getpass.getpass(prompt).strip()
+    return sys.stdin.readline().strip()
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m infra.tenants", description=__doc__.split("\n\n")[0])
+    parser.add_argument("--stack", default=STACK_NAME, help="the stack whose outputs name the table")
+    commands = parser.add_subparsers(dest="command", required=True)
+    add = commands.add_parser("add", help="register a tenant or add numbers (auth token on stdin)")
+    add.add_argument("account_sid")
+    add.add_argument("--number", action="append", default=[], dest="numbers")
+    commands.add_parser("list", help="the tenants and their numbers")
+    remove = commands.add_parser("remove", help="remove numbers, or the tenant with all of them")
+    remove.add_argument("account_sid")
+    remove.add_argument("--number", action="append", dest="numbers")
+    move = commands.add_parser("move", help="move a number to another tenant, atomically")
+    move.add_argument("number")
+    move.add_argument("--to", required=True, dest="to_account_sid")
+    key = commands.add_parser("signing-key", help="a Twilio SharedKey's secret (on stdin)")
+    key.add_argument("account_sid")
+    key.add_argument("key_sid")
+    openai_key = commands.add_parser("openai-key", help="a tenant's own OpenAI key (on stdin)")
+    openai_key.add_argument("account_sid")
+    openai_key.add_argument("--name", default="")
+    args = parser.parse_args(argv)
+
+    if os.environ.get("AWS_ENDPOINT_URL"):  # the local stack takes any credentials
+        for name, value in (("AWS_DEFAULT_REGION", "us-east-1"), ("AWS_ACCESS_KEY_ID", "local")):
+            os.environ.setdefault(name, value)
+        os.environ.setdefault("AWS_SECRET_ACCESS_KEY", "local")
+    admin = TenantAdmin(Names.resolve(args.stack))
+    try:
+        if args.command == "add":
+            admin.add(args.account_sid, _read_secret("Auth token: "), args.numbers)
+            print(f"{args.account_sid}: registered with {', '.join(args.numbers) or 'no new numbers'}")
+        elif args.command == "list":
+            for tenant in admin.tenants():
+                print(f"{tenant.account_sid}  {', '.join(tenant.numbers) or '(no numbers)'}")
+        elif args.command == "remove":
+            removed = admin.remove(args.account_sid, args.numbers)
+            print(f"{args.account_sid}: removed {', '.join(removed) or 'no numbers'}")
+        elif args.command == "move":
+            previous = admin.move(args.number, args.to_account_sid)
+            print(f"{args.number}: moved from {previous} to {args.to_account_sid}")
+        elif args.command == "signing-key":
+            admin.set_signing_key(args.account_sid, args.key_sid, _read_secret("SharedKey secret: "))
+            print(f"{args.account_sid}: signing key {args.key_sid} stored")
+        else:
+            name = admin.set_openai_key(args.account_sid, _read_secret("OpenAI key: "), args.name)
+            print(f"{args.account_sid}: OpenAI key stored; set openai_api_key_secret={name}")
+    except (ValueError, tenants.TenantChangeRefused) as error:
+        print(f"Refused: {error}", file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,129 @@
+"""What a webhook request costs in AWS calls, counted as botocore sends them, on the local
+stack (the webhook handler invoked in this thread with an API Gateway event).
+
+A stranger costs nothing: oversized, many-field, non-UTF-8, malformed-AccountSid and
+unknown-account requests make no Secrets Manager call and get no 5xx; an unknown account
+costs one GetItem, then nothing while it is cached as unknown. A normal message costs what
+it cost before tenants were checked (3 calls for a message in an open window; 5 for the
+first message of a new conversation, plus one GetSecretValue when the token is not
+cached): the tenant is read once a minute, the token once in five."""
+
+from __future__ import annotations
+
+from collections import Counter
+
+import pytest
+from aws_lambda_powertools.utilities import parameters
+from werkzeug.test import EnvironBuilder
+from werkzeug.wrappers import Request
+
+from functions.config import get_settings
+from functions.dal import tenants
+from infra.local.gateway import proxy_event
+from infra.local.lambdas import invoke
+from infra.local.webhooks import inbound_form, sign
+from tests.support.aws_calls import AwsCalls
+from tests.support.local_stack import OUR_WHATSAPP
+
+pytestmark = pytest.mark.e2e
+
+FORM = "application/x-www-form-urlencoded"
+
+
+def _event(data: bytes | dict[str, str], signature: str | None) -> dict:
+    headers = {"Content-Type": FORM, **({"X-Twilio-Signature": signature} if signature else {})}
+    base = get_settings().webhook_base_url
+    builder = EnvironBuilder(path="/whatsapp", base_url=base, method="POST", data=data, headers=headers)
+    return proxy_event(Request(builder.get_environ()))
+
+
+@pytest.fixture
+def webhook(harness, monkeypatch):
+    """Invoke the webhook with a signed form (or raw bytes); its status and AWS calls."""
+    aws = AwsCalls().install(monkeypatch)
+    token = harness.stack.config.twilio_auth_token
+
+    def call(data: bytes | dict[str, str], signed_with: str | None = token) -> tuple[int, Counter[str]]:
+        """`data` signed with `signed_with`'s token (no signature when None; raw bytes carry
+        a signature that cannot be checked)."""
+        url = get_settings().webhook_base_url + "/whatsapp"
+        signature = "not-checkable" if isinstance(data, bytes) else None
+        if isinstance(data, dict) and signed_with:
+            signature = sign(url, data, signed_with)
+        event = _event(data, signature)
+        with aws.counting() as calls:
+            result, error = invoke("Webhook", event)
+        assert error is None, result
+        return result["statusCode"], Counter(calls)
+
+    return call
+
+
+def _cold_caches() -> None:
+    """A new Lambda instance: no token and no tenant in memory."""
+    parameters.clear_caches()
+    tenants.forget()
+
+
+def _secrets_manager(calls: Counter[str]) -> int:
+    return sum(n for name, n in calls.items() if name.startswith("secretsmanager:"))
+
+
+def test_a_normal_message_costs_no_more_aws_calls_than_before(harness, webhook):
+    account = harness.stack.config.twilio_account_sid
+    user = harness.new_user()
+    _cold_caches()
+
+    first_cold = webhook(inbound_form("hello", user, OUR_WHATSAPP, account))
+    later_warm = webhook(inbound_form("again", user, OUR_WHATSAPP, account))
+    other_user_first_warm = webhook(inbound_form("hi", harness.new_user(), OUR_WHATSAPP, account))
+
+    assert later_warm == (
+        200,
+        Counter({"dynamodb:Query": 1, "dynamodb:PutItem": 1, "dynamodb:UpdateItem": 1}),
+    )
+    # find, create the conversation, stage, open the window, start the run (6 before the
+    # window was opened with one UpdateItem)
+    assert other_user_first_warm[0] == 200 and sum(other_user_first_warm[1].values()) == 5
+    status, calls = first_cold
+    assert status == 200
+    assert calls["secretsmanager:GetSecretValue"] == 1  # as before: the token, once per five minutes
+    assert calls["dynamodb:GetItem"] == 1  # new: the tenant, once per minute
+    assert sum(calls.values()) == 5 + 1 + 1
+
+
+@pytest.mark.parametrize(
+    ("name", "status"),
+    [
+        ("oversized", 413),
+        ("many fields", 400),
+        ("not UTF-8", 400),
+        ("malformed AccountSid", 403),
+        ("unknown account", 403),
+        ("another tenant's number", 403),
+        ("unsigned", 403),
+    ],
+)
+def test_a_refused_request_costs_no_secrets_manager_call_and_no_5xx(harness, webhook, name, status):
+    config = harness.stack.config
+    user = harness.new_user()
+    form = inbound_form("hi", user, OUR_WHATSAPP, config.twilio_account_sid)
+    request: bytes | dict[str, str] = {
+        "oversized": {**form, "Body": "y" * 1_000_000, "Padding": "z" * 1_000_000},
+        "many fields": {**form, **{f"Field{i}": "x" for i in range(5000)}},
+        "not UTF-8": b"AccountSid=" + config.twilio_account_sid.encode() + b"&Body=\xff\xfe",
+        "malformed AccountSid": {**form, "AccountSid": "AC/../../burst-reply/openai"},
+        "unknown account": {**form, "AccountSid": "AC" + "9" * 32},
+        "another tenant's number": {**form, "To": "whatsapp:+15550000999"},
+        "unsigned": form,
+    }[name]
+    _cold_caches()
+
+    got, calls = webhook(request, None if name == "unsigned" else config.twilio_auth_token)
+    again, calls_again = webhook(request, None if name == "unsigned" else config.twilio_auth_token)
+
+    assert (got, again) == (status, status)
+    assert _secrets_manager(calls) == _secrets_manager(calls_again) == 0
+    assert sum(calls.values()) <= (1 if name in ("unknown account", "another tenant's number") else 0)
+    assert sum(calls_again.values()) == 0  # cached: the tenant, or the account as unknown
+    assert harness.conversation_of(user) is None
