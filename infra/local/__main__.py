@@ -1,7 +1,8 @@
 """`make local`: the local stack as a long-running service, until SIGINT or SIGTERM.
 
 Honours TWILIO_ACCOUNT_SID, TWILIO_AUTH_TOKEN, OPENAI_API_KEY, BATCH_WINDOW_SECONDS,
-GATEWAY_PORT, AWS_PORT and AUTO_CREATE_CONVERSATIONS. OpenAI and Twilio are local
+OPENAI_TIMEOUT_SECONDS, GATEWAY_PORT, AWS_PORT and AUTO_CREATE_CONVERSATIONS (and the
+functions' other settings, read from the environment). OpenAI and Twilio are local
 stand-ins unless USE_REAL_OPENAI=1 / USE_REAL_TWILIO=1 ask for the real services."""
 
 from __future__ import annotations
@@ -10,6 +11,7 @@ import signal
 import sys
 import threading
 
+from functions.config import get_settings
 from infra.local.stack import LocalConfig, LocalStack
 
 
@@ -33,6 +35,8 @@ def main() -> int:
         if stack.openai_url:
             print(f"OpenAI API: {stack.openai_url}")
         print(f"State machine: {stack.state_machine_arn}")
+        timeout = get_settings().openai_timeout_seconds
+        print(f"OpenAI: {timeout:g}s per Generate Reply attempt (OPENAI_TIMEOUT_SECONDS)")
         print(f"Batch window: {config.batch_window_seconds}s. Ctrl-C to stop.", flush=True)
         stop.wait()
     print("Stopped.")
