@@ -121,6 +121,7 @@ class Turn(Item):
     error: str | None = None
     cause: str | None = None
     failed_at: str | None = None
+    fallback_message_sid: str | None = None  # the fallback reply sent for a batch set aside
     # assistant turns (message_sids: the reply parts sent, in order)
     response_id: str | None = None
     item_ids: list[str] = []  # the reply's items in the OpenAI conversation

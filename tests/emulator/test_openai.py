@@ -180,6 +180,21 @@ def test_quota_exhausted_is_permanent_the_user_gets_the_fallback(harness, monkey
     assert items_of(harness, conversation_id) == []
 
 
+def test_the_fallback_reply_survives_a_transient_twilio_error_and_is_sent_once(harness):
+    user = harness.new_user()
+    conversation_id = harness.stage_directly(user, ["anyone?"])
+    harness.stack.openai.inject({"status": 429, "code": "insufficient_quota"})
+    harness.stack.twilio.inject({"status": 503})
+
+    run = harness.wait_for_run(harness.start_run(conversation_id))
+
+    assert run["status"] == "FAILED" and run["error"] == "AIPermanentError"
+    assert harness.failures_in(run["executionArn"]) == ["AIPermanentError", "TwilioRetryableError"]
+    assert harness.replies_to(user) == [get_settings().fallback_reply]
+    (user_turn,) = turns.list_of(conversation_id)
+    assert user_turn.status == "failed" and user_turn.fallback_message_sid
+
+
 def test_a_conversation_past_the_context_window_is_truncated_not_failed(harness, configure):
     configure(OPENAI_MAX_OUTPUT_TOKENS="500")
     user = harness.new_user()
