@@ -84,6 +84,7 @@ class OpenAIStandIn(ConversationsStandIn):
             "max_output_tokens": body.get("max_output_tokens"),
             "response_id": None,
             "at": time.time(),
+            "fault": fault or None,  # what the stand-in was told to do with it
         }
         if fault.get("status"):
             time.sleep(float(fault.get("delay") or 0))
