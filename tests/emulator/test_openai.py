@@ -42,6 +42,20 @@ def stage_long_ago(harness, bodies: list[str]) -> tuple[str, str]:
     return user, harness.stage_directly(user, bodies, received_at=long_ago)
 
 
+def test_a_batch_costs_one_create_and_its_polls(harness):
+    user = harness.new_user()
+    conversation_id = harness.stage_directly(user, ["hello"])
+
+    run = harness.wait_for_run(harness.start_run(conversation_id))
+
+    assert run["status"] == "SUCCEEDED"
+    requests = dict(harness.stack.openai.request_counts)
+    polls = requests.pop("retrieve_response")
+    assert requests == {"create_conversation": 1, "create_response": 1}  # no listing, no deleting
+    assert 1 <= polls <= 2  # the stand-in answers in 0.05 s; the first poll is at 0.2 s
+    assert items_of(harness, conversation_id) == [("user", "hello"), ("assistant", "You said: hello")]
+
+
 def test_a_late_success_leaves_one_user_turn_and_one_reply(harness, configure):
     configure(OPENAI_TIMEOUT_SECONDS="0.5")
     user = harness.new_user()
