@@ -1,8 +1,9 @@
 """`make local`: the local stack as a long-running service, until SIGINT or SIGTERM.
 
 Honours TWILIO_ACCOUNT_SID, TWILIO_AUTH_TOKEN, TWILIO_NUMBERS (the default tenant and its
-numbers), OPENAI_API_KEY, BATCH_WINDOW_SECONDS, GATEWAY_PORT, AWS_PORT, WEBHOOK_BASE_URL and
-AUTO_CREATE_CONVERSATIONS. OpenAI and Twilio are local stand-ins unless USE_REAL_OPENAI=1 /
+numbers), OPENAI_API_KEY, BATCH_WINDOW_SECONDS, OPENAI_TIMEOUT_SECONDS, GATEWAY_PORT,
+AWS_PORT, WEBHOOK_BASE_URL and AUTO_CREATE_CONVERSATIONS (and the functions' other settings,
+read from the environment). OpenAI and Twilio are local stand-ins unless USE_REAL_OPENAI=1 /
 USE_REAL_TWILIO=1 ask for the real services. More tenants: `python -m infra.tenants` with
 AWS_ENDPOINT_URL set to the printed AWS endpoint."""
 
@@ -12,6 +13,7 @@ import signal
 import sys
 import threading
 
+from functions.config import get_settings
 from infra.local.stack import LocalConfig, LocalStack
 
 
@@ -36,7 +38,9 @@ def main() -> int:
             print(f"OpenAI API: {stack.openai_url}")
         print(f"State machine: {stack.state_machine_arn}")
         print(f"Batch window: {config.batch_window_seconds}s. Ctrl-C to stop.", flush=True)
-        print(f"Tenant: {config.twilio_account_sid} with {', '.join(config.twilio_numbers)}", flush=True)
+        print(f"Tenant: {config.twilio_account_sid} with {', '.join(config.twilio_numbers)}")
+        timeout = get_settings().openai_timeout_seconds
+        print(f"OpenAI: {timeout:g}s per Generate Reply attempt (OPENAI_TIMEOUT_SECONDS)", flush=True)
         stop.wait()
     print("Stopped.")
     return 0

@@ -3,9 +3,13 @@ duplicates nothing.
 
 Many conversations type bursts of fragments at random times (some while their previous
 batch is being answered); Twilio's duplicate deliveries are replayed; OpenAI and Twilio
-fail at random with retryable errors; staging, window opening and StartExecution fail at
-random, before or after doing their work (the webhook answers 5xx and the driver retries
-as Twilio does). Then, once the system is quiet, the invariants are checked.
+fail at random with retryable errors, OpenAI also with late successes (a response that
+completes after the attempt stopped waiting), responses that fail after acceptance, and
+quota errors (the batch is set aside with the fallback reply: it counts as answered);
+staging, window opening and StartExecution fail at random, before or after doing their
+work (the webhook answers 5xx and the driver retries as Twilio does). Then, once the
+system is quiet, the invariants are checked, the OpenAI conversations included: each
+batch is one user turn and one reply there, never two.
 
 Size and seed: CHAOS_CONVERSATIONS (default 6), CHAOS_SEED. `make chaos` runs a larger one.
 """
@@ -23,7 +27,8 @@ from typing import Any
 import pytest
 import requests
 
-from functions.dal import batch_windows, staged_messages
+from functions.config import get_settings
+from functions.dal import batch_windows, staged_messages, turns
 from functions.integrations import stepfunctions
 from functions.logic.reconcile import reconcile
 from infra.local.webhooks import new_message_sid
@@ -34,6 +39,16 @@ CONVERSATIONS = int(os.environ.get("CHAOS_CONVERSATIONS", "6"))
 SEED = int(os.environ.get("CHAOS_SEED", "20261125"))
 AWS_FAULT_RATE = 0.08
 API_FAULT_RATE = 0.15
+OPENAI_ATTEMPT_SECONDS = "1"  # a response that takes longer is a late success
+OPENAI_FAULTS = [
+    {"status": 503},
+    {"status": 429},
+    {"status": 500},
+    {"status": 400, "code": "conversation_locked"},
+    {"delay": 2},
+    {"fail": "server_error"},
+    {"status": 429, "code": "insufficient_quota"},
+]
 
 
 class Flaky:
@@ -86,13 +101,11 @@ def typing_plan(rng: random.Random, conversation: int) -> list[tuple[float, str]
 
 
 def test_random_traffic_with_faults_loses_and_duplicates_nothing(harness, configure, monkeypatch, capsys):
-    configure(RECONCILE_AFTER_SECONDS="10", MAX_BATCH_ATTEMPTS="20")
-    rng = random.Random(SEED)
-    harness.stack.openai.chaos(
-        API_FAULT_RATE,
-        [{"status": 503}, {"status": 429}, {"status": 500}, {"status": 400, "code": "conversation_locked"}],
-        SEED,
+    configure(
+        RECONCILE_AFTER_SECONDS="10", MAX_BATCH_ATTEMPTS="20", OPENAI_TIMEOUT_SECONDS=OPENAI_ATTEMPT_SECONDS
     )
+    rng = random.Random(SEED)
+    harness.stack.openai.chaos(API_FAULT_RATE, OPENAI_FAULTS, SEED)
     harness.stack.twilio.chaos(API_FAULT_RATE, [{"status": 429, "code": 20429}, {"status": 503}], SEED + 1)
     flaky = Flaky(SEED + 2, AWS_FAULT_RATE)
     monkeypatch.setattr(staged_messages, "stage", flaky.wrap("stage message", staged_messages.stage))
@@ -151,16 +164,30 @@ def test_random_traffic_with_faults_loses_and_duplicates_nothing(harness, config
         time.sleep(2)
     elapsed = time.monotonic() - started
 
-    lost = duplicated = 0
+    fallback = get_settings().fallback_reply
+    lost = duplicated = openai_duplicates = set_aside = 0
     for c, cid in conversation_ids.items():
-        answered = harness.ai_inputs(cid, answered_only=True)
-        lines = [line for answer in answered for line in answer.split("\n")]
+        # The batches, in window order: answered, or set aside with the fallback reply.
+        batches = [
+            t
+            for t in turns.list_of(cid)
+            if t.role == "user" and (t.status == "answered" or t.error == "AIPermanentError")
+        ]
+        set_aside += sum(1 for t in batches if t.status != "answered")
+        lines = [line for t in batches for line in t.body.split("\n")]
         counts = Counter(lines)
         lost += sum(1 for body in accepted[c] if counts[body] == 0)
         duplicated += sum(n - 1 for n in counts.values() if n > 1)
         assert lines == accepted[c], f"conversation {c}: answered {lines}, accepted {accepted[c]}"
         replies = harness.replies_to(users[c])
-        assert replies == [f"You said: {answer}" for answer in answered], f"conversation {c} replies"
+        expected = [f"You said: {t.body}" if t.status == "answered" else fallback for t in batches]
+        assert replies == expected, f"conversation {c} replies"
+        # The OpenAI conversation: one user turn and one reply per answered batch.
+        in_openai = openai_turns(harness, cid)
+        openai_duplicates += count_duplicate_turns(in_openai)
+        assert in_openai == [(t.body, f"You said: {t.body}") for t in batches if t.status == "answered"], (
+            f"conversation {c}: OpenAI conversation {in_openai}"
+        )
         item = harness.conversation_item(cid)
         assert "lock_owner" not in item, f"conversation {c} still locked"
         assert harness.window_of(cid) is None, f"conversation {c} has a window open"
@@ -173,16 +200,62 @@ def test_random_traffic_with_faults_loses_and_duplicates_nothing(harness, config
             assert described.get("error"), run["name"]
 
     faults = Counter(flaky.injected)
-    faults.update(f"OpenAI {c['status']}" for c in harness.stack.openai.calls if c["status"] != 200)
+    faults.update(describe(c) for c in harness.stack.openai.calls if c["fault"])
     faults.update(f"Twilio {c['status']}" for c in harness.stack.twilio.calls if c["status"] != 201)
     statuses = Counter(r["status"] for r in runs)
+    answered = sum(
+        len([t for t in turns.list_of(cid) if t.status == "answered"]) for cid in conversation_ids.values()
+    )
     with capsys.disabled():
         print(
             f"\nrandomized (seed {SEED}): {len(users)} conversations, "
             f"{sum(len(a) for a in accepted.values())} messages accepted, {sum(replays.values())} replayed, "
-            f"{sum(len(harness.ai_inputs(cid, answered_only=True)) for cid in conversation_ids.values())} "
-            f"batches answered, runs {dict(statuses)}, webhook answers {dict(webhook_answers)}, "
-            f"faults injected {sum(faults.values())} {dict(faults)}, lost {lost}, duplicated {duplicated}, "
-            f"{elapsed:.0f}s"
+            f"{answered} batches answered, {set_aside} set aside with the fallback reply, "
+            f"runs {dict(statuses)}, webhook answers {dict(webhook_answers)}, "
+            f"faults injected {sum(faults.values())} {dict(sorted(faults.items()))}, "
+            f"OpenAI requests {dict(sorted(harness.stack.openai.request_counts.items()))}, "
+            f"lost {lost}, duplicated {duplicated}, "
+            f"duplicate user turns in OpenAI conversations {openai_duplicates}, {elapsed:.0f}s"
         )
-    assert lost == 0 and duplicated == 0
+    assert lost == 0 and duplicated == 0 and openai_duplicates == 0
+
+
+def openai_turns(harness: Any, conversation_id: str) -> list[tuple[str, str]]:
+    """(user text, reply text) of each exchange in the conversation's OpenAI Conversation,
+    read from the stand-in; a user item without its reply, or a reply without its user
+    item, shows as an empty text."""
+    openai_conversation = (
+        harness.conversation_item(conversation_id).get("openai_conversation_id", {}).get("S")
+    )
+    if not openai_conversation:
+        return []
+    exchanges: list[tuple[str, str]] = []
+    for item in harness.stack.openai.conversation_items(openai_conversation):
+        text = item["content"][0]["text"]
+        if item["role"] == "user":
+            exchanges.append((text, ""))
+        elif exchanges and not exchanges[-1][1]:
+            exchanges[-1] = (exchanges[-1][0], text)
+        else:
+            exchanges.append(("", text))
+    return exchanges
+
+
+def count_duplicate_turns(exchanges: list[tuple[str, str]]) -> int:
+    """User turns that repeat a message an earlier user turn of the conversation holds."""
+    seen: set[str] = set()
+    duplicates = 0
+    for user_text, _ in exchanges:
+        lines = set(user_text.split("\n")) - {""}
+        duplicates += bool(lines & seen)
+        seen |= lines
+    return duplicates
+
+
+def describe(call: dict[str, Any]) -> str:
+    fault = call["fault"]
+    if fault.get("status"):
+        return f"OpenAI {fault['status']} {fault.get('code') or ''}".strip()
+    if fault.get("fail"):
+        return "OpenAI failed after acceptance"
+    return "OpenAI late success"
