@@ -48,6 +48,7 @@ GRANTS: dict[str, Grants] = {
     "MergeStagedMessages": [
         (("dynamodb:BatchGetItem",), ("StagedMessages",)),
         (("dynamodb:PutItem",), ("Turns",)),
+        (("dynamodb:Query",), ("Turns",)),  # our recent replies, quoted when a message replies to one
     ],
     "GenerateReply": [
         (("dynamodb:GetItem", "dynamodb:UpdateItem"), ("Conversations",)),

@@ -53,15 +53,15 @@ def test_a_malformed_form_is_acknowledged_and_nothing_is_staged(harness, change)
 
 def test_a_message_with_media_and_no_body_is_staged_with_its_media(harness):
     user = harness.new_user()
-    form = _form(harness, user, body="", NumMedia="1", MediaUrl0="https://media.example/photo.jpg")
+    form = _form(harness, user, body="", NumMedia="1", MediaUrl0="https://media.example/file")
 
     assert _post(harness, form).status_code == 200
 
     conversation_id = harness.conversation_of(user).conversation_id
     (staged,) = harness.staged(conversation_id)
-    assert [u["S"] for u in staged["media_urls"]["L"]] == ["https://media.example/photo.jpg"]
+    assert [m["M"]["url"]["S"] for m in staged["media"]["L"]] == ["https://media.example/file"]
     harness.wait_until_quiet(conversation_id, runs=1)
-    assert harness.ai_inputs(conversation_id) == ["[media] https://media.example/photo.jpg"]
+    assert harness.ai_inputs(conversation_id) == ["[file 1 (type unknown)]"]
 
 
 def test_long_bodies_emoji_and_non_latin_scripts_arrive_intact(harness):

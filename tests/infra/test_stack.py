@@ -205,7 +205,10 @@ EXPECTED: dict[str, dict[str, set[str]]] = {
         "BatchWindows": {"dynamodb:GetItem"},
         "Conversations": {"dynamodb:UpdateItem", "dynamodb:GetItem"},
     },
-    "MergeStagedMessages": {"StagedMessages": {"dynamodb:BatchGetItem"}, "Turns": {"dynamodb:PutItem"}},
+    "MergeStagedMessages": {
+        "StagedMessages": {"dynamodb:BatchGetItem"},
+        "Turns": {"dynamodb:PutItem", "dynamodb:Query"},
+    },
     "GenerateReply": {
         "Conversations": {"dynamodb:GetItem", "dynamodb:UpdateItem"},
         "Turns": {"dynamodb:GetItem", "dynamodb:PutItem"},
