@@ -16,7 +16,9 @@ Faults (see base.py for the queue) are used by `POST /v1/responses`:
     OpenAI's error body, and nothing is done;
   - `{"delay": 30}`: the response is generated in 30 s, then answered (or, in background
     mode, it completes 30 s later).
-The conversations and the control calls on them are in openai_conversations.py.
+The conversations and the control calls on them are in openai_conversations.py; speech
+to text in openai_transcriptions.py. An `input_image` must be a data URL of a PNG, JPEG,
+WEBP or GIF image (openai_model.py); the echoed reply shows each image it received.
 """
 
 from __future__ import annotations
@@ -30,9 +32,9 @@ from werkzeug.routing import Rule
 from werkzeug.wrappers import Request, Response
 
 from infra.local.standins.base import Fault, json_response
-from infra.local.standins.openai_conversations import ConversationsStandIn
 from infra.local.standins.openai_model import (
     error,
+    image_refusal,
     input_items,
     item_text,
     not_found,
@@ -41,13 +43,14 @@ from infra.local.standins.openai_model import (
     usage,
     words,
 )
+from infra.local.standins.openai_transcriptions import TranscriptionsStandIn
 
 _UNFINISHED = ("queued", "in_progress")
 
 
-class OpenAIStandIn(ConversationsStandIn):
+class OpenAIStandIn(TranscriptionsStandIn):
     rules = [
-        *ConversationsStandIn.rules,
+        *TranscriptionsStandIn.rules,
         Rule("/v1/responses", endpoint="create_response", methods=["POST"]),
         Rule("/v1/responses/<response_id>", endpoint="retrieve_response", methods=["GET"]),
         Rule("/v1/responses/<response_id>/cancel", endpoint="cancel_response", methods=["POST"]),
@@ -128,7 +131,7 @@ class OpenAIStandIn(ConversationsStandIn):
             history = conversation.items
         if body.get("truncation") != "auto" and not self.context_window.fits(history + inputs):
             return error(400, "context_length_exceeded")
-        return None
+        return image_refusal(inputs)
 
     def _generate(
         self, response: dict[str, Any], inputs: list[dict[str, Any]], seconds: float, epoch: int
