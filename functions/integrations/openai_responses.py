@@ -9,13 +9,16 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from functools import cache
-from typing import TypeVar
+from typing import TYPE_CHECKING, TypeVar
 
 import openai
 
 from functions.config import get_settings
 from functions.errors import AIPermanentError, AIRetryableError
 from functions.observability import count, milliseconds
+
+if TYPE_CHECKING:
+    from openai.types.responses import ResponseInputParam
 
 T = TypeVar("T")
 
@@ -43,7 +46,11 @@ def start_conversation(client: openai.OpenAI, conversation_id: str) -> str:
 
 
 def generate_reply(
-    client: openai.OpenAI, openai_conversation_id: str, user_turn: str, model: str, instructions: str
+    client: openai.OpenAI,
+    openai_conversation_id: str,
+    user_turn: str | ResponseInputParam,  # text, or text and images (functions/logic/turn_input.py)
+    model: str,
+    instructions: str,
 ) -> AIReply:
     response = _call(
         lambda: client.responses.create(

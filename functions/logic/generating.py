@@ -7,8 +7,7 @@ from functions.contract import BatchRef, GenerateInput, ReplySummary
 from functions.dal import conversations, turns
 from functions.dal.models import Turn
 from functions.integrations import openai_responses, secrets
-from functions.logic import clock, limits
-from functions.logic.sanitize import model_input
+from functions.logic import clock, limits, turn_input
 from functions.observability import logger
 
 
@@ -46,7 +45,7 @@ def _new_assistant_turn(ref: BatchRef) -> Turn:
     reply = openai_responses.generate_reply(
         client,
         openai_conversation,
-        model_input(user_turn.body),
+        turn_input.for_model(conversation, user_turn, client),
         conversation.ai_model or settings.openai_model,
         conversation.ai_instructions or settings.openai_instructions,
     )

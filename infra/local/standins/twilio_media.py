@@ -15,8 +15,10 @@ Control:
     "message_sid"?}` stores a file as if a user had sent it; the answer is its `url`.
   - `POST /_control/media_faults` `{"faults": [...]}`: each used by one media request
     (the authenticated one), in order: `{"status": 404}` (or any status, with Twilio's
-    error body), `{"delay": 5}` (the answer comes 5 s late), `{}` (let it through).
-  - `GET /_control/media_requests` lists the media requests, with their answers.
+    error body), `{"delay": 5}` (the answer comes 5 s late), `{"location": <url>}` (a
+    redirect there instead), `{}` (let it through).
+  - `GET /_control/media_requests` lists the media requests and the requests of their
+    links (path `/_media/`), with the user they authenticated as and their answers.
 """
 
 from __future__ import annotations
@@ -104,7 +106,9 @@ class MediaStandIn(StandIn):
             stored = self.media.get(request.path)
         time.sleep(float(fault.get("delay") or 0))
         auth = request.authorization
-        if fault.get("status"):
+        if fault.get("location"):
+            response = Response("", 307, headers={"Location": str(fault["location"])})
+        elif fault.get("status"):
             status = int(fault["status"])
             response = _error(status, int(fault.get("code") or status), "Injected fault")
         elif auth is None or (
@@ -134,8 +138,15 @@ class MediaStandIn(StandIn):
             path, expires = self.links.get(token, ("", 0.0))
             stored = self.media.get(path)
         if stored is None or time.time() > expires:
-            return Response("Request has expired", 403, content_type="text/plain")
-        return Response(stored.data, 200, content_type=stored.content_type)
+            response = Response("Request has expired", 403, content_type="text/plain")
+        else:
+            response = Response(stored.data, 200, content_type=stored.content_type)
+        auth = request.authorization
+        with self._media_lock:
+            self.media_requests.append(
+                {"path": "/_media/", "user": auth.username if auth else None, "status": response.status_code}
+            )
+        return response
 
     # --- control --------------------------------------------------------------------------
 
