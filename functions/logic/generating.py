@@ -7,7 +7,7 @@ from functions.contract import BatchRef, GenerateInput, ReplySummary
 from functions.dal import conversations, turns
 from functions.dal.models import Turn
 from functions.integrations import openai_responses, secrets
-from functions.logic import clock, limits, turn_input
+from functions.logic import clock, consent, limits, turn_input
 from functions.observability import logger
 
 
@@ -34,6 +34,8 @@ def _new_assistant_turn(ref: BatchRef) -> Turn:
     settings = get_settings()
     conversation = conversations.require(ref.conversation_id)
     user_turn = turns.require(ref.conversation_id, ref.user_turn_id)
+    if consent.holds_back(conversation, user_turn):
+        return limits.store_limited_turn(ref, limits.Limit.OPTED_OUT)  # no AI call
     limited = limits.admit_ai_call(conversation)
     if limited is not None:
         return limits.store_limited_turn(ref, limited)  # no AI call
