@@ -104,7 +104,7 @@ class Settings(BaseModel):
     transcription_model: str = Field("gpt-transcribe", alias="TRANSCRIPTION_MODEL")
     media_max_bytes: int = Field(10_000_000, ge=1, alias="MEDIA_MAX_BYTES")
     media_max_batch_bytes: int = Field(20_000_000, ge=1, alias="MEDIA_MAX_BATCH_BYTES")
-    media_time_budget_seconds: float = Field(20, gt=0, le=40, alias="MEDIA_TIME_BUDGET_SECONDS")
+    media_time_budget_seconds: float = Field(20, gt=0, le=30, alias="MEDIA_TIME_BUDGET_SECONDS")
     twilio_media_hosts: str = Field("api.twilio.com,mms.twiliocdn.com", alias="TWILIO_MEDIA_HOSTS")
 
     openai_model: str = Field("gpt-5-mini", alias="OPENAI_MODEL")

@@ -16,10 +16,10 @@ import base64
 import binascii
 import re
 from enum import StrEnum
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 from urllib.parse import parse_qsl
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, field_validator, model_validator
 
 MAX_BODY_CHARS = 10_000  # WhatsApp allows 4,096 and SMS 1,600; keep a margin, refuse more
 MAX_MEDIA = 10
@@ -38,6 +38,16 @@ OPT_IN_KEYWORDS = frozenset({"START", "YES", "UNSTOP"})
 Consent = Literal["opt_out", "opt_in"]
 
 
+def _clipped(limit: int) -> Any:
+    """A text kept to `limit` characters: a long label, button or ad text is cut, never a
+    reason to drop the message it came with."""
+    return BeforeValidator(lambda value: value[:limit] if isinstance(value, str) else value)
+
+
+Text = Annotated[str, _clipped(MAX_FIELD_CHARS)]
+Name = Annotated[str, _clipped(200)]
+
+
 class Channel(StrEnum):
     WHATSAPP = "whatsapp"
     SMS = "sms"
@@ -51,8 +61,8 @@ class Location(BaseModel):
 
     latitude: str = Field(max_length=40)
     longitude: str = Field(max_length=40)
-    address: str | None = Field(None, max_length=MAX_FIELD_CHARS)
-    label: str | None = Field(None, max_length=MAX_FIELD_CHARS)
+    address: Text | None = None
+    label: Text | None = None
 
     @model_validator(mode="after")
     def on_earth(self) -> Location:
@@ -68,7 +78,7 @@ class Attachment(BaseModel):
     model_config = ConfigDict(frozen=True)
 
     url: str = Field(max_length=MAX_FIELD_CHARS)
-    content_type: str = Field("", max_length=200)
+    content_type: Name = ""
 
 
 class Referral(BaseModel):
@@ -76,12 +86,12 @@ class Referral(BaseModel):
 
     model_config = ConfigDict(frozen=True)
 
-    headline: str | None = Field(None, max_length=MAX_FIELD_CHARS)
-    body: str | None = Field(None, max_length=MAX_FIELD_CHARS)
-    source_type: str | None = Field(None, max_length=100)
-    source_id: str | None = Field(None, max_length=200)
-    source_url: str | None = Field(None, max_length=MAX_FIELD_CHARS)
-    media_content_type: str | None = Field(None, max_length=200)
+    headline: Text | None = None
+    body: Text | None = None
+    source_type: Name | None = None
+    source_id: Name | None = None
+    source_url: Text | None = None
+    media_content_type: Name | None = None
 
 
 class MessageContent(BaseModel):
@@ -91,13 +101,13 @@ class MessageContent(BaseModel):
     model_config = ConfigDict(extra="ignore", populate_by_name=True, frozen=True)
 
     body: str = Field("", alias="Body", max_length=MAX_BODY_CHARS)
-    message_type: str | None = Field(None, alias="MessageType", max_length=50)
+    message_type: Name | None = Field(None, alias="MessageType")
     media: tuple[Attachment, ...] = ()
     location: Location | None = None
-    button_text: str | None = Field(None, alias="ButtonText", max_length=MAX_FIELD_CHARS)
-    button_payload: str | None = Field(None, alias="ButtonPayload", max_length=MAX_FIELD_CHARS)
-    replied_to_sid: str | None = Field(None, alias="OriginalRepliedMessageSid", pattern=MESSAGE_SID)
-    replied_to_sender: str | None = Field(None, alias="OriginalRepliedMessageSender", max_length=100)
+    button_text: Text | None = Field(None, alias="ButtonText")
+    button_payload: Text | None = Field(None, alias="ButtonPayload")
+    replied_to_sid: Name | None = Field(None, alias="OriginalRepliedMessageSid")
+    replied_to_sender: Name | None = Field(None, alias="OriginalRepliedMessageSender")
     referral: Referral | None = None
     consent: Consent | None = None  # an opt-out or opt-in keyword
 
@@ -117,8 +127,8 @@ class InboundMessage(MessageContent):
     from_address: str = Field(alias="From", min_length=3, max_length=100)
     to_address: str = Field(alias="To", min_length=3, max_length=100)
     num_media: int = Field(0, alias="NumMedia", ge=0, le=MAX_MEDIA)
-    profile_name: str | None = Field(None, alias="ProfileName", max_length=200)
-    opt_out_type: str | None = Field(None, alias="OptOutType", max_length=20)
+    profile_name: Name | None = Field(None, alias="ProfileName")
+    opt_out_type: Name | None = Field(None, alias="OptOutType")
 
     @model_validator(mode="before")
     @classmethod

@@ -80,9 +80,12 @@ def load(conversation: Conversation, user_turn: Turn, client: openai.OpenAI) -> 
     _report(todo, fresh)
     transcripts = {str(n): got.transcript for n, got in fresh.items() if got.transcript is not None}
     if transcripts:
-        turns.record_transcripts(
-            user_turn.conversation_id, user_turn.turn_id, {**user_turn.transcripts, **transcripts}
-        )
+        try:
+            turns.record_transcripts(
+                user_turn.conversation_id, user_turn.turn_id, {**user_turn.transcripts, **transcripts}
+            )
+        except Exception as error:  # a record that could not be kept: a retry transcribes again
+            logger.warning("Transcripts not kept with the user turn", extra={"error": type(error).__name__})
     return loaded | fresh
 
 
@@ -120,6 +123,8 @@ class _Loader:
             )
         except (MediaUnavailable, TranscriptionFailed) as error:
             return Loaded(failure=str(error))
+        except Exception as error:  # whatever it is, a media item never fails the batch
+            return Loaded(failure=f"unexpected {type(error).__name__}")
 
     def _take(self, size: int) -> None:
         with self._lock:

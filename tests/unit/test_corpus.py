@@ -109,3 +109,18 @@ def test_opt_out_and_opt_in_keywords(body, opt_out_type, consent):
 def test_a_location_that_is_not_on_earth_is_refused(change):
     with pytest.raises(ValueError):
         InboundMessage.model_validate({**load_event("whatsapp_location"), **change})
+
+
+def test_long_labels_buttons_and_ad_texts_are_cut_not_a_reason_to_drop_the_message():
+    form = {
+        **load_event("whatsapp_ad_reply"),
+        "ReferralBody": "boots " * 1_000,
+        "OriginalRepliedMessageSid": "an-id-of-another-shape",
+        "ProfileName": "A" * 500,
+    }
+
+    message = InboundMessage.model_validate(form)
+
+    assert message.referral is not None and len(message.referral.body or "") == 2_000
+    assert message.replied_to_sid == "an-id-of-another-shape"
+    assert message.profile_name == "A" * 200

@@ -272,3 +272,28 @@ def test_the_media_time_budget_is_shared_by_the_batch(vendors, configure, monkey
 
     assert time.monotonic() - started < 1.0
     assert get_settings().media_time_budget_seconds == 0.2
+
+
+def test_an_unexpected_error_loading_a_media_is_a_line_too(vendors, monkeypatch):
+    def broken(media_url, credentials, max_bytes, deadline):
+        raise RuntimeError("a bug")
+
+    monkeypatch.setattr(twilio_media, "fetch", broken)
+    turn = user_turn(staged(1, "", "image", "image/jpeg"))
+
+    assert (
+        turn_input.for_model(CONVERSATION, turn, client=None)
+        == "[photo 1 (image/jpeg), which could not be loaded]"
+    )
+
+
+def test_transcripts_that_cannot_be_kept_do_not_fail_the_batch(vendors, monkeypatch):
+    def refused(conversation_id, turn_id, transcripts):
+        raise RuntimeError("item too large")
+
+    monkeypatch.setattr(turns, "record_transcripts", refused)
+    vendors.serve(10, "audio/ogg", VOICE_NOTE)
+    vendors.says[VOICE_NOTE] = "hello"
+    turn = user_turn(staged(1, "", "audio", "audio/ogg"))
+
+    assert turn_input.for_model(CONVERSATION, turn, client=None) == "[voice note 1, transcribed] hello"
