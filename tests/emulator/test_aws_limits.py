@@ -70,10 +70,12 @@ def test_a_late_parking_never_replaces_the_token_of_a_later_wait(harness):
     user = harness.new_user()
     conversation_id = harness.stage_directly(user, ["hello"])
     # A window whose run has ended at once (nothing pending by then) would close it: open one
-    # directly, as the webhook does, without starting anything that would race the test.
+    # directly, as the webhook does. That starts its run, whose own wait parks a token too;
+    # the test's two waits are later than any real one (an hour ahead), so whenever the
+    # run's parking lands, it is the oldest and cannot replace theirs.
     window_id = open_window_due_now(conversation_id)
     assert window_id is not None
-    now = clock.epoch_ms(clock.now())
+    now = clock.epoch_ms(clock.now()) + 3_600_000
 
     newer = batch_windows.park_task_token(conversation_id, window_id, "token-of-the-second-wait", now)
     older = batch_windows.park_task_token(conversation_id, window_id, "token-of-the-first-wait", now - 1000)
