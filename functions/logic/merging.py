@@ -11,7 +11,8 @@ from functions.logic.merge import arrival_order, last_consent, merged_turn, with
 from functions.logic.replies import split_reply
 from functions.observability import count, logger
 
-# How far back a reply's quoted message is looked for: our last replies, a query each.
+# How far back the message a reply answers is looked for: the conversation's last twenty
+# turns (ten answered batches), in one Query, made only when a message replies to one.
 RECENT_TURNS = 20
 
 
