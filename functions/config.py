@@ -94,6 +94,19 @@ class Settings(BaseModel):
     # when this is on.
     event_includes_texts: bool = Field(False, alias="EVENT_INCLUDES_TEXTS")
 
+    # What people send besides text (functions/logic/media.py): photos reach the model as
+    # images, voice notes as their transcripts; each can be turned off (then the model is
+    # told that a photo or a voice note was sent). Media are fetched from Twilio's media
+    # hosts only (https), at most MEDIA_MAX_BYTES each and MEDIA_MAX_BATCH_BYTES a batch,
+    # within MEDIA_TIME_BUDGET_SECONDS of Generate Reply's time.
+    media_image_input: bool = Field(True, alias="MEDIA_IMAGE_INPUT")
+    media_voice_transcription: bool = Field(True, alias="MEDIA_VOICE_TRANSCRIPTION")
+    transcription_model: str = Field("gpt-transcribe", alias="TRANSCRIPTION_MODEL")
+    media_max_bytes: int = Field(10_000_000, ge=1, alias="MEDIA_MAX_BYTES")
+    media_max_batch_bytes: int = Field(20_000_000, ge=1, alias="MEDIA_MAX_BATCH_BYTES")
+    media_time_budget_seconds: float = Field(20, gt=0, le=30, alias="MEDIA_TIME_BUDGET_SECONDS")
+    twilio_media_hosts: str = Field("api.twilio.com,mms.twiliocdn.com", alias="TWILIO_MEDIA_HOSTS")
+
     openai_model: str = Field("gpt-5-mini", alias="OPENAI_MODEL")
     openai_instructions: str = Field(
         "You are a helpful assistant replying on WhatsApp or SMS. The user may have sent "

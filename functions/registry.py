@@ -47,7 +47,7 @@ TASKS = (
     _task("ParkUntilDue", "waiting.park_until_due", "Wait For The Burst To End", timeout=10),
     _task("AcquireProcessingLock", "waiting.acquire_processing_lock", "Acquire Processing Lock", timeout=10),
     _task("MergeStagedMessages", "merging.merge_staged_messages", "Merge Staged Messages"),
-    _task("GenerateReply", "generating.generate_reply", "Generate Reply", timeout=60, memory=512),
+    _task("GenerateReply", "generating.generate_reply", "Generate Reply", timeout=90, memory=512),
     _task("SendReply", "sending.send_reply", "Send Reply", timeout=60),
     _task("RecordTurns", "recording.record_turns", "Record Turns And Release Lock"),
     _task("CloseBatchWindow", "recording.close_batch_window", "Close Batch Window"),

@@ -96,6 +96,15 @@ def set_openai_conversation(conversation_id: str, openai_conversation_id: str) -
     )
 
 
+def set_opted_out(conversation_id: str, opted_out: bool, at: str) -> None:
+    """Record that the user opted out (STOP) or back in (START)."""
+    _table().update_item(
+        Key={"conversation_id": conversation_id},
+        UpdateExpression="SET opted_out = :o, opted_out_changed_at = :at",
+        ExpressionAttributeValues={":o": opted_out, ":at": at},
+    )
+
+
 def record_delivery_failure(conversation_id: str, code: int | None, at: str) -> None:
     """Remember on the conversation that a reply could not be delivered (and why)."""
     _table().update_item(

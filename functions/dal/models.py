@@ -5,9 +5,9 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, field_validator
+from pydantic import BaseModel, ConfigDict, field_validator, model_validator
 
-from functions.models import Channel
+from functions.models import Attachment, Channel, Consent, MessageContent
 
 
 class Item(BaseModel):
@@ -46,6 +46,9 @@ class Conversation(Item):
     project_id: str | None = None
     # Batching rules of this conversation (functions/logic/debounce.py), partial.
     batching: dict[str, Any] | None = None
+    # The user sent an opt-out keyword (STOP...) and no opt-in keyword since: its batches
+    # are recorded, not answered (functions/logic/consent.py).
+    opted_out: bool = False
 
 
 class AIRequest(Item):
@@ -64,22 +67,41 @@ class AIRequest(Item):
     recovered: bool = False
 
 
-class StagedMessage(Item):
-    """A message accepted from the webhook and waiting for its batch."""
+class StagedMessage(MessageContent, Item):
+    """A message accepted from the webhook and waiting for its batch: what the person
+    sent (MessageContent: body, media, location, button, ad, reply, opt-out keyword)."""
+
+    model_config = ConfigDict(extra="ignore", populate_by_name=True, frozen=False)
 
     conversation_id: str
     message_sid: str
     received_at: str = ""  # ISO 8601, UTC, microseconds: arrival order (absent on a tombstone)
-    body: str = ""
-    media_urls: list[str] = []
     answered_in: str | None = None  # a tombstone: answered by this window
     failed_in: str | None = None  # set aside by this window
+
+    @model_validator(mode="before")
+    @classmethod
+    def media_of_earlier_items(cls, item: Any) -> Any:
+        """Items staged before media had types carry `media_urls` only."""
+        if isinstance(item, dict) and "media" not in item and item.get("media_urls"):
+            return {**item, "media": [{"url": url} for url in item["media_urls"]]}
+        return item
 
     @property
     def is_pending(self) -> bool:
         return self.answered_in is None and self.failed_in is None
 
     ai_request: AIRequest | None = None
+
+
+class TurnMedia(Attachment):
+    """A media item of a user turn: where its line is in the turn's body (the text the
+    model is told in its place), and what kind of media it is (functions/logic/content.py)."""
+
+    kind: str
+    number: int  # 1, 2, ... within the turn
+    offset: int  # of its line in the body, in characters
+    length: int  # of its line
 
 
 class PendingKey(Item):
@@ -125,6 +147,9 @@ class Turn(Item):
     created_at: str = ""
     # user turns
     message_sids: list[str] = []
+    media: list[TurnMedia] = []  # in the order of their lines in the body
+    transcripts: dict[str, str] = {}  # voice notes' transcripts, by media number
+    consent: Consent | None = None  # the batch's last opt-out or opt-in keyword
     message_count: int = 0
     first_message_sid: str | None = None
     first_received_at: str | None = None

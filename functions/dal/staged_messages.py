@@ -32,7 +32,9 @@ class Staging(StrEnum):
 def stage(conversation_id: str, message: InboundMessage, received_at: str) -> Staging:
     """Stage an accepted message, unless its MessageSid was staged before (a Twilio
     retry): nothing changes then, and the answer says whether it is still pending."""
+    content = message.content().model_dump(mode="json", exclude_defaults=True)
     item: dict[str, Any] = {
+        **content,
         "conversation_id": conversation_id,
         "message_sid": message.message_sid,
         "received_at": received_at,
@@ -40,8 +42,6 @@ def stage(conversation_id: str, message: InboundMessage, received_at: str) -> St
         "body": message.body,
         "from_address": message.from_address,
     }
-    if message.media_urls:
-        item["media_urls"] = list(message.media_urls)
     if message.profile_name:
         item["profile_name"] = message.profile_name
     try:

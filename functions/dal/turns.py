@@ -55,6 +55,24 @@ def last_reply(conversation_id: str) -> Turn | None:
         request["ExclusiveStartKey"] = response["LastEvaluatedKey"]
 
 
+def recent(conversation_id: str, limit: int) -> list[Turn]:
+    """The conversation's last `limit` turns, newest first (turn ids sort by window)."""
+    items = _table().query(
+        KeyConditionExpression=Key("conversation_id").eq(conversation_id), ScanIndexForward=False, Limit=limit
+    )["Items"]
+    return [Turn.model_validate(dynamo.from_dynamo(i)) for i in items]
+
+
+def record_transcripts(conversation_id: str, turn_id: str, transcripts: dict[str, str]) -> None:
+    """Keep the voice notes' transcripts with the user turn (a retry reuses them)."""
+    _table().update_item(
+        Key={"conversation_id": conversation_id, "turn_id": turn_id},
+        UpdateExpression="SET transcripts = :t",
+        ConditionExpression="attribute_exists(turn_id)",
+        ExpressionAttributeValues={":t": transcripts},
+    )
+
+
 def mark_failed(conversation_id: str, turn_id: str, fields: dict[str, Any]) -> None:
     """Record a batch as failed on its user turn, creating the turn if the run failed
     before merging."""

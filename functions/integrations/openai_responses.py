@@ -17,12 +17,15 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from functools import cache
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import openai
 
 from functions.errors import AIPermanentError, AIRetryableError
 from functions.observability import count, logger, milliseconds
+
+if TYPE_CHECKING:
+    from openai.types.responses import ResponseInputParam
 
 T = TypeVar("T")
 
@@ -103,7 +106,7 @@ def create_response(
     client: openai.OpenAI,
     *,
     conversation: str,
-    user_turn: str,
+    user_turn: str | ResponseInputParam,  # text, or text and images (functions/logic/turn_input.py)
     model: str,
     instructions: str,
     max_output_tokens: int,

@@ -36,6 +36,7 @@ from functions.observability import count, logger
 
 if TYPE_CHECKING:
     import openai
+    from openai.types.responses import ResponseInputParam
 
 
 @dataclass
@@ -45,7 +46,8 @@ class BatchRequest:
     conversation_id: str
     window_id: str
     message_sids: list[str]
-    body: str  # the merged user turn: the request's input
+    input: str | ResponseInputParam  # the merged user turn as the model reads it (images included)
+    body: str  # its text: what the conversation's items are compared with
     openai_conversation: str
     client: openai.OpenAI
     budget: Budget
@@ -103,7 +105,7 @@ class BatchRequest:
             state = ai.create_response(
                 self.client,
                 conversation=self.openai_conversation,
-                user_turn=self.body,
+                user_turn=self.input,
                 model=self.model,
                 instructions=self.instructions,
                 max_output_tokens=self.max_output_tokens,

@@ -9,9 +9,8 @@ from functions.dal.models import Turn
 from functions.errors import AIPermanentError
 from functions.integrations import openai_responses, secrets
 from functions.integrations.openai_responses import Budget, OpenAIConversationGone
-from functions.logic import clock, limits
+from functions.logic import clock, consent, limits, turn_input
 from functions.logic.ai_requests import BatchRequest
-from functions.logic.sanitize import model_input
 from functions.observability import count, logger
 
 
@@ -39,16 +38,20 @@ def _new_assistant_turn(task: GenerateInput) -> Turn:
     settings = get_settings()
     conversation = conversations.require(task.conversation_id)
     user_turn = turns.require(task.conversation_id, task.user_turn_id)
+    if consent.holds_back(conversation, user_turn):
+        return limits.store_limited_turn(task, limits.Limit.OPTED_OUT)  # no AI call
     limited = limits.admit_ai_call(conversation)
     if limited is not None:
         return limits.store_limited_turn(task, limited)  # no AI call
     client = openai_responses.client_for(secrets.openai_api_key_for(conversation))
+    model_input = turn_input.for_model(conversation, user_turn, client)  # within its own time budget
     budget = Budget(settings.openai_timeout_seconds)
     request = BatchRequest(
         conversation_id=task.conversation_id,
         window_id=task.window_id,
         message_sids=task.batch.message_sids,
-        body=model_input(user_turn.body),
+        input=model_input,
+        body=turn_input.text_of(model_input),
         openai_conversation=conversation.openai_conversation_id or "",
         client=client,
         budget=budget,

@@ -81,7 +81,14 @@ def accept_message(channel: Channel, form: dict[str, str], url: str, signature: 
         logger.info("Duplicate webhook: MessageSid already staged", extra={"staging": staging.value})
         count("DuplicateWebhooks")
         return Outcome.DUPLICATE
-    logger.info("Message staged", extra={"body_chars": len(message.body), "media": len(message.media_urls)})
+    logger.info(
+        "Message staged",
+        extra={
+            "message_type": message.message_type,
+            "body_chars": len(message.body),
+            "media": len(message.media),
+        },
+    )
     count("MessagesStaged")
     return Outcome.STAGED
 

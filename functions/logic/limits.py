@@ -31,6 +31,8 @@ class Limit(StrEnum):
     CONVERSATION_AI_CALLS = "ai_calls_per_hour_per_conversation"
     SENDER_AI_CALLS = "ai_calls_per_hour_per_sender"
     REPLY_PARTS = "reply_parts"
+    # Not a cost limit: the user opted out (functions/logic/consent.py); answered the same way.
+    OPTED_OUT = "opted_out"
 
 
 def admit_ai_call(conversation: Conversation) -> Limit | None:

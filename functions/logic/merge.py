@@ -6,6 +6,8 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from functions.dal.models import StagedMessage
+from functions.logic.content import RenderedTurn, render, size_of
+from functions.models import Consent
 
 
 def arrival_order(items: Iterable[Mapping[str, Any]]) -> list[str]:
@@ -20,32 +22,39 @@ def arrival_order(items: Iterable[Mapping[str, Any]]) -> list[str]:
 
 
 def within_bytes(messages: Iterable[StagedMessage], order: list[str], max_bytes: int) -> list[str]:
-    """The longest start of `order` whose messages (bodies and media URLs, in UTF-8) add
-    up to at most `max_bytes`; at least one message, so that the batch always moves on."""
+    """The longest start of `order` whose messages (their lines in the user turn and their
+    media URLs, in UTF-8) add up to at most `max_bytes`; at least one message, so that the
+    batch always moves on."""
     by_sid = {m.message_sid: m for m in messages}
     kept: list[str] = []
     total = 0
     for sid in order:
         message = by_sid[sid]
-        total += len(message.body.encode()) + sum(len(url) + 9 for url in message.media_urls) + 1
+        total += size_of(message)
         if kept and total > max_bytes:
             break
         kept.append(sid)
     return kept
 
 
-def merged_body(messages: Iterable[StagedMessage], order: list[str]) -> str:
-    """The user turn: the bodies in `order`, one per line; media as their URLs."""
+def merged_turn(
+    messages: Iterable[StagedMessage], order: list[str], quotes: Mapping[str, str] | None = None
+) -> RenderedTurn:
+    """The user turn: each message's lines (functions/logic/content.py) in `order`;
+    `quotes` are the texts of our earlier replies that messages reply to, by SID."""
     by_sid = {m.message_sid: m for m in messages}
-    lines: list[str] = []
-    for sid in order:
-        message = by_sid.get(sid)
-        if message is None:
-            continue
-        if message.body.strip():
-            lines.append(message.body)
-        lines += [f"[media] {url}" for url in message.media_urls]
-    return "\n".join(lines)
+    return render([by_sid[sid] for sid in order if sid in by_sid], quotes)
+
+
+def merged_body(messages: Iterable[StagedMessage], order: list[str]) -> str:
+    return merged_turn(messages, order).body
+
+
+def last_consent(messages: Iterable[StagedMessage], order: list[str]) -> Consent | None:
+    """The batch's last opt-out or opt-in keyword, in arrival order: the one that holds."""
+    by_sid = {m.message_sid: m for m in messages}
+    keywords = [by_sid[sid].consent for sid in order if sid in by_sid and by_sid[sid].consent]
+    return keywords[-1] if keywords else None
 
 
 def _plain(value: Any) -> str:

@@ -5,10 +5,15 @@ from __future__ import annotations
 from functions.config import get_settings
 from functions.contract import BatchSummary, MergeInput
 from functions.dal import staged_messages, turns
-from functions.dal.models import Turn
+from functions.dal.models import StagedMessage, Turn
 from functions.logic import clock
-from functions.logic.merge import arrival_order, merged_body, within_bytes
+from functions.logic.merge import arrival_order, last_consent, merged_turn, within_bytes
+from functions.logic.replies import split_reply
 from functions.observability import count, logger
+
+# How far back the message a reply answers is looked for: the conversation's last twenty
+# turns (ten answered batches), in one Query, made only when a message replies to one.
+RECENT_TURNS = 20
 
 
 def merge_staged_messages(task: MergeInput) -> BatchSummary:
@@ -25,7 +30,8 @@ def merge_staged_messages(task: MergeInput) -> BatchSummary:
     if not order:
         return BatchSummary(message_count=0, message_sids=[])
     messages = [m for m in messages if m.message_sid in set(order)]
-    body = merged_body(messages, order)
+    merged = merged_turn(messages, order, _quoted_replies(task.conversation_id, messages))
+    body = merged.body
     received = sorted(m.received_at for m in messages)
     turns.put(
         Turn(
@@ -39,11 +45,30 @@ def merge_staged_messages(task: MergeInput) -> BatchSummary:
             first_message_sid=order[0],
             message_sids=order,
             message_count=len(order),
+            media=merged.media,
+            consent=last_consent(messages, order),
             first_received_at=received[0] if received else None,
             last_received_at=received[-1] if received else None,
             created_at=clock.iso(clock.now()),
         )
     )
-    logger.info("Batch merged", extra={"message_count": len(order), "chars": len(body)})
+    logger.info(
+        "Batch merged", extra={"message_count": len(order), "chars": len(body), "media": len(merged.media)}
+    )
     count("BatchSize", len(order))
     return BatchSummary(message_count=len(order), message_sids=order)
+
+
+def _quoted_replies(conversation_id: str, messages: list[StagedMessage]) -> dict[str, str]:
+    """The text of each of our recent reply parts that a message replies to, by its
+    MessageSid (a reply to an older message, or to one of the user's own, is not quoted)."""
+    wanted = {m.replied_to_sid for m in messages if m.replied_to_sid}
+    if not wanted:
+        return {}
+    quotes: dict[str, str] = {}
+    for turn in turns.recent(conversation_id, RECENT_TURNS):
+        if turn.role == "assistant" and wanted & set(turn.message_sids):
+            for sid, part in zip(turn.message_sids, split_reply(turn.body), strict=False):
+                if sid in wanted:
+                    quotes[sid] = part
+    return quotes

@@ -48,12 +48,15 @@ GRANTS: dict[str, Grants] = {
     "MergeStagedMessages": [
         (("dynamodb:BatchGetItem",), ("StagedMessages",)),
         (("dynamodb:PutItem",), ("Turns",)),
+        (("dynamodb:Query",), ("Turns",)),  # our recent replies, quoted when a message replies to one
     ],
     "GenerateReply": [
         (("dynamodb:GetItem", "dynamodb:UpdateItem"), ("Conversations",)),
         (("dynamodb:GetItem", "dynamodb:PutItem"), ("Turns",)),
+        (("dynamodb:UpdateItem",), ("Turns",)),  # voice notes' transcripts, kept with the user turn
         (("dynamodb:UpdateItem",), ("UsageCounters",)),  # the cost limits
         (("secretsmanager:GetSecretValue",), ("secret:openai", "secrets:openai-tenants")),
+        *TWILIO_SECRETS,  # the media people sent, fetched from Twilio with the tenant's credentials
     ],
     "SendReply": [
         (("dynamodb:GetItem", "dynamodb:UpdateItem"), ("Conversations", "Turns")),

@@ -51,17 +51,31 @@ def test_a_malformed_form_is_acknowledged_and_nothing_is_staged(harness, change)
     assert harness.conversation_of(user) is None
 
 
-def test_a_message_with_media_and_no_body_is_staged_with_its_media(harness):
+def test_media_from_anywhere_but_twilio_are_staged_never_fetched_and_mentioned(harness):
     user = harness.new_user()
-    form = _form(harness, user, body="", NumMedia="1", MediaUrl0="https://media.example/photo.jpg")
+    form = _form(
+        harness,
+        user,
+        body="",
+        NumMedia="2",
+        MediaUrl0="https://media.example/photo.jpg",
+        MediaContentType0="image/jpeg",
+        MediaUrl1="https://media.example/file",
+    )
 
     assert _post(harness, form).status_code == 200
 
     conversation_id = harness.conversation_of(user).conversation_id
     (staged,) = harness.staged(conversation_id)
-    assert [u["S"] for u in staged["media_urls"]["L"]] == ["https://media.example/photo.jpg"]
+    assert [m["M"]["url"]["S"] for m in staged["media"]["L"]] == [
+        "https://media.example/photo.jpg",
+        "https://media.example/file",
+    ]
     harness.wait_until_quiet(conversation_id, runs=1)
-    assert harness.ai_inputs(conversation_id) == ["[media] https://media.example/photo.jpg"]
+    assert harness.ai_inputs(conversation_id) == [
+        "[photo 1 (image/jpeg), which could not be loaded]\n[file 2 (type unknown)]"
+    ]
+    assert harness.stack.twilio.media_requests == []
 
 
 def test_long_bodies_emoji_and_non_latin_scripts_arrive_intact(harness):

@@ -206,13 +206,17 @@ EXPECTED: dict[str, dict[str, set[str]]] = {
         "BatchWindows": {"dynamodb:GetItem"},
         "Conversations": {"dynamodb:UpdateItem", "dynamodb:GetItem"},
     },
-    "MergeStagedMessages": {"StagedMessages": {"dynamodb:BatchGetItem"}, "Turns": {"dynamodb:PutItem"}},
+    "MergeStagedMessages": {
+        "StagedMessages": {"dynamodb:BatchGetItem"},
+        "Turns": {"dynamodb:PutItem", "dynamodb:Query"},
+    },
     "GenerateReply": {
         "Conversations": {"dynamodb:GetItem", "dynamodb:UpdateItem"},
-        "Turns": {"dynamodb:GetItem", "dynamodb:PutItem"},
+        "Turns": {"dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:UpdateItem"},
         "UsageCounters": {"dynamodb:UpdateItem"},
         "secret:openai": {"secretsmanager:GetSecretValue"},
         "secrets:openai-tenants": {"secretsmanager:GetSecretValue"},
+        **TWILIO,  # the media people sent
     },
     "SendReply": {
         "Conversations": {"dynamodb:GetItem", "dynamodb:UpdateItem"},
@@ -310,12 +314,13 @@ def _secret_statements(stack_json: dict[str, Any], function: str) -> list[dict[s
         ("Webhook", ["BurstReply/tenants/twilio/*"]),
         ("SendReply", ["BurstReply/tenants/twilio/*"]),
         ("RecordFailedBatch", ["BurstReply/tenants/twilio/*"]),
-        ("GenerateReply", ["BurstReply/tenants/openai/*"]),
+        ("GenerateReply", ["BurstReply/tenants/openai/*", "BurstReply/tenants/twilio/*"]),
     ],
 )
 def test_tenant_secrets_are_readable_under_their_own_prefix_only(synthesized, function, prefixes):
     """Each statement's resources, rendered: the Twilio readers get the Twilio prefix and
-    nothing broader, the AI step the OpenAI prefix (and the deployment's key, by Ref)."""
+    nothing broader, the AI step the OpenAI prefix (and the deployment's key, by Ref) and
+    the Twilio prefix, to fetch the media people sent."""
     stack_json = synthesized[1]
     openai_key = logical_id_of(stack_json, "AWS::SecretsManager::Secret", "/Credentials/OpenAI/")
     patterns, refs = [], []

@@ -17,6 +17,7 @@ from functions.logic.windows import execution_name
 from functions.models import Channel, InboundMessage
 from infra.local.stack import LocalConfig, LocalStack
 from infra.local.webhooks import inbound_form, post_webhook
+from tests.support import media
 
 BATCH_WINDOW_SECONDS = 1
 OUR_WHATSAPP = "whatsapp:+15550000001"
@@ -42,6 +43,35 @@ class Harness:
         config = self.stack.config
         form = inbound_form(body, user, OUR_WHATSAPP, config.twilio_account_sid, message_sid)
         return post_webhook(url or self.stack.whatsapp_url, form, config.twilio_auth_token)
+
+    def send_event(self, event: dict[str, str], user: str, **changes: str) -> requests.Response:
+        """A webhook of the corpus (tests/events), as Twilio would post it from `user` to
+        our number on its channel: a new MessageSid, the stack's tenant, and each of its
+        media stored on the Twilio stand-in (a voice note says media.VOICE_NOTE_SAYS)."""
+        config, sms = self.stack.config, not event["To"].startswith("whatsapp:")
+        sender = user.removeprefix("whatsapp:") if sms else user
+        ours = OUR_SMS if sms else OUR_WHATSAPP
+        message_sid = event["MessageSid"][:2] + secrets.token_hex(16)
+        form = {**event, "From": sender, "To": ours, "AccountSid": config.twilio_account_sid}
+        for field in ("MessageSid", "SmsSid", "SmsMessageSid"):
+            if field in form:
+                form[field] = message_sid
+        if "WaId" in form:
+            form["WaId"] = sender.removeprefix("whatsapp:+")
+        if form.get("OriginalRepliedMessageSender") == event["To"]:
+            form["OriginalRepliedMessageSender"] = ours
+        for n in range(int(form.get("NumMedia") or 0)):
+            content_type = form[f"MediaContentType{n}"]
+            data = media.BY_TYPE[content_type]
+            path = self.stack.twilio.add_media(
+                config.twilio_account_sid, config.twilio_auth_token, content_type, data, message_sid
+            )
+            form[f"MediaUrl{n}"] = f"{self.stack.twilio_url}{path}"
+            if content_type.startswith("audio/"):
+                self.stack.openai.say(data, media.VOICE_NOTE_SAYS)
+        form.update(changes)
+        url = self.stack.sms_url if sms else self.stack.whatsapp_url
+        return post_webhook(url, form, config.twilio_auth_token)
 
     def conversation_of(
         self, user: str, our_address: str = OUR_WHATSAPP, account_sid: str | None = None
@@ -177,7 +207,7 @@ class Harness:
 
     # --- the stand-ins --------------------------------------------------------------------
 
-    def ai_inputs(self, conversation_id: str, answered_only: bool = False) -> list[str]:
+    def ai_inputs(self, conversation_id: str, answered_only: bool = False) -> list[Any]:
         """The inputs of the AI calls for the conversation, in order (with those that a
         fault failed, unless `answered_only`)."""
         item = self.conversation_item(conversation_id)

@@ -30,11 +30,20 @@ def test_a_twilio_form_parses():
     )
 
 
-def test_media_urls_are_kept_for_a_message_without_body():
+def test_media_are_kept_with_their_types_for_a_message_without_body():
     message = InboundMessage.model_validate(
-        _form(Body="", NumMedia="2", MediaUrl0="https://m.example/0", MediaUrl1="https://m.example/1")
+        _form(
+            Body="",
+            NumMedia="2",
+            MediaUrl0="https://m.example/0",
+            MediaContentType0="image/jpeg",
+            MediaUrl1="https://m.example/1",
+        )
     )
-    assert message.media_urls == ("https://m.example/0", "https://m.example/1")
+    assert [(m.url, m.content_type) for m in message.media] == [
+        ("https://m.example/0", "image/jpeg"),
+        ("https://m.example/1", ""),
+    ]
 
 
 @pytest.mark.parametrize(

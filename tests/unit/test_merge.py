@@ -4,7 +4,11 @@ from functions.logic.merge import arrival_order, merged_body
 
 def _staged(sid: str, at: str, body: str = "", media: list[str] | None = None) -> StagedMessage:
     return StagedMessage(
-        conversation_id="c", message_sid=sid, received_at=at, body=body, media_urls=media or []
+        conversation_id="c",
+        message_sid=sid,
+        received_at=at,
+        body=body,
+        media=[{"url": url, "content_type": "image/jpeg"} for url in media or []],
     )
 
 
@@ -30,15 +34,13 @@ def test_arrival_order_of_nothing_is_empty():
     assert arrival_order([]) == []
 
 
-def test_merged_body_joins_in_the_given_order_and_lists_media():
+def test_merged_body_joins_in_the_given_order_and_names_media():
     messages = [
         _staged("SM2", "t2", "second"),
         _staged("SM1", "t1", "first"),
         _staged("SM3", "t3", "", ["https://media.example/1.jpg"]),
     ]
-    assert (
-        merged_body(messages, ["SM1", "SM2", "SM3"]) == "first\nsecond\n[media] https://media.example/1.jpg"
-    )
+    assert merged_body(messages, ["SM1", "SM2", "SM3"]) == "first\nsecond\n[photo 1 (image/jpeg)]"
 
 
 def test_merged_body_keeps_non_latin_text_and_emoji():

@@ -19,7 +19,9 @@ Faults (see base.py for the queue) are used by `POST /v1/responses`:
   - `{"fail": "server_error"}` (with a `delay`, if given): the response is accepted and
     then ends `failed` with that error code, as a background response can; it adds nothing
     to its conversation.
-The conversations and the control calls on them are in openai_conversations.py.
+The conversations and the control calls on them are in openai_conversations.py; speech
+to text in openai_transcriptions.py. An `input_image` must be a data URL of a PNG, JPEG,
+WEBP or GIF image (openai_model.py); the echoed reply shows each image it received.
 """
 
 from __future__ import annotations
@@ -33,9 +35,9 @@ from werkzeug.routing import Rule
 from werkzeug.wrappers import Request, Response
 
 from infra.local.standins.base import Fault, json_response
-from infra.local.standins.openai_conversations import ConversationsStandIn
 from infra.local.standins.openai_model import (
     error,
+    image_refusal,
     input_items,
     item_text,
     not_found,
@@ -44,13 +46,14 @@ from infra.local.standins.openai_model import (
     usage,
     words,
 )
+from infra.local.standins.openai_transcriptions import TranscriptionsStandIn
 
 _UNFINISHED = ("queued", "in_progress")
 
 
-class OpenAIStandIn(ConversationsStandIn):
+class OpenAIStandIn(TranscriptionsStandIn):
     rules = [
-        *ConversationsStandIn.rules,
+        *TranscriptionsStandIn.rules,
         Rule("/v1/responses", endpoint="create_response", methods=["POST"]),
         Rule("/v1/responses/<response_id>", endpoint="retrieve_response", methods=["GET"]),
         Rule("/v1/responses/<response_id>/cancel", endpoint="cancel_response", methods=["POST"]),
@@ -132,7 +135,7 @@ class OpenAIStandIn(ConversationsStandIn):
             history = conversation.items
         if body.get("truncation") != "auto" and not self.context_window.fits(history + inputs):
             return error(400, "context_length_exceeded")
-        return None
+        return image_refusal(inputs)
 
     def _generate(
         self,

@@ -5,6 +5,8 @@ https://platform.openai.com/docs/api-reference/responses"""
 
 from __future__ import annotations
 
+import base64
+import binascii
 import secrets
 import time
 from dataclasses import dataclass, field
@@ -82,7 +84,56 @@ def input_items(value: Any) -> list[dict[str, Any]]:
 
 
 def item_text(item: dict[str, Any]) -> str:
-    return "\n".join(str(part.get("text", "")) for part in item.get("content") or [] if "text" in part)
+    """An item's text; an image stands as `[image <type>, <n> bytes]` (so the echoed reply
+    shows which images the model received, and where)."""
+    texts = []
+    for part in item.get("content") or []:
+        if "text" in part:
+            texts.append(str(part["text"]))
+        elif part.get("type") == "input_image":
+            mime, data = _data_url(str(part.get("image_url") or ""))
+            texts.append(f"[image {mime}, {len(data or b'')} bytes]")
+    return "\n".join(texts)
+
+
+# "Supported file types: PNG (.png), JPEG (.jpeg and .jpg), WEBP (.webp), Non-animated GIF
+# (.gif)" (https://platform.openai.com/docs/guides/images-vision), told by their first bytes.
+_IMAGE_MAGIC = {
+    "image/png": (b"\x89PNG\r\n\x1a\n",),
+    "image/jpeg": (b"\xff\xd8\xff",),
+    "image/gif": (b"GIF87a", b"GIF89a"),
+    "image/webp": (b"RIFF",),
+}
+
+
+def image_refusal(items: list[dict[str, Any]]) -> Response | None:
+    """The answer to an `input_image` the model cannot read: a data URL whose data is not
+    an image of a supported type. The stand-in cannot download, so a link is refused as
+    OpenAI refuses one it cannot download. (The error codes are not in the API
+    reference; these have the shape of its other errors.)"""
+    for item in items:
+        for part in item.get("content") or []:
+            if part.get("type") != "input_image":
+                continue
+            url = str(part.get("image_url") or "")
+            if not url.startswith("data:"):
+                return error(400, "invalid_image_url", f"Error while downloading {url[:100]}.", "url")
+            mime, data = _data_url(url)
+            if data is None or not data.startswith(_IMAGE_MAGIC.get(mime, (b"\x00\x00no",))):
+                message = "You uploaded an unsupported image. Please make sure your image is valid."
+                return error(400, "invalid_image_format", message, "image_url")
+    return None
+
+
+def _data_url(url: str) -> tuple[str, bytes | None]:
+    """(MIME type, data) of a base64 data URL; data None if it is not one."""
+    head, _, encoded = url.partition(",")
+    if not head.startswith("data:") or not head.endswith(";base64"):
+        return "", None
+    try:
+        return head[5:-7], base64.b64decode(encoded, validate=True)
+    except binascii.Error:
+        return head[5:-7], None
 
 
 def output_message(text: str, status: str = "completed") -> dict[str, Any]:

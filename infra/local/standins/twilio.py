@@ -1,6 +1,6 @@
 """The Twilio stand-in: create, list and fetch Messages under `/2010-04-01/Accounts/<sid>/`,
-with the status progression and signed status callbacks of twilio_delivery.py and the list
-filters and paging of twilio_listing.py.
+with the status progression and signed status callbacks of twilio_delivery.py, the list
+filters and paging of twilio_listing.py, and the media people sent (twilio_media.py).
 
 `messages.create` takes no idempotency key (none among its parameters in
 https://www.twilio.com/docs/messaging/api/message-resource#create-a-message-resource), and
@@ -30,7 +30,7 @@ from typing import Any
 from werkzeug.routing import Rule
 from werkzeug.wrappers import Request, Response
 
-from infra.local.standins.base import Fault, StandIn, json_response
+from infra.local.standins.base import Fault, json_response
 from infra.local.standins.twilio_delivery import (
     apply_status,
     callback_params,
@@ -39,6 +39,7 @@ from infra.local.standins.twilio_delivery import (
     statuses_after_acceptance,
 )
 from infra.local.standins.twilio_listing import matcher, newest_first, page_of
+from infra.local.standins.twilio_media import MediaStandIn
 
 API = "/2010-04-01/Accounts"
 MAX_BODY_UTF16_UNITS = 1600
@@ -46,20 +47,22 @@ MAX_BODY_UTF16_UNITS = 1600
 _NOT_IN_RESOURCE = ("content_sid", "status_callback")
 
 
-class TwilioStandIn(StandIn):
+class TwilioStandIn(MediaStandIn):
     rules = [
+        *MediaStandIn.rules,
         Rule(f"{API}/<account_sid>/Messages.json", endpoint="messages_api", methods=["GET", "POST"]),
         Rule(f"{API}/<account_sid>/Messages/<sid>.json", endpoint="message_api", methods=["GET"]),
         Rule("/_control/callbacks", endpoint="control_callbacks", methods=["GET"]),
     ]
 
-    def __init__(self, step_seconds: float = 0.05) -> None:
-        super().__init__()
+    def __init__(self, step_seconds: float = 0.05, link_seconds: float = 4 * 3600) -> None:
+        super().__init__(link_seconds)
         self.messages: list[dict[str, Any]] = []  # accepted, oldest first
         self.callbacks: list[dict[str, Any]] = []  # status callback attempts
         self.step_seconds = step_seconds
 
     def _reset(self) -> None:
+        super()._reset()
         self.messages.clear()
         self.callbacks.clear()
 

@@ -1,0 +1,119 @@
+"""Fetching the media a person sent, from the URL in Twilio's webhook (`MediaUrlN`).
+
+Only Twilio's media URLs are fetched, and only with the credentials of the account they
+belong to: the URL must be `https://api.twilio.com/2010-04-01/Accounts/<AccountSid>/
+Messages/<MessageSid>/Media/<MediaSid>` (https://www.twilio.com/docs/messaging/api/media-resource)
+with the conversation's own AccountSid, and every redirect must stay on Twilio's media
+hosts (TWILIO_MEDIA_HOSTS, https). Twilio requires HTTP Basic authentication on media
+URLs and redirects an authenticated request to a short-lived URL on mms.twiliocdn.com
+(https://help.twilio.com/articles/223183748), which needs no credentials: they are sent
+to the first URL only, never on a redirect. A file over the size limit is not read to
+its end. Locally, TWILIO_API_BASE_URL (the Twilio stand-in) stands for Twilio's hosts."""
+
+from __future__ import annotations
+
+import re
+import time
+from dataclasses import dataclass
+from urllib.parse import urljoin, urlsplit
+
+import requests
+
+from functions.config import get_settings
+from functions.integrations.secrets import TwilioCredentials
+
+MEDIA_PATH = re.compile(
+    r"^/2010-04-01/Accounts/(?P<account>AC[0-9a-fA-F]{32})/Messages/(MM|SM)[0-9a-fA-F]{32}"
+    r"/Media/ME[0-9a-fA-F]{32}$"
+)
+MAX_REDIRECTS = 3
+CHUNK_BYTES = 64 * 1024
+
+
+@dataclass(frozen=True)
+class Media:
+    content_type: str
+    data: bytes
+
+
+class MediaUnavailable(Exception):
+    """The media could not be fetched, or may not be: the reason, without the URL."""
+
+
+def is_twilio_media_url(url: str, account_sid: str) -> bool:
+    """Whether `url` is a media URL of this account on Twilio's media hosts."""
+    parts = urlsplit(url)
+    match = MEDIA_PATH.fullmatch(parts.path)
+    return bool(
+        _on_media_host(url)
+        and match
+        and match["account"] == account_sid
+        and not parts.query
+        and not parts.fragment
+    )
+
+
+def fetch(url: str, credentials: TwilioCredentials, max_bytes: int, deadline: float) -> Media:
+    """The media at `url`, at most `max_bytes`, before `deadline` (time.monotonic())."""
+    if not is_twilio_media_url(url, credentials.account_sid):
+        raise MediaUnavailable("not a media URL of the conversation's account on Twilio's media hosts")
+    session = requests.Session()
+    session.trust_env = False  # no .netrc credentials, no proxies from the environment
+    auth: tuple[str, str] | None = (credentials.account_sid, credentials.auth_token.get_secret_value())
+    target = url
+    try:
+        for _ in range(MAX_REDIRECTS + 1):
+            response = session.get(
+                target, auth=auth, allow_redirects=False, stream=True, timeout=_left(deadline)
+            )
+            if not response.is_redirect:
+                with response:
+                    return _read(response, max_bytes, deadline)
+            target = urljoin(target, response.headers.get("Location", ""))
+            response.close()
+            if not _on_media_host(target):
+                raise MediaUnavailable("redirected off Twilio's media hosts")
+            auth = None  # a redirect's short-lived URL needs none, and gets none
+        raise MediaUnavailable("too many redirects")
+    except requests.RequestException as error:
+        raise MediaUnavailable(f"unreachable: {type(error).__name__}") from error
+    finally:
+        session.close()
+
+
+def _read(response: requests.Response, max_bytes: int, deadline: float) -> Media:
+    if response.status_code != 200:
+        raise MediaUnavailable(f"HTTP {response.status_code}")
+    if int(response.headers.get("Content-Length") or 0) > max_bytes:
+        raise MediaUnavailable("larger than the media size limit")
+    data = bytearray()
+    for chunk in response.iter_content(CHUNK_BYTES):
+        data += chunk
+        if len(data) > max_bytes:
+            raise MediaUnavailable("larger than the media size limit")
+        if time.monotonic() > deadline:
+            raise MediaUnavailable("out of time")
+    content_type = response.headers.get("Content-Type", "").split(";")[0].strip().lower()
+    return Media(content_type=content_type, data=bytes(data))
+
+
+def _on_media_host(url: str) -> bool:
+    settings = get_settings()
+    standin = settings.twilio_api_base_url.rstrip("/")
+    if standin and url.startswith(standin + "/"):
+        return True
+    parts = urlsplit(url)
+    hosts = {h.strip().lower() for h in settings.twilio_media_hosts.split(",") if h.strip()}
+    return (
+        parts.scheme == "https"
+        and parts.hostname in hosts
+        and parts.port in (None, 443)
+        and not parts.username
+    )
+
+
+def _left(deadline: float) -> float:
+    left = deadline - time.monotonic()
+    if left <= 0:
+        raise MediaUnavailable("out of time")
+    return left

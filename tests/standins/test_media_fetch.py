@@ -1,0 +1,127 @@
+"""The service's media fetch and transcription against the stand-ins: Twilio's media URLs
+only, with the account's credentials on the first request and none on the redirect,
+within a size limit; anything else refused before a request is made."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator
+
+import pytest
+
+from functions.config import get_settings
+from functions.dal.tables import ALL_TABLES
+from functions.integrations import openai_audio, twilio_media
+from functions.integrations.openai_audio import TranscriptionFailed
+from functions.integrations.secrets import TwilioCredentials
+from functions.integrations.twilio_media import MediaUnavailable
+from tests.standins.conftest import ACCOUNT_SID, AUTH_TOKEN
+from tests.support.media import PHOTO, VOICE_NOTE
+
+CREDENTIALS = TwilioCredentials(account_sid=ACCOUNT_SID, auth_token=AUTH_TOKEN)
+
+
+@pytest.fixture
+def twilio_at(twilio_standin, monkeypatch) -> Iterator[tuple[object, str]]:
+    """The stand-in as the Twilio API the functions are configured with."""
+    standin, url = twilio_standin
+    for table in ALL_TABLES:
+        monkeypatch.setenv(table.env_var, table.logical_id)
+    monkeypatch.setenv("EVENT_BUS_NAME", "burst-reply")
+    monkeypatch.setenv("TWILIO_API_BASE_URL", url)
+    get_settings.cache_clear()
+    yield standin, url
+    monkeypatch.undo()
+    get_settings.cache_clear()
+
+
+def soon() -> float:
+    return time.monotonic() + 3
+
+
+def test_a_media_is_fetched_with_the_accounts_credentials_and_its_redirect_without(twilio_at):
+    standin, url = twilio_at
+    media_url = url + standin.add_media(ACCOUNT_SID, AUTH_TOKEN, "image/jpeg", PHOTO)
+
+    fetched = twilio_media.fetch(media_url, CREDENTIALS, 1_000_000, soon())
+
+    assert (fetched.content_type, fetched.data) == ("image/jpeg", PHOTO)
+    assert [(r["path"][:8], r["user"], r["status"]) for r in standin.media_requests] == [
+        ("/2010-04", ACCOUNT_SID, 307),
+        ("/_media/", None, 200),  # the short-lived link gets no credentials
+    ]
+
+
+@pytest.mark.parametrize(
+    "media_url",
+    [
+        "https://media.example/2010-04-01/Accounts/{sid}/Messages/MM{h}/Media/ME{h}",  # not Twilio
+        "http://api.twilio.com/2010-04-01/Accounts/{sid}/Messages/MM{h}/Media/ME{h}",  # not https
+        "https://api.twilio.com.example/2010-04-01/Accounts/{sid}/Messages/MM{h}/Media/ME{h}",
+        "https://api.twilio.com@media.example/2010-04-01/Accounts/{sid}/Messages/MM{h}/Media/ME{h}",
+        "https://api.twilio.com:8443/2010-04-01/Accounts/{sid}/Messages/MM{h}/Media/ME{h}",
+        "https://api.twilio.com/2010-04-01/Accounts/AC{h}/Messages/MM{h}/Media/ME{h}",  # another account's
+        "https://api.twilio.com/2010-04-01/Accounts/{sid}/Messages/MM{h}/Media/ME{h}?x=1",
+        "https://api.twilio.com/2010-04-01/Accounts/{sid}/Messages/MM{h}.json",  # not a media
+        "{standin}/2010-04-01/Accounts/AC{h}/Messages/MM{h}/Media/ME{h}",  # another account's, locally
+    ],
+)
+def test_only_media_urls_of_the_account_on_twilios_hosts_are_fetched(twilio_at, media_url):
+    standin, url = twilio_at
+    media_url = media_url.format(sid=ACCOUNT_SID, h="f" * 32, standin=url)
+
+    assert not twilio_media.is_twilio_media_url(media_url, ACCOUNT_SID)
+    with pytest.raises(MediaUnavailable, match="not a media URL"):
+        twilio_media.fetch(media_url, CREDENTIALS, 1_000_000, soon())
+    assert standin.media_requests == []  # refused before any request
+
+
+def test_twilios_own_media_urls_are_allowed(twilio_at):
+    url = f"https://api.twilio.com/2010-04-01/Accounts/{ACCOUNT_SID}/Messages/MM{'a' * 32}/Media/ME{'b' * 32}"
+    assert twilio_media.is_twilio_media_url(url, ACCOUNT_SID)
+    assert not twilio_media.is_twilio_media_url(url, "AC" + "9" * 32)
+
+
+def test_a_redirect_off_twilios_hosts_is_not_followed(twilio_at):
+    standin, url = twilio_at
+    media_url = url + standin.add_media(ACCOUNT_SID, AUTH_TOKEN, "image/jpeg", PHOTO)
+    standin.inject_media_faults({"location": "https://media.example/elsewhere"})
+
+    with pytest.raises(MediaUnavailable, match="redirected off"):
+        twilio_media.fetch(media_url, CREDENTIALS, 1_000_000, soon())
+
+
+@pytest.mark.parametrize(
+    ("fault", "reason"),
+    [({"status": 404}, "HTTP 404"), ({"status": 401}, "HTTP 401"), ({"delay": 1}, "unreachable")],
+)
+def test_a_failed_fetch_says_why(twilio_at, fault, reason):
+    standin, url = twilio_at
+    media_url = url + standin.add_media(ACCOUNT_SID, AUTH_TOKEN, "image/jpeg", PHOTO)
+    standin.inject_media_faults(fault)
+
+    with pytest.raises(MediaUnavailable, match=reason):
+        twilio_media.fetch(media_url, CREDENTIALS, 1_000_000, time.monotonic() + 0.3)
+
+
+def test_a_media_over_the_size_limit_is_refused(twilio_at):
+    standin, url = twilio_at
+    media_url = url + standin.add_media(ACCOUNT_SID, AUTH_TOKEN, "image/jpeg", PHOTO)
+
+    with pytest.raises(MediaUnavailable, match="size limit"):
+        twilio_media.fetch(media_url, CREDENTIALS, len(PHOTO) - 1, soon())
+
+
+def test_a_voice_note_is_transcribed_and_a_failure_is_a_transcription_failure(ai, openai_standin):
+    standin, _ = openai_standin
+    standin.say(VOICE_NOTE, "ring twice")
+
+    said = openai_audio.transcribe(ai, VOICE_NOTE, "voice-note-1", "audio/ogg", "gpt-transcribe", 3)
+
+    assert said == "ring twice"
+    assert standin.transcriptions[-1]["filename"] == "voice-note-1.ogg"
+    standin.inject_transcription_faults({"status": 503})
+    with pytest.raises(TranscriptionFailed, match="HTTP 503"):
+        openai_audio.transcribe(ai, VOICE_NOTE, "voice-note-1", "audio/ogg", "gpt-transcribe", 3)
+    with pytest.raises(TranscriptionFailed, match="does not take"):
+        openai_audio.transcribe(ai, b"#!AMR", "voice-note-1", "audio/amr", "gpt-transcribe", 3)
