@@ -33,6 +33,9 @@ ARRIVE = (
     "flush_requested = {flush} ADD message_count :one"
 )
 
+# --- turns ------------------------------------------------------------------------------
+BEGIN_SENDING = "SET sending_since = if_not_exists(sending_since, :now)"
+
 # --- tenants ----------------------------------------------------------------------------
 REGISTER_ACCOUNT = "SET account_sid = :sid, created_at = if_not_exists(created_at, :now)"
 ADD_NUMBERS = "ADD numbers :numbers"

@@ -116,6 +116,9 @@ class Turn(Item):
     cause: str | None = None
     failed_at: str | None = None
     # assistant turns (message_sids: the reply parts sent, in order)
+    # When the first attempt to send began (set before its first message): a later
+    # attempt looks in Twilio's list for the part that an earlier one may have sent.
+    sending_since: str | None = None
     response_id: str | None = None
     model: str | None = None
     prompt_tokens: int = 0

@@ -50,6 +50,19 @@ def mark_failed(conversation_id: str, turn_id: str, fields: dict[str, Any]) -> N
     )
 
 
+def begin_sending(conversation_id: str, turn_id: str, now: str) -> str:
+    """Record when the first attempt to send the turn began, unless an attempt did
+    before; the time recorded."""
+    updated = _table().update_item(
+        Key={"conversation_id": conversation_id, "turn_id": turn_id},
+        UpdateExpression=expressions.BEGIN_SENDING,
+        ConditionExpression=Attr("turn_id").exists(),
+        ExpressionAttributeValues={":now": now},
+        ReturnValues="UPDATED_NEW",
+    )
+    return str(updated["Attributes"]["sending_since"])
+
+
 def append_sent_part(conversation_id: str, turn_id: str, part_index: int, message_sid: str) -> None:
     """Record that reply part `part_index` was sent, exactly once per part."""
     _table().update_item(

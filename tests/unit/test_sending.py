@@ -82,3 +82,64 @@ def test_nothing_is_sent_for_a_batch_handed_off_to_a_person(world):
 
     assert sending.send_reply(human).parts == 0
     assert twilio.attempts == 0
+
+
+# --- exactly once towards Twilio: answers lost after Twilio accepted ----------------------
+
+
+def test_a_first_attempt_that_goes_well_makes_no_lookup(world):
+    store, twilio = world
+
+    sending.send_reply(TASK)
+
+    assert twilio.lookups == 0 and twilio.attempts == 3
+    assert store.turns[("c1", TASK.assistant_turn_id)].sending_since is not None
+
+
+def test_a_part_accepted_whose_answer_was_lost_is_found_not_sent_again(world):
+    store, twilio = world
+    twilio.lose_answer.add(1)  # part 2 reaches Twilio; its answer never comes back
+
+    with pytest.raises(TwilioRetryableError):
+        sending.send_reply(TASK)
+    sent = sending.send_reply(TASK)
+
+    assert [m["body"] for m in twilio.sent] == split_reply(LONG_REPLY)  # part 2 once
+    assert sent.message_sids == [m["sid"] for m in twilio.sent]
+    assert twilio.lookups == 1 and twilio.attempts == 3  # one lookup instead of a second send
+
+
+def test_a_task_that_died_after_twilio_accepted_a_part_does_not_send_it_again(world):
+    store, twilio = world
+    store.die_after["append_sent_part"] = RuntimeError("the sandbox was stopped")
+
+    with pytest.raises(RuntimeError):
+        sending.send_reply(TASK)  # part 1 accepted, not recorded
+    sent = sending.send_reply(TASK)
+
+    assert [m["body"] for m in twilio.sent] == split_reply(LONG_REPLY)
+    assert sent.message_sids == [m["sid"] for m in twilio.sent]
+    assert twilio.lookups == 1
+
+
+def test_a_retry_after_a_refused_part_looks_once_then_sends_it(world):
+    _, twilio = world
+    twilio.refuse[2] = TwilioRetryableError("Twilio HTTP 429 code 20429")
+
+    with pytest.raises(TwilioRetryableError):
+        sending.send_reply(TASK)
+    sending.send_reply(TASK)
+
+    assert [m["body"] for m in twilio.sent] == split_reply(LONG_REPLY)
+    assert twilio.lookups == 1 and twilio.attempts == 4  # part 3: refused, looked up, sent
+
+
+def test_only_the_first_missing_part_is_looked_up(world):
+    _, twilio = world
+    twilio.refuse[0] = TwilioRetryableError("Twilio HTTP 503 code None")
+
+    with pytest.raises(TwilioRetryableError):
+        sending.send_reply(TASK)
+    sending.send_reply(TASK)
+
+    assert twilio.lookups == 1 and len(twilio.sent) == 3
