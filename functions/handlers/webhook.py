@@ -82,9 +82,11 @@ def public_url(event: dict[str, Any]) -> str:
     Forwarded headers count only when WEBHOOK_TRUST_FORWARDED_HEADERS is on. Then the
     query string: as received when the event carries it raw (`rawQueryString`, HTTP API
     events); a REST API event carries only the parsed parameters, re-encoded here in the
-    order received (see docs/decisions.md)."""
+    order received (see docs/decisions.md). Never a fragment: HTTP does not send it, and a
+    fragment on the configured base URL (connection overrides) is not part of the path;
+    admission.py checks the signature with and without the overrides."""
     settings = get_settings()
-    base = settings.webhook_base_url.rstrip("/")
+    base = settings.public_base_url()
     if base:
         path = event.get("resource") or event.get("path") or "/"
     else:

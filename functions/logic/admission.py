@@ -15,6 +15,7 @@ from enum import StrEnum
 
 from twilio.request_validator import RequestValidator, get_signature_algorithm
 
+from functions.config import get_settings
 from functions.dal import tenants
 from functions.dal.models import Tenant
 from functions.integrations import secrets
@@ -65,18 +66,28 @@ def signature_is_valid(
 ) -> bool:
     """Twilio's signature of `url` and `form`: HMAC-SHA1 with the account's auth token,
     or, when the request names a shared key, with that key's secret and the algorithm it
-    names (HMAC-SHA256), as the twilio SDK's RequestValidator computes them. A shared key
-    the tenant has not registered, or an algorithm the SDK does not know, is refused."""
+    names (HMAC-SHA256), as the twilio SDK's RequestValidator computes them, over `url`
+    with or without our connection overrides (`signed_urls`). A shared key the tenant has
+    not registered, or an algorithm the SDK does not know, is refused."""
     if not signature.value:
         return False
     if not signature.settings:
-        token = credentials.auth_token.get_secret_value()
-        return bool(RequestValidator(token).validate(url, form, signature.value))
-    key = credentials.signing_keys.get(_shared_key_sid(signature.settings))
-    if key is None:
-        return False
-    algorithm = get_signature_algorithm(signature.settings)
-    return bool(RequestValidator(key.get_secret_value()).validate(url, form, signature.value, algorithm))
+        validator, algorithm = RequestValidator(credentials.auth_token.get_secret_value()), None
+    else:
+        key = credentials.signing_keys.get(_shared_key_sid(signature.settings))
+        if key is None:
+            return False
+        validator = RequestValidator(key.get_secret_value())
+        algorithm = get_signature_algorithm(signature.settings)
+    return any(validator.validate(signed, form, signature.value, algorithm) for signed in signed_urls(url))
+
+
+def signed_urls(url: str) -> list[str]:
+    """The URLs Twilio may have signed for a request to `url`: the URL it was given carries
+    our connection overrides as its fragment (`#rc=5&rp=all`), and Twilio does not document
+    whether it signs the URL with its fragment or without: both are accepted."""
+    fragment = get_settings().connection_overrides()
+    return [url, f"{url}#{fragment}"] if fragment else [url]
 
 
 def _shared_key_sid(settings: str) -> str:
