@@ -41,8 +41,10 @@ class Signature:
     settings: str | None = None
 
 
-def admit(form: dict[str, str], url: str, signature: Signature) -> Tenant | Refusal:
-    """The tenant the request comes from, or why it is refused."""
+def admit(form: dict[str, str], url: str, signature: Signature, our_number: str = "To") -> Tenant | Refusal:
+    """The tenant the request comes from, or why it is refused. `our_number` names the
+    field that holds the tenant's number: `To` for an inbound message, `From` for the
+    status callback of a message we sent."""
     account_sid = form.get("AccountSid", "")
     if not signature.value:
         return Refusal.NO_SIGNATURE
@@ -51,7 +53,7 @@ def admit(form: dict[str, str], url: str, signature: Signature) -> Tenant | Refu
     tenant = tenants.find(account_sid)
     if tenant is None:
         return Refusal.UNKNOWN_ACCOUNT
-    if form.get("To", "").strip() not in tenant.numbers:
+    if form.get(our_number, "").strip() not in tenant.numbers:
         return Refusal.NOT_ITS_NUMBER
     credentials = secrets.tenant_twilio_credentials(account_sid)
     if credentials is None:

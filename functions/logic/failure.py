@@ -9,7 +9,7 @@ from functions.config import get_settings
 from functions.contract import BatchRef, FailedInput, FailedOutput
 from functions.dal import conversations, staged_messages, turns
 from functions.integrations import secrets, twilio_messages
-from functions.logic import clock
+from functions.logic import clock, delivery
 from functions.observability import count, logger
 
 PERMANENT_ERRORS = ("AIPermanentError", "TwilioPermanentError")
@@ -71,7 +71,10 @@ def _send_fallback(ref: BatchRef) -> None:
     try:
         conversation = conversations.require(ref.conversation_id)
         client = twilio_messages.client_for(secrets.twilio_credentials_for(conversation))
-        twilio_messages.send_message(client, conversation.our_address, conversation.user_address, text)
+        callback = delivery.status_callback_url(ref.conversation_id, ref.window_id, delivery.FALLBACK)
+        twilio_messages.send_message(
+            client, conversation.our_address, conversation.user_address, text, status_callback=callback
+        )
         count("FallbackReplies")
     except Exception:
         logger.exception("Fallback reply not sent")

@@ -14,27 +14,28 @@ from __future__ import annotations
 
 from twilio.rest import Client
 
-from functions.config import get_settings
 from functions.contract import SendInput, SentSummary
 from functions.dal import conversations, turns
 from functions.dal.models import Conversation, Turn
 from functions.errors import TwilioPermanentError
 from functions.integrations import secrets, twilio_messages
-from functions.logic import clock
+from functions.logic import clock, delivery
 from functions.logic.replies import split_reply
 from functions.observability import count, logger
 
 
 def send_reply(task: SendInput) -> SentSummary:
     """Send the assistant turn, split into parts the channel accepts, in order. Parts
-    already sent (by an earlier attempt) are not sent again. A permanent refusal is
-    recorded on the conversation; when it is WhatsApp's closed 24-hour window and a
-    template is configured, the template is sent instead. Nothing to send unless the
-    AI answered."""
+    already sent (by an earlier attempt) are not sent again. Each carries its status
+    callback (delivery.py). A permanent refusal is recorded on the conversation; when it
+    is WhatsApp's closed 24-hour window and a template is configured, the template is sent
+    instead, once. Nothing to send unless the AI answered."""
     if task.reply.answered_by != "ai":
         return SentSummary(message_sids=[], parts=0)
     conversation = conversations.require(task.conversation_id)
     turn = turns.require(task.conversation_id, task.assistant_turn_id)
+    if turn.template_sid and not turn.message_sids:  # sent instead of the reply (63016)
+        return SentSummary(message_sids=[turn.template_sid], parts=1)
     parts = split_reply(turn.body)
     sent = list(turn.message_sids)
     if len(sent) < len(parts):
@@ -43,14 +44,13 @@ def send_reply(task: SendInput) -> SentSummary:
             _send_missing_parts(task, conversation, turn, parts, sent, client)
         except TwilioPermanentError as error:
             conversations.record_delivery_failure(task.conversation_id, error.code, clock.iso(clock.now()))
-            template = get_settings().whatsapp_template_content_sid
-            if error.code != twilio_messages.WHATSAPP_WINDOW_CLOSED or not template or sent:
+            if error.code != twilio_messages.WHATSAPP_WINDOW_CLOSED or sent:
                 raise
-            sid = twilio_messages.send_message(
-                client, conversation.our_address, conversation.user_address, content_sid=template
+            sid = delivery.send_template_once(
+                conversation, task.window_id, owner=f"send:{task.execution_name}"
             )
-            turns.append_sent_part(task.conversation_id, task.assistant_turn_id, 0, sid)
-            logger.info("WhatsApp window closed: template sent instead", extra={"message_sid": sid})
+            if sid is None:
+                raise
             return SentSummary(message_sids=[sid], parts=1)
     logger.info("Reply sent", extra={"parts": len(parts), "message_sids": sent})
     return SentSummary(message_sids=sent, parts=len(parts))
@@ -87,6 +87,9 @@ def _send_missing_parts(
                 conversation.our_address,
                 conversation.user_address,
                 parts[index],
+                status_callback=delivery.status_callback_url(
+                    task.conversation_id, task.window_id, str(index)
+                ),
             )
         turns.append_sent_part(task.conversation_id, task.assistant_turn_id, index, sid)
         sent.append(sid)

@@ -16,7 +16,7 @@ from infra.names import NAMESPACE, SERVICE
 
 class Monitoring(Construct):
     """Alarms an operator needs: failed runs, throttling, webhook errors, messages waiting
-    too long, batches set aside."""
+    too long, replies not delivered, batches set aside."""
 
     def __init__(
         self,
@@ -83,6 +83,12 @@ class Monitoring(Construct):
                 "runs are failing or not starting.",
                 _service_metric("OldestPendingMessageAge", "Maximum", five_minutes),
                 threshold=600,
+            ),
+            alarm(
+                "UndeliveredReplies",
+                "Twilio reported a message we sent as failed or undelivered (its status callback): "
+                "see the conversation's last_delivery_error and the turn's deliveries (infra.runs show).",
+                _service_metric("UndeliveredReplies", "Sum", five_minutes),
             ),
             alarm(
                 "DeadLetteredBatches",

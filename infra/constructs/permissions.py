@@ -37,6 +37,12 @@ GRANTS: dict[str, Grants] = {
         (("dynamodb:GetItem",), ("Tenants",)),  # is the account a tenant, and its numbers
         *TWILIO_SECRETS,
     ],
+    "StatusCallback": [
+        (("dynamodb:GetItem",), ("Tenants",)),  # is the account a tenant, and its numbers
+        (("dynamodb:GetItem", "dynamodb:UpdateItem"), ("Conversations",)),  # and its delivery failures
+        (("dynamodb:UpdateItem",), ("Turns",)),  # the statuses, the template's claim
+        *TWILIO_SECRETS,  # the signature; the template
+    ],
     "ParkUntilDue": [
         (("dynamodb:UpdateItem",), ("BatchWindows",)),
         (("states:SendTaskSuccess",), ("state-machine",)),

@@ -50,6 +50,15 @@ class InMemoryStore:
     def record_delivery_failure(self, conversation_id: str, code: int | None, at: str) -> None:
         self.delivery_failures.append((conversation_id, code))
 
+    def claim_template(self, conversation_id: str, turn_id: str, owner: str, now: str) -> Turn:
+        turn = self.turns[(conversation_id, turn_id)]
+        turn.template_owner = turn.template_owner or owner
+        turn.template_since = turn.template_since or now
+        return turn.model_copy(deep=True)
+
+    def record_template(self, conversation_id: str, turn_id: str, message_sid: str) -> None:
+        self.turns[(conversation_id, turn_id)].template_sid = message_sid
+
 
 @dataclass
 class FakeTwilio:
@@ -116,6 +125,8 @@ def install(monkeypatch: pytest.MonkeyPatch, store: InMemoryStore, twilio: FakeT
     monkeypatch.setattr(turns, "require", store.require_turn)
     monkeypatch.setattr(turns, "begin_sending", store.begin_sending)
     monkeypatch.setattr(turns, "append_sent_part", store.append_sent_part)
+    monkeypatch.setattr(turns, "claim_template", store.claim_template)
+    monkeypatch.setattr(turns, "record_template", store.record_template)
     monkeypatch.setattr(secrets, "twilio_credentials_for", lambda conversation: None)
     monkeypatch.setattr(twilio_messages, "client_for", lambda credentials: None)
     monkeypatch.setattr(twilio_messages, "send_message", twilio.send_message)

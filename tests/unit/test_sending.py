@@ -5,7 +5,7 @@ import pytest
 from functions.contract import ReplySummary, SendInput
 from functions.dal.models import Conversation, Turn
 from functions.errors import TwilioPermanentError, TwilioRetryableError
-from functions.logic import sending
+from functions.logic import delivery, sending
 from functions.logic.replies import split_reply
 from functions.models import Channel
 from tests.support.fakes import FakeTwilio, InMemoryStore, install
@@ -143,3 +143,68 @@ def test_only_the_first_missing_part_is_looked_up(world):
     sending.send_reply(TASK)
 
     assert twilio.lookups == 1 and len(twilio.sent) == 3
+
+
+# --- the WhatsApp template, once per turn --------------------------------------------------
+
+
+@pytest.fixture
+def template(monkeypatch):
+    from functions.config import get_settings
+
+    monkeypatch.setenv("WHATSAPP_TEMPLATE_CONTENT_SID", "HX" + "2" * 32)
+    monkeypatch.setenv("WEBHOOK_BASE_URL", "https://hooks.example/prod")
+    monkeypatch.setenv("TWILIO_CONNECTION_OVERRIDES", "rc=5&rp=all")
+    get_settings.cache_clear()
+    yield "HX" + "2" * 32
+    monkeypatch.undo()
+    get_settings.cache_clear()
+
+
+def test_the_template_is_sent_once_whoever_asks_and_only_by_the_first(world, template):
+    store, twilio = world
+    conversation = store.conversations["c1"]
+
+    first = delivery.send_template_once(conversation, "w1", owner="SM-part-1")
+    again = delivery.send_template_once(conversation, "w1", owner="SM-part-1")  # its callback, repeated
+    other = delivery.send_template_once(conversation, "w1", owner="SM-part-2")  # another part's 63016
+
+    assert first == again == other and [m["content_sid"] for m in twilio.sent] == [template]
+    callback = "https://hooks.example/prod/twilio/status/c1/w1/template#rc=5&rp=all"
+    assert twilio.sent[0]["status_callback"] == callback
+
+
+def test_a_template_whose_answer_was_lost_is_found_not_sent_again(world, template):
+    store, twilio = world
+    conversation = store.conversations["c1"]
+    twilio.lose_answer.add(0)
+
+    with pytest.raises(TwilioRetryableError):
+        delivery.send_template_once(conversation, "w1", owner="SM-part-1")
+    sid = delivery.send_template_once(conversation, "w1", owner="SM-part-1")  # the callback, retried
+
+    assert [m["sid"] for m in twilio.sent] == [sid] and twilio.lookups == 1
+
+
+def test_another_owner_does_not_send_while_the_first_has_not_succeeded(world, template):
+    store, twilio = world
+    conversation = store.conversations["c1"]
+    twilio.refuse[0] = TwilioRetryableError("Twilio HTTP 503 code None")
+
+    with pytest.raises(TwilioRetryableError):
+        delivery.send_template_once(conversation, "w1", owner="SM-part-1")
+
+    assert delivery.send_template_once(conversation, "w1", owner="SM-part-2") is None
+    assert twilio.sent == []
+
+
+def test_no_template_without_one_configured_or_outside_whatsapp(world, template, monkeypatch):
+    store, twilio = world
+    sms = store.conversations["c1"].model_copy(update={"channel": Channel.SMS})
+    assert delivery.send_template_once(sms, "w1", owner="SM-part-1") is None
+    monkeypatch.setenv("WHATSAPP_TEMPLATE_CONTENT_SID", "")
+    from functions.config import get_settings
+
+    get_settings.cache_clear()
+    assert delivery.send_template_once(store.conversations["c1"], "w1", owner="SM-part-1") is None
+    assert twilio.sent == []
