@@ -191,3 +191,18 @@ def test_a_template_send_that_fails_is_retried_with_the_callback_and_sent_once(
     assert [m["sid"] for m in templates] == [_assistant(conversation_id).template_sid]
     closing = [c for c in harness.stack.twilio.callbacks if c["params"].get("ErrorCode") == "63016"]
     assert [c["status"] for c in closing] == [500, 204]  # Twilio retried it: #rc=5&rp=all
+
+
+def test_the_fallback_reply_carries_its_status_callback_and_is_reported_on_the_user_turn(harness):
+    harness.stack.openai.inject({"status": 401, "code": "invalid_api_key"})
+    user = harness.new_user()
+    assert harness.send(user, "anyone?").status_code == 200
+    conversation_id = harness.conversation_of(user).conversation_id
+    assert [r["status"] for r in harness.wait_until_quiet(conversation_id, runs=1)] == ["FAILED"]
+
+    (fallback,) = [m for m in harness.stack.twilio.messages if m["to"] == user]
+    assert fallback["status_callback"].split("#")[0].endswith("/fallback")
+    (user_turn,) = turns.list_of(conversation_id)
+    _eventually(lambda: [d.status for d in turns.list_of(conversation_id)[0].deliveries.values()] == ["read"])
+    assert list(turns.list_of(conversation_id)[0].deliveries) == [fallback["sid"]]
+    assert user_turn.role == "user"
