@@ -110,6 +110,7 @@ class TwilioStandIn(StandIn):
             "status_callback": form.get("StatusCallback"),
             "sid": None,
             "at": time.time(),
+            "fault": fault or None,
         }
         delay = float(fault.get("delay") or 0)
         if fault.get("status"):
