@@ -100,7 +100,12 @@ class Settings(BaseModel):
         "several short messages in a row; answer them together, briefly.",
         alias="OPENAI_INSTRUCTIONS",
     )
-    openai_timeout_seconds: float = Field(25.0, alias="OPENAI_TIMEOUT_SECONDS")
+    # The time one "Generate Reply" attempt spends on OpenAI: each request's timeout, and how
+    # long it waits for a background response before the state machine's Retry takes over.
+    # Below the function's 60-second timeout.
+    openai_timeout_seconds: float = Field(25.0, gt=0, le=45, alias="OPENAI_TIMEOUT_SECONDS")
+    # The cap on a reply's tokens, reasoning included (a WhatsApp or SMS reply is short).
+    openai_max_output_tokens: int = Field(2048, ge=16, alias="OPENAI_MAX_OUTPUT_TOKENS")
     twilio_timeout_seconds: float = Field(10.0, alias="TWILIO_TIMEOUT_SECONDS")
     # Only set to reach a Twilio stand-in; empty means Twilio's own API.
     twilio_api_base_url: str = Field("", alias="TWILIO_API_BASE_URL")

@@ -19,6 +19,14 @@ class Contract(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
 
+def user_turn_id(window_id: str) -> str:
+    return f"{window_id}#1-user"
+
+
+def assistant_turn_id(window_id: str) -> str:
+    return f"{window_id}#2-assistant"
+
+
 class BatchRef(Contract):
     """The run's identity, in every task's input."""
 
@@ -28,11 +36,11 @@ class BatchRef(Contract):
 
     @property
     def user_turn_id(self) -> str:
-        return f"{self.window_id}#1-user"
+        return user_turn_id(self.window_id)
 
     @property
     def assistant_turn_id(self) -> str:
-        return f"{self.window_id}#2-assistant"
+        return assistant_turn_id(self.window_id)
 
 
 # --- the run's own input ------------------------------------------------------------------

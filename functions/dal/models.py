@@ -48,6 +48,22 @@ class Conversation(Item):
     batching: dict[str, Any] | None = None
 
 
+class AIRequest(Item):
+    """The OpenAI response asked for a batch, kept on the batch's first staged message
+    until the batch is answered (its tombstone drops it), so that every later attempt, and
+    a later window for the same messages, finds it instead of asking again."""
+
+    message_sids: list[str]  # the batch it answers, in arrival order
+    window_id: str  # the window whose user turn was its input
+    openai_conversation_id: str
+    requested_at: str
+    # None while its creation's outcome is unknown (asked, no answer): the conversation may
+    # hold its turn, and is checked before asking again.
+    response_id: str | None = None
+    # Asked again after an unknown outcome: once answered, check for a stray earlier copy.
+    recovered: bool = False
+
+
 class StagedMessage(Item):
     """A message accepted from the webhook and waiting for its batch."""
 
@@ -62,6 +78,8 @@ class StagedMessage(Item):
     @property
     def is_pending(self) -> bool:
         return self.answered_in is None and self.failed_in is None
+
+    ai_request: AIRequest | None = None
 
 
 class PendingKey(Item):
@@ -130,6 +148,7 @@ class Turn(Item):
     error: str | None = None
     cause: str | None = None
     failed_at: str | None = None
+    fallback_message_sid: str | None = None  # the fallback reply sent for a batch set aside
     # assistant turns (message_sids: the reply parts sent, in order)
     # When the first attempt to send began (set before its first message): a later
     # attempt looks in Twilio's list for the part that an earlier one may have sent.
@@ -143,6 +162,7 @@ class Turn(Item):
     template_since: str | None = None
     template_sid: str | None = None
     response_id: str | None = None
+    item_ids: list[str] = []  # the reply's items in the OpenAI conversation
     model: str | None = None
     prompt_tokens: int = 0
     completion_tokens: int = 0

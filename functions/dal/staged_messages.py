@@ -10,7 +10,7 @@ from botocore.exceptions import ClientError
 
 from functions.config import get_settings
 from functions.dal import dynamo, expressions
-from functions.dal.models import PendingKey, StagedMessage
+from functions.dal.models import AIRequest, PendingKey, StagedMessage
 from functions.dal.tables import PENDING_INDEX
 from functions.models import InboundMessage
 
@@ -60,17 +60,50 @@ def stage(conversation_id: str, message: InboundMessage, received_at: str) -> St
 
 def load(conversation_id: str, message_sids: list[str]) -> list[StagedMessage]:
     """The staged messages with these SIDs (bodies included), in no particular order."""
+    return [StagedMessage.model_validate(i) for i in _get_many(conversation_id, message_sids)]
+
+
+def ai_requests(conversation_id: str, message_sids: list[str]) -> dict[str, AIRequest]:
+    """The OpenAI requests kept on these staged messages, by MessageSid (no bodies read)."""
+    items = _get_many(conversation_id, message_sids, "message_sid, ai_request")
+    return {i["message_sid"]: AIRequest.model_validate(i["ai_request"]) for i in items if i.get("ai_request")}
+
+
+def keep_ai_request(conversation_id: str, message_sid: str, request: AIRequest) -> None:
+    """Keep the OpenAI request of a batch on its (still pending) first message."""
+    try:
+        _table().update_item(
+            Key={"conversation_id": conversation_id, "message_sid": message_sid},
+            UpdateExpression="SET ai_request = :r",
+            ConditionExpression=expressions.IS_PENDING,
+            ExpressionAttributeValues={":r": dynamo.to_dynamo(request.to_item())},
+        )
+    except ClientError as error:
+        if not dynamo.condition_failed(error):
+            raise
+
+
+def drop_ai_request(conversation_id: str, message_sid: str) -> None:
+    _table().update_item(
+        Key={"conversation_id": conversation_id, "message_sid": message_sid},
+        UpdateExpression="REMOVE ai_request",
+    )
+
+
+def _get_many(conversation_id: str, message_sids: list[str], projection: str | None = None) -> list[Any]:
     name = _name()
-    found: list[StagedMessage] = []
+    found: list[Any] = []
     for start in range(0, len(message_sids), 100):
         keys = [
             {"conversation_id": conversation_id, "message_sid": sid}
             for sid in message_sids[start : start + 100]
         ]
         request: dict[str, Any] = {name: {"Keys": keys, "ConsistentRead": True}}
+        if projection:
+            request[name]["ProjectionExpression"] = projection
         while request:
             response = dynamo.resource().batch_get_item(RequestItems=request)
-            found += [StagedMessage.model_validate(i) for i in response["Responses"].get(name, [])]
+            found += [dynamo.from_dynamo(i) for i in response["Responses"].get(name, [])]
             request = response.get("UnprocessedKeys") or {}
     return found
 

@@ -26,6 +26,7 @@ ACCOUNT = "account#"
 NUMBER = "number#"
 
 _cache: dict[str, tuple[float, Tenant | None]] = {}
+_CACHE_LIMIT = 10_000
 
 
 class TenantChangeRefused(Exception):
@@ -46,6 +47,8 @@ def find(account_sid: str) -> Tenant | None:
     tenant = get(account_sid, consistent=False)
     settings = get_settings()
     ttl = settings.tenant_cache_seconds if tenant else settings.unknown_tenant_cache_seconds
+    if len(_cache) >= _CACHE_LIMIT:  # a flood of invented AccountSids must not grow it forever
+        _cache.clear()
     _cache[account_sid] = (now + ttl, tenant)
     return tenant
 

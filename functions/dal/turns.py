@@ -38,6 +38,23 @@ def list_of(conversation_id: str) -> list[Turn]:
     return [Turn.model_validate(dynamo.from_dynamo(i)) for i in items]
 
 
+def last_reply(conversation_id: str) -> Turn | None:
+    """The newest assistant turn that was sent (turn ids sort by window, oldest first)."""
+    request: dict[str, Any] = {
+        "KeyConditionExpression": Key("conversation_id").eq(conversation_id),
+        "FilterExpression": Attr("role").eq("assistant") & Attr("status").eq("sent"),
+        "ScanIndexForward": False,
+        "Limit": 20,
+    }
+    while True:
+        response = _table().query(**request)
+        if response["Items"]:
+            return Turn.model_validate(dynamo.from_dynamo(response["Items"][0]))
+        if "LastEvaluatedKey" not in response:
+            return None
+        request["ExclusiveStartKey"] = response["LastEvaluatedKey"]
+
+
 def mark_failed(conversation_id: str, turn_id: str, fields: dict[str, Any]) -> None:
     """Record a batch as failed on its user turn, creating the turn if the run failed
     before merging."""

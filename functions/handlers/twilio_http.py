@@ -6,8 +6,6 @@ from __future__ import annotations
 from typing import Any
 from urllib.parse import quote, urlencode
 
-from aws_lambda_powertools.event_handler import Response
-from aws_lambda_powertools.utilities.data_classes import APIGatewayProxyEvent
 from twilio.request_validator import SIGNATURE_HEADER, SIGNATURE_SETTINGS_HEADER
 
 from functions.config import get_settings
@@ -18,28 +16,51 @@ from functions.observability import logger
 FORM = "application/x-www-form-urlencoded"
 
 
-def twilio_form(event: APIGatewayProxyEvent) -> dict[str, str] | Response[str]:
-    """The request's form, or the answer that refuses it: Twilio posts a form, within the
-    size and field limits (WEBHOOK_MAX_BODY_BYTES, WEBHOOK_MAX_FIELDS), in UTF-8."""
-    content_type = (event.headers.get("Content-Type") or "").split(";")[0].strip().lower()
+def response(status: int, content_type: str, body: str) -> dict[str, Any]:
+    """An API Gateway proxy integration response."""
+    return {
+        "statusCode": status,
+        "headers": {"Content-Type": content_type},
+        "body": body,
+        "isBase64Encoded": False,
+    }
+
+
+class Refused(Exception):
+    """The request is refused before it is read: `response` says why."""
+
+    def __init__(self, refusal: dict[str, Any]) -> None:
+        super().__init__(refusal["body"])
+        self.response = refusal
+
+
+def twilio_form(event: dict[str, Any]) -> dict[str, str]:
+    """The request's form; Refused unless Twilio posted a form, within the size and field
+    limits (WEBHOOK_MAX_BODY_BYTES, WEBHOOK_MAX_FIELDS), in UTF-8."""
+    content_type = (_headers(event).get("content-type") or "").split(";")[0].strip().lower()
     if content_type != FORM:
         logger.warning("Request refused: not a form", extra={"content_type": content_type[:100]})
-        return Response(415, "text/plain", f"Unsupported Media Type: Twilio posts {FORM}")
+        raise Refused(response(415, "text/plain", f"Unsupported Media Type: Twilio posts {FORM}"))
     settings = get_settings()
     try:
         return read_form(
-            event.body,
-            bool(event.is_base64_encoded),
+            event.get("body"),
+            bool(event.get("isBase64Encoded")),
             settings.webhook_max_body_bytes,
             settings.webhook_max_fields,
         )
     except UnreadableForm as error:
         logger.warning("Request refused: unreadable form", extra={"reason": str(error)})
-        return Response(error.status, "text/plain", str(error))
+        raise Refused(response(error.status, "text/plain", str(error))) from error
 
 
-def signature_of(event: APIGatewayProxyEvent) -> Signature:
-    return Signature(event.headers.get(SIGNATURE_HEADER), event.headers.get(SIGNATURE_SETTINGS_HEADER))
+def signature_of(event: dict[str, Any]) -> Signature:
+    headers = _headers(event)
+    return Signature(headers.get(SIGNATURE_HEADER.lower()), headers.get(SIGNATURE_SETTINGS_HEADER.lower()))
+
+
+def _headers(event: dict[str, Any]) -> dict[str, str]:
+    return {k.lower(): v for k, v in (event.get("headers") or {}).items()}
 
 
 def public_url(event: dict[str, Any]) -> str:

@@ -1,7 +1,15 @@
-"""Generating a reply with OpenAI's Responses API, one OpenAI Conversation per chat.
+"""OpenAI's Responses API with one OpenAI Conversation per chat, in background mode.
+
+A response is created with `background=True`: the API answers at once with its id, which
+the caller stores before it waits, and any later attempt polls `responses.retrieve(id)`
+instead of creating another (functions/logic/generating.py). Every request of one attempt
+shares its time (`Budget`), so an attempt ends inside the Lambda timeout; a response still
+running then is an AIRetryableError, and the state machine's Retry polls again later.
 
 The SDK's own retries are off: the state machine's Retry owns them, so each attempt is
-visible in the run history. Errors become AIRetryableError or AIPermanentError."""
+visible in the run history. Errors become AIRetryableError or AIPermanentError (quota and
+billing errors are permanent), or OpenAIConversationGone for a conversation the API no
+longer knows."""
 
 from __future__ import annotations
 
@@ -9,66 +17,215 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from functools import cache
-from typing import TypeVar
+from typing import Any, TypeVar
 
 import openai
 
-from functions.config import get_settings
 from functions.errors import AIPermanentError, AIRetryableError
-from functions.observability import count, milliseconds
+from functions.observability import count, logger, milliseconds
 
 T = TypeVar("T")
 
 _RETRYABLE_CODES = {"conversation_locked"}
+# Out of credits, spend limit reached, billing not set up: retrying cannot help.
+QUOTA_CODES = {"insufficient_quota", "billing_hard_limit_reached", "billing_not_active"}
+# A background response that ended `failed` with one of these may be created again.
+RETRYABLE_FAILURES = {"server_error", "rate_limit_exceeded", "vector_store_timeout"}
+UNFINISHED = ("queued", "in_progress")
+# Polling a background response: first after 0.2 s, then doubling up to every 2 s.
+FIRST_POLL_SECONDS, MAX_POLL_SECONDS = 0.2, 2.0
+
+
+class OpenAIConversationGone(Exception):
+    """The OpenAI Conversation is not found (deleted, or the key is now another project's)."""
+
+
+class Budget:
+    """The time one attempt may spend on OpenAI: every request's timeout is what is left."""
+
+    def __init__(self, seconds: float) -> None:
+        self.deadline = time.monotonic() + seconds
+
+    def left(self) -> float:
+        return self.deadline - time.monotonic()
+
+    def timeout(self) -> float:
+        left = self.left()
+        if left <= 0.05:
+            raise AIRetryableError("OpenAI: this attempt's time is spent; the next attempt goes on")
+        return left
 
 
 @dataclass(frozen=True)
-class AIReply:
+class ResponseState:
+    """What the service reads of a Response."""
+
+    id: str
+    status: str  # queued, in_progress, completed, incomplete, failed, cancelled
+    text: str = ""
+    model: str = ""
+    error_code: str | None = None
+    incomplete_reason: str | None = None
+    item_ids: tuple[str, ...] = ()  # its output items, as added to the conversation
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    total_tokens: int = 0
+
+    @property
+    def finished(self) -> bool:
+        return self.status not in UNFINISHED
+
+
+@dataclass(frozen=True)
+class Item:
+    """A conversation item, as far as the service compares them."""
+
+    id: str
+    role: str  # user, assistant, or "" for items that are not messages
     text: str
-    response_id: str
-    model: str
-    prompt_tokens: int
-    completion_tokens: int
-    total_tokens: int
 
 
 @cache
 def client_for(api_key: str) -> openai.OpenAI:
-    return openai.OpenAI(api_key=api_key, max_retries=0, timeout=get_settings().openai_timeout_seconds)
+    return openai.OpenAI(api_key=api_key, max_retries=0)
 
 
-def start_conversation(client: openai.OpenAI, conversation_id: str) -> str:
-    created = _call(lambda: client.conversations.create(metadata={"conversation_id": conversation_id}))
+def start_conversation(client: openai.OpenAI, conversation_id: str, budget: Budget) -> str:
+    created = _call(
+        lambda: client.conversations.create(
+            metadata={"conversation_id": conversation_id}, timeout=budget.timeout()
+        )
+    )
     return created.id
 
 
-def generate_reply(
-    client: openai.OpenAI, openai_conversation_id: str, user_turn: str, model: str, instructions: str
-) -> AIReply:
+def create_response(
+    client: openai.OpenAI,
+    *,
+    conversation: str,
+    user_turn: str,
+    model: str,
+    instructions: str,
+    max_output_tokens: int,
+    budget: Budget,
+) -> ResponseState:
+    """Start a response in background mode. `truncation: auto` drops the oldest items
+    from what the model reads once the conversation outgrows its context window."""
     response = _call(
         lambda: client.responses.create(
             model=model,
             instructions=instructions,
-            conversation=openai_conversation_id,
+            conversation=conversation,
             input=user_turn,
-        )
+            background=True,
+            truncation="auto",
+            max_output_tokens=max_output_tokens,
+            timeout=budget.timeout(),
+        ),
+        conversation_call=True,
     )
-    text = response.output_text.strip()
-    if not text:
-        raise AIPermanentError(f"response {response.id} has no text output (status {response.status})")
+    return _state(response)
+
+
+def retrieve_response(client: openai.OpenAI, response_id: str, budget: Budget) -> ResponseState | None:
+    """The response as it is now; None if the API does not know it (any more)."""
+    try:
+        return _state(_call(lambda: client.responses.retrieve(response_id, timeout=budget.timeout())))
+    except AIPermanentError as error:
+        if isinstance(error.__cause__, openai.NotFoundError):
+            return None
+        raise
+
+
+def cancel_response(client: openai.OpenAI, response_id: str, budget: Budget) -> ResponseState | None:
+    """Cancel a background response (a finished one is returned as it is)."""
+    try:
+        return _state(_call(lambda: client.responses.cancel(response_id, timeout=budget.timeout())))
+    except AIPermanentError as error:
+        if isinstance(error.__cause__, openai.NotFoundError):
+            return None
+        raise
+
+
+def wait_for(client: openai.OpenAI, response: ResponseState, budget: Budget) -> ResponseState:
+    """Poll the response until it is finished; AIRetryableError if it still runs when the
+    attempt's time is up (the next attempt polls it again)."""
+    pause = FIRST_POLL_SECONDS
+    while not response.finished:
+        if budget.left() < pause + 0.1:
+            raise AIRetryableError(f"OpenAI response {response.id} still {response.status}")
+        time.sleep(pause)
+        pause = min(pause * 2, MAX_POLL_SECONDS)
+        polled = retrieve_response(client, response.id, budget)
+        if polled is None:
+            raise AIRetryableError(f"OpenAI response {response.id} is not found")
+        response = polled
+    return response
+
+
+def newest_items(client: openai.OpenAI, conversation: str, budget: Budget, limit: int = 20) -> list[Item]:
+    """The conversation's newest items, newest first (one page)."""
+    page = _call(
+        lambda: client.conversations.items.list(
+            conversation, limit=limit, order="desc", timeout=budget.timeout()
+        ),
+        conversation_call=True,
+    )
+    return [_item(item) for item in page.data]
+
+
+def delete_items(client: openai.OpenAI, conversation: str, item_ids: list[str], budget: Budget) -> None:
+    """Delete items from the conversation (one already gone is fine)."""
+    for item_id in item_ids:
+        try:
+            _delete_item(client, conversation, item_id, budget)
+        except AIPermanentError as error:
+            if not isinstance(error.__cause__, openai.NotFoundError):
+                raise
+
+
+def _delete_item(client: openai.OpenAI, conversation: str, item_id: str, budget: Budget) -> None:
+    items = client.conversations.items
+    _call(lambda: items.delete(item_id, conversation_id=conversation, timeout=budget.timeout()))
+
+
+def outcome_unknown(error: BaseException) -> bool:
+    """Whether a failed request may still have been carried out: no answer (timeout,
+    connection lost) or a 5xx. A 4xx answer means the request was refused."""
+    cause = error.__cause__
+    if isinstance(cause, openai.APIStatusError):
+        return cause.status_code >= 500
+    return isinstance(cause, openai.APIConnectionError)
+
+
+def _state(response: Any) -> ResponseState:
     usage = response.usage
-    return AIReply(
-        text=text,
-        response_id=response.id,
-        model=response.model,
+    error = response.error
+    incomplete = response.incomplete_details
+    return ResponseState(
+        id=response.id,
+        status=response.status or "",
+        text=response.output_text.strip(),
+        model=response.model or "",
+        error_code=error.code if error else None,
+        incomplete_reason=incomplete.reason if incomplete else None,
+        item_ids=tuple(item.id for item in response.output or [] if getattr(item, "id", None)),
         prompt_tokens=usage.input_tokens if usage else 0,
         completion_tokens=usage.output_tokens if usage else 0,
         total_tokens=usage.total_tokens if usage else 0,
     )
 
 
-def _call(request: Callable[[], T]) -> T:
-    """Make one OpenAI request, timed, with its error classified."""
+def _item(item: Any) -> Item:
+    if getattr(item, "type", "") != "message":
+        return Item(id=item.id, role="", text="")
+    parts = [getattr(part, "text", "") for part in item.content or []]
+    return Item(id=item.id, role=item.role, text="\n".join(p for p in parts if p))
+
+
+def _call(request: Callable[[], T], conversation_call: bool = False) -> T:
+    """Make one OpenAI request, timed, with its error classified. `conversation_call`: a
+    404 means the conversation named in the request is gone."""
     started = time.monotonic()
     try:
         return request()
@@ -78,13 +235,30 @@ def _call(request: Callable[[], T]) -> T:
     except openai.APIStatusError as error:
         count("AIErrors")
         described = f"OpenAI HTTP {error.status_code} {error.code or ''}".strip()
-        if is_retryable(error.status_code, getattr(error, "code", None)):
+        if conversation_call and error.status_code == 404 and _names_conversation(error):
+            raise OpenAIConversationGone(described) from error
+        if is_quota_error(error.status_code, error.code, error.type):
+            count("AIQuotaExhausted")
+            logger.error("OpenAI quota or billing limit reached", extra={"code": error.code})
+            raise AIPermanentError(f"{described}: quota or billing limit") from error
+        if is_retryable(error.status_code, error.code):
             raise AIRetryableError(described) from error
         raise AIPermanentError(described) from error
     finally:
         milliseconds("AILatency", (time.monotonic() - started) * 1000)
 
 
+def _names_conversation(error: openai.APIStatusError) -> bool:
+    return error.code != "model_not_found" and (
+        error.param == "conversation" or "conversation" in str(error.message).lower()
+    )
+
+
+def is_quota_error(status: int, code: str | None, kind: str | None = None) -> bool:
+    """429 `insufficient_quota` (and the billing errors): not transient, whatever the status."""
+    return code in QUOTA_CODES or kind in QUOTA_CODES
+
+
 def is_retryable(status: int, code: str | None) -> bool:
-    """429, 5xx, and a conversation still busy with an earlier request."""
+    """429 (not quota), 5xx, and a conversation still busy with an earlier request."""
     return status in (408, 409, 429) or status >= 500 or code in _RETRYABLE_CODES

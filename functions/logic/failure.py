@@ -8,6 +8,7 @@ import json
 from functions.config import get_settings
 from functions.contract import BatchRef, FailedInput, FailedOutput
 from functions.dal import conversations, staged_messages, turns
+from functions.errors import TwilioRetryableError
 from functions.integrations import secrets, twilio_messages
 from functions.logic import clock, delivery
 from functions.observability import count, logger
@@ -64,20 +65,29 @@ def _set_aside(ref: BatchRef, message_sids: list[str], error_name: str, cause: s
 
 
 def _send_fallback(ref: BatchRef) -> None:
-    """Tell the user we cannot answer (best effort: the batch is recorded either way)."""
+    """Tell the user we cannot answer, once: its SID is kept on the user turn. A transient
+    Twilio error is raised, so that the state retries; any other failure is logged (the
+    batch is recorded either way)."""
     text = get_settings().fallback_reply
     if not text:
+        return
+    turn = turns.get(ref.conversation_id, ref.user_turn_id)
+    if turn is not None and turn.fallback_message_sid:
         return
     try:
         conversation = conversations.require(ref.conversation_id)
         client = twilio_messages.client_for(secrets.twilio_credentials_for(conversation))
         callback = delivery.status_callback_url(ref.conversation_id, ref.window_id, delivery.FALLBACK)
-        twilio_messages.send_message(
+        sid = twilio_messages.send_message(
             client, conversation.our_address, conversation.user_address, text, status_callback=callback
         )
-        count("FallbackReplies")
+    except TwilioRetryableError:
+        raise
     except Exception:
         logger.exception("Fallback reply not sent")
+        return
+    turns.mark_failed(ref.conversation_id, ref.user_turn_id, {"fallback_message_sid": sid})
+    count("FallbackReplies")
 
 
 def error_message(cause: str | None) -> str:

@@ -1,21 +1,25 @@
-"""Generate Reply: one OpenAI call per batch, its answer stored as the assistant turn."""
+"""Generate Reply: one OpenAI request per batch, its answer stored as the assistant turn."""
 
 from __future__ import annotations
 
 from functions.config import get_settings
-from functions.contract import BatchRef, GenerateInput, ReplySummary
+from functions.contract import GenerateInput, ReplySummary
 from functions.dal import conversations, turns
 from functions.dal.models import Turn
+from functions.errors import AIPermanentError
 from functions.integrations import openai_responses, secrets
+from functions.integrations.openai_responses import Budget, OpenAIConversationGone
 from functions.logic import clock, limits
+from functions.logic.ai_requests import BatchRequest
 from functions.logic.sanitize import model_input
-from functions.observability import logger
+from functions.observability import count, logger
 
 
 def generate_reply(task: GenerateInput) -> ReplySummary:
     """Ask OpenAI for the reply to the user turn; store it as the assistant turn. A retry
-    after the reply was stored does not call OpenAI again. No AI call for an empty batch
-    (an earlier run answered its messages) or one handed off to a person."""
+    after the reply was stored does not call OpenAI again, and no attempt asks twice for
+    the same messages (functions/logic/ai_requests.py). No AI call for an empty batch (an
+    earlier run answered its messages) or one handed off to a person."""
     if task.batch.message_count == 0 or task.rules.answer == "human":
         answered_by = "nobody" if task.batch.message_count == 0 else "human"
         return ReplySummary(
@@ -31,36 +35,53 @@ def generate_reply(task: GenerateInput) -> ReplySummary:
     )
 
 
-def _new_assistant_turn(ref: BatchRef) -> Turn:
+def _new_assistant_turn(task: GenerateInput) -> Turn:
     settings = get_settings()
-    conversation = conversations.require(ref.conversation_id)
-    user_turn = turns.require(ref.conversation_id, ref.user_turn_id)
+    conversation = conversations.require(task.conversation_id)
+    user_turn = turns.require(task.conversation_id, task.user_turn_id)
     limited = limits.admit_ai_call(conversation)
     if limited is not None:
-        return limits.store_limited_turn(ref, limited)  # no AI call
+        return limits.store_limited_turn(task, limited)  # no AI call
     client = openai_responses.client_for(secrets.openai_api_key_for(conversation))
-    openai_conversation = conversation.openai_conversation_id
-    if not openai_conversation:
-        openai_conversation = openai_responses.start_conversation(client, ref.conversation_id)
-        conversations.set_openai_conversation(ref.conversation_id, openai_conversation)
-    reply = openai_responses.generate_reply(
-        client,
-        openai_conversation,
-        model_input(user_turn.body),
-        conversation.ai_model or settings.openai_model,
-        conversation.ai_instructions or settings.openai_instructions,
+    budget = Budget(settings.openai_timeout_seconds)
+    request = BatchRequest(
+        conversation_id=task.conversation_id,
+        window_id=task.window_id,
+        message_sids=task.batch.message_sids,
+        body=model_input(user_turn.body),
+        openai_conversation=conversation.openai_conversation_id or "",
+        client=client,
+        budget=budget,
+        model=conversation.ai_model or settings.openai_model,
+        instructions=conversation.ai_instructions or settings.openai_instructions,
+        max_output_tokens=settings.openai_max_output_tokens,
     )
+    if not request.openai_conversation:
+        request.openai_conversation = _start_conversation(request)
+    try:
+        reply = request.reply()
+    except OpenAIConversationGone:
+        # Deleted, or the key now belongs to another project: a new conversation, and the
+        # batch is answered on it.
+        logger.warning("OpenAI conversation not found: starting a new one")
+        count("AIConversationsReplaced")
+        request.openai_conversation = _start_conversation(request)
+        try:
+            reply = request.reply()
+        except OpenAIConversationGone as error:
+            raise AIPermanentError("OpenAI: a new conversation is not found either") from error
     text, capped = limits.cap_reply_parts(reply.text)
     turn = Turn(
-        conversation_id=ref.conversation_id,
-        turn_id=ref.assistant_turn_id,
+        conversation_id=task.conversation_id,
+        turn_id=task.assistant_turn_id,
         role="assistant",
         status="generated",
-        window_id=ref.window_id,
-        execution_name=ref.execution_name,
+        window_id=task.window_id,
+        execution_name=task.execution_name,
         body=text,
         limited=limits.Limit.REPLY_PARTS.value if capped else None,
-        response_id=reply.response_id,
+        response_id=reply.id,
+        item_ids=list(reply.item_ids),
         model=reply.model,
         prompt_tokens=reply.prompt_tokens,
         completion_tokens=reply.completion_tokens,
@@ -70,3 +91,9 @@ def _new_assistant_turn(ref: BatchRef) -> Turn:
     turns.put(turn)
     logger.info("Reply generated", extra={"reply_chars": len(reply.text), "total_tokens": reply.total_tokens})
     return turn
+
+
+def _start_conversation(request: BatchRequest) -> str:
+    started = openai_responses.start_conversation(request.client, request.conversation_id, request.budget)
+    conversations.set_openai_conversation(request.conversation_id, started)
+    return started

@@ -16,7 +16,7 @@ from infra.names import NAMESPACE, SERVICE
 
 class Monitoring(Construct):
     """Alarms an operator needs: failed runs, throttling, webhook errors, messages waiting
-    too long, replies not delivered, batches set aside."""
+    too long, OpenAI out of quota, replies not delivered, batches set aside."""
 
     def __init__(
         self,
@@ -83,6 +83,12 @@ class Monitoring(Construct):
                 "runs are failing or not starting.",
                 _service_metric("OldestPendingMessageAge", "Maximum", five_minutes),
                 threshold=600,
+            ),
+            alarm(
+                "AIQuotaExhausted",
+                "OpenAI refused a request for quota or billing (429 insufficient_quota, spend limit): "
+                "every batch gets the fallback reply until the account is topped up; then redrive.",
+                _service_metric("AIQuotaExhausted", "Sum", five_minutes),
             ),
             alarm(
                 "UndeliveredReplies",

@@ -60,6 +60,8 @@ class LocalConfig:
     webhook_base_url: str = ""
     use_real_openai: bool = False
     use_real_twilio: bool = False
+    # One "Generate Reply" attempt's time for OpenAI (None: the functions' default).
+    openai_timeout_seconds: float | None = None
     # Run the reconciler this often, as the deployed schedule does (None: never).
     reconcile_every_seconds: float | None = None
     extra_env: dict[str, str] = field(default_factory=dict)
@@ -85,8 +87,22 @@ class LocalConfig:
             openai_api_key=env.get("OPENAI_API_KEY") or LOCAL_OPENAI_KEY,
             use_real_openai=_flag(env.get("USE_REAL_OPENAI"), False),
             use_real_twilio=_flag(env.get("USE_REAL_TWILIO"), False),
+            openai_timeout_seconds=float(env["OPENAI_TIMEOUT_SECONDS"])
+            if env.get("OPENAI_TIMEOUT_SECONDS")
+            else None,
             reconcile_every_seconds=60,
         )
+
+    def function_settings(self) -> dict[str, str]:
+        """The functions' settings this configuration decides (functions/config.py reads
+        the others from the environment as well)."""
+        settings = {
+            "BATCH_WINDOW_SECONDS": str(self.batch_window_seconds),
+            "AUTO_CREATE_CONVERSATIONS": "true" if self.auto_create_conversations else "false",
+        }
+        if self.openai_timeout_seconds is not None:
+            settings["OPENAI_TIMEOUT_SECONDS"] = str(self.openai_timeout_seconds)
+        return settings
 
 
 class _Server:
@@ -199,8 +215,7 @@ class LocalStack:
             "MOTO_PORT": str(self.aws.server.server_port),
             "STATE_MACHINE_ARN": self.state_machine_arn,
             "EVENT_BUS_NAME": EVENT_BUS_NAME,
-            "BATCH_WINDOW_SECONDS": str(c.batch_window_seconds),
-            "AUTO_CREATE_CONVERSATIONS": "true" if c.auto_create_conversations else "false",
+            **c.function_settings(),
             "POWERTOOLS_METRICS_NAMESPACE": "BurstReply",
             # EMF metrics are CloudWatch's; locally they would only clutter the output.
             "POWERTOOLS_METRICS_DISABLED": os.environ.get("POWERTOOLS_METRICS_DISABLED", "true"),

@@ -23,7 +23,7 @@ pytestmark = pytest.mark.e2e
 
 ROOT = Path(__file__).parents[2]
 URL = r"http://127\.0\.0\.1:\d+"
-CONTRACT = [  # in this order; the lines before "Status callback" are the original ones
+CONTRACT = [  # in this order; lines are added at the end, never changed
     rf"Webhook \(WhatsApp\): {URL}/whatsapp",
     rf"Webhook \(SMS\): {URL}/sms",
     rf"AWS endpoint: {URL}",
@@ -32,6 +32,7 @@ CONTRACT = [  # in this order; the lines before "Status callback" are the origin
     r"State machine: arn:aws:states:us-east-1:123456789012:stateMachine:BurstReply-BatchWindow",
     r"Batch window: 1s\. Ctrl-C to stop\.",
     rf"Tenant: {LOCAL_ACCOUNT_SID} with whatsapp:\+14155238886, \+14155238886",
+    r"OpenAI: 25s per Generate Reply attempt \(OPENAI_TIMEOUT_SECONDS\)",
     rf"Status callback: {URL}/twilio/status/\{{conversation\}}/\{{window\}}/\{{message\}}#rc=5&rp=all",
     rf"Paste in Twilio \(WhatsApp\): {URL}/whatsapp#rc=5&rp=all",
     rf"Paste in Twilio \(SMS\): {URL}/sms#rc=5&rp=all",
@@ -40,7 +41,11 @@ CONTRACT = [  # in this order; the lines before "Status callback" are the origin
 
 def test_make_local_prints_its_contract_and_honours_the_twilio_timeout():
     environment = {
-        **{k: v for k, v in os.environ.items() if not k.startswith(("WEBHOOK_", "TWILIO_", "AWS_"))},
+        **{
+            k: v
+            for k, v in os.environ.items()
+            if not k.startswith(("WEBHOOK_", "TWILIO_", "OPENAI_", "AWS_"))
+        },
         "AWS_PORT": "0",
         "GATEWAY_PORT": "0",
         "BATCH_WINDOW_SECONDS": "1",

@@ -5,13 +5,17 @@ Many conversations type bursts of fragments at random times (some while their pr
 batch is being answered). Each webhook is delivered as Twilio delivers it to the URL the
 deploy guide has you paste (`#rc=5&rp=all`): retried on a failure as those connection
 overrides say, and never otherwise (infra/local/connection_overrides.py). OpenAI fails at
-random with retryable errors; Twilio refuses (429, 503), accepts and answers after the
-client's timeout (late success), or accepts and reports the message failed or undelivered
-later, by status callback (63016 among them, which sends the template). Staging, window
-opening, StartExecution and recording a status callback fail at random, before or after
-doing their work (the endpoint answers 5xx, and Twilio retries). Then, once the system is
-quiet, the invariants are checked, and the run reports duplicate sends (0) and the
-undelivered replies recorded (as many as Twilio reported).
+random with retryable errors, late successes (a response that completes after the
+attempt stopped waiting), responses that fail after acceptance, and quota errors (the
+batch is set aside with the fallback reply: it counts as answered). Twilio refuses (429,
+503), accepts and answers after the client's timeout (late success), or accepts and
+reports the message failed or undelivered later, by status callback (63016 among them,
+which sends the template). Staging, window opening, StartExecution and recording a status
+callback fail at random, before or after doing their work (the endpoint answers 5xx, and
+Twilio retries). Then, once the system is quiet, the invariants are checked, the OpenAI
+conversations included (each batch is one user turn and one reply there, never two), and
+the run reports duplicate sends (0) and the undelivered replies recorded (as many as
+Twilio reported).
 
 Size and seed: CHAOS_CONVERSATIONS (default 6), CHAOS_SEED. `make chaos` runs a larger one.
 """
@@ -28,6 +32,7 @@ from typing import Any
 
 import pytest
 
+from functions.config import get_settings
 from functions.dal import batch_windows, staged_messages, turns
 from functions.integrations import stepfunctions
 from functions.logic.delivery import NOT_DELIVERED
@@ -49,6 +54,16 @@ TWILIO_FAULTS = [
     {"outcome": "undelivered", "error_code": 30003, "after": 0.3},
     {"outcome": "failed", "error_code": 30008, "after": 0.2},
     {"outcome": "undelivered", "error_code": 63016, "after": 0.3},  # the template follows
+]
+OPENAI_ATTEMPT_SECONDS = "1"  # a response that takes longer is a late success
+OPENAI_FAULTS = [
+    {"status": 503},
+    {"status": 429},
+    {"status": 500},
+    {"status": 400, "code": "conversation_locked"},
+    {"delay": 2},
+    {"fail": "server_error"},
+    {"status": 429, "code": "insufficient_quota"},
 ]
 
 
@@ -105,15 +120,12 @@ def test_random_traffic_with_faults_loses_and_duplicates_nothing(harness, config
     configure(
         RECONCILE_AFTER_SECONDS="10",
         MAX_BATCH_ATTEMPTS="20",
+        OPENAI_TIMEOUT_SECONDS=OPENAI_ATTEMPT_SECONDS,
         TWILIO_TIMEOUT_SECONDS="0.5",
         WHATSAPP_TEMPLATE_CONTENT_SID=TEMPLATE,
     )
     rng = random.Random(SEED)
-    harness.stack.openai.chaos(
-        API_FAULT_RATE,
-        [{"status": 503}, {"status": 429}, {"status": 500}, {"status": 400, "code": "conversation_locked"}],
-        SEED,
-    )
+    harness.stack.openai.chaos(API_FAULT_RATE, OPENAI_FAULTS, SEED)
     harness.stack.twilio.chaos(API_FAULT_RATE, TWILIO_FAULTS, SEED + 1)
     flaky = Flaky(SEED + 2, AWS_FAULT_RATE)
     monkeypatch.setattr(staged_messages, "stage", flaky.wrap("stage message", staged_messages.stage))
@@ -160,17 +172,33 @@ def test_random_traffic_with_faults_loses_and_duplicates_nothing(harness, config
         time.sleep(2)
     elapsed = time.monotonic() - started
 
-    lost = duplicated = 0
+    fallback = get_settings().fallback_reply
+    lost = duplicated = openai_duplicates = set_aside = duplicate_sends = 0
     for c, cid in conversation_ids.items():
-        answered = harness.ai_inputs(cid, answered_only=True)
-        lines = [line for answer in answered for line in answer.split("\n")]
+        # The batches, in window order: answered, or set aside with the fallback reply.
+        batches = [
+            t
+            for t in turns.list_of(cid)
+            if t.role == "user" and (t.status == "answered" or t.error == "AIPermanentError")
+        ]
+        set_aside += sum(1 for t in batches if t.status != "answered")
+        lines = [line for t in batches for line in t.body.split("\n")]
         counts = Counter(lines)
         lost += sum(1 for body in accepted[c] if counts[body] == 0)
         duplicated += sum(n - 1 for n in counts.values() if n > 1)
         # A message Twilio gave up on may have been staged all the same: answered once, or not.
-        assert [line for line in lines if line not in given_up[c]] == accepted[c], f"conversation {c}"
+        kept = [line for line in lines if line not in given_up[c]]
+        assert kept == accepted[c], f"conversation {c}: answered {lines}, accepted {accepted[c]}"
         replies = harness.replies_to(users[c])
-        assert replies == [f"You said: {answer}" for answer in answered], f"conversation {c} replies"
+        expected = [f"You said: {t.body}" if t.status == "answered" else fallback for t in batches]
+        duplicate_sends += sum((Counter(replies) - Counter(expected)).values())
+        assert replies == expected, f"conversation {c} replies"
+        # The OpenAI conversation: one user turn and one reply per answered batch.
+        in_openai = openai_turns(harness, cid)
+        openai_duplicates += count_duplicate_turns(in_openai)
+        assert in_openai == [(t.body, f"You said: {t.body}") for t in batches if t.status == "answered"], (
+            f"conversation {c}: OpenAI conversation {in_openai}"
+        )
         item = harness.conversation_item(cid)
         assert "lock_owner" not in item, f"conversation {c} still locked"
         assert harness.window_of(cid) is None, f"conversation {c} has a window open"
@@ -182,28 +210,73 @@ def test_random_traffic_with_faults_loses_and_duplicates_nothing(harness, config
         if described["status"] == "FAILED":
             assert described.get("error"), run["name"]
 
-    sends = Counter((m["to"], m["body"]) for m in harness.stack.twilio.messages if not m["content_sid"])
-    duplicate_sends = sum(n - 1 for n in sends.values())
     undelivered, recorded = _undelivered(harness, conversation_ids.values())
     templates = _templates_sent_once(harness, conversation_ids.values())
 
     faults = Counter(flaky.injected)
-    faults.update(f"OpenAI {c['status']}" for c in harness.stack.openai.calls if c["status"] != 200)
+    faults.update(describe(c) for c in harness.stack.openai.calls if c["fault"])
     faults.update(_twilio_fault(c) for c in harness.stack.twilio.calls if c["fault"])
     statuses = Counter(r["status"] for r in runs)
+    answered = sum(
+        len([t for t in turns.list_of(cid) if t.status == "answered"]) for cid in conversation_ids.values()
+    )
     with capsys.disabled():
         print(
             f"\nrandomized (seed {SEED}): {len(users)} conversations, "
             f"{sum(len(a) for a in accepted.values())} messages accepted "
             f"({sum(len(g) for g in given_up.values())} given up by Twilio), "
-            f"{sum(len(harness.ai_inputs(cid, answered_only=True)) for cid in conversation_ids.values())} "
-            f"batches answered, runs {dict(statuses)}, webhook answers {dict(webhook_answers)}, "
-            f"faults injected {sum(faults.values())} {dict(faults)}, lost {lost}, duplicated {duplicated}, "
+            f"{answered} batches answered, {set_aside} set aside with the fallback reply, "
+            f"runs {dict(statuses)}, webhook answers {dict(webhook_answers)}, "
+            f"faults injected {sum(faults.values())} {dict(sorted(faults.items()))}, "
+            f"OpenAI requests {dict(sorted(harness.stack.openai.request_counts.items()))}, "
+            f"lost {lost}, duplicated {duplicated}, "
+            f"duplicate user turns in OpenAI conversations {openai_duplicates}, "
             f"duplicate sends {duplicate_sends}, undelivered replies {len(recorded)} recorded "
             f"(Twilio reported {len(undelivered)}), templates {templates}, {elapsed:.0f}s"
         )
-    assert lost == 0 and duplicated == 0 and duplicate_sends == 0
+    assert lost == 0 and duplicated == 0 and openai_duplicates == 0 and duplicate_sends == 0
     assert recorded == undelivered
+
+
+def openai_turns(harness: Any, conversation_id: str) -> list[tuple[str, str]]:
+    """(user text, reply text) of each exchange in the conversation's OpenAI Conversation,
+    read from the stand-in; a user item without its reply, or a reply without its user
+    item, shows as an empty text."""
+    openai_conversation = (
+        harness.conversation_item(conversation_id).get("openai_conversation_id", {}).get("S")
+    )
+    if not openai_conversation:
+        return []
+    exchanges: list[tuple[str, str]] = []
+    for item in harness.stack.openai.conversation_items(openai_conversation):
+        text = item["content"][0]["text"]
+        if item["role"] == "user":
+            exchanges.append((text, ""))
+        elif exchanges and not exchanges[-1][1]:
+            exchanges[-1] = (exchanges[-1][0], text)
+        else:
+            exchanges.append(("", text))
+    return exchanges
+
+
+def count_duplicate_turns(exchanges: list[tuple[str, str]]) -> int:
+    """User turns that repeat a message an earlier user turn of the conversation holds."""
+    seen: set[str] = set()
+    duplicates = 0
+    for user_text, _ in exchanges:
+        lines = set(user_text.split("\n")) - {""}
+        duplicates += bool(lines & seen)
+        seen |= lines
+    return duplicates
+
+
+def describe(call: dict[str, Any]) -> str:
+    fault = call["fault"]
+    if fault.get("status"):
+        return f"OpenAI {fault['status']} {fault.get('code') or ''}".strip()
+    if fault.get("fail"):
+        return "OpenAI failed after acceptance"
+    return "OpenAI late success"
 
 
 def _twilio_fault(call: dict[str, Any]) -> str:

@@ -22,7 +22,7 @@ from functions.dal import tenants
 from infra.local.gateway import proxy_event
 from infra.local.lambdas import invoke
 from infra.local.webhooks import inbound_form, sign
-from tests.support.aws_calls import AwsCalls
+from tests.support.costs import AwsCallCounter
 from tests.support.local_stack import OUR_WHATSAPP
 
 pytestmark = pytest.mark.e2e
@@ -38,9 +38,9 @@ def _event(data: bytes | dict[str, str], signature: str | None) -> dict:
 
 
 @pytest.fixture
-def webhook(harness, monkeypatch):
+def webhook(harness):
     """Invoke the webhook with a signed form (or raw bytes); its status and AWS calls."""
-    aws = AwsCalls().install(monkeypatch)
+    counter = AwsCallCounter.installed()
     token = harness.stack.config.twilio_auth_token
 
     def call(data: bytes | dict[str, str], signed_with: str | None = token) -> tuple[int, Counter[str]]:
@@ -51,8 +51,7 @@ def webhook(harness, monkeypatch):
         if isinstance(data, dict) and signed_with:
             signature = sign(url, data, signed_with)
         event = _event(data, signature)
-        with aws.counting() as calls:
-            result, error = invoke("Webhook", event)
+        (result, error), calls = counter.measure(lambda: invoke("Webhook", event))
         assert error is None, result
         return result["statusCode"], Counter(calls)
 

@@ -10,7 +10,8 @@ import pytest
 
 from functions.dal import batch_windows, staged_messages
 from functions.logic import clock
-from functions.logic.reconcile import open_window_due_now
+from functions.logic.debounce import BatchingRules
+from functions.logic.windows import new_window
 
 pytestmark = pytest.mark.emulator
 
@@ -68,17 +69,17 @@ def test_fragments_adding_up_past_an_items_limit_are_answered_in_batches_in_orde
 
 def test_a_late_parking_never_replaces_the_token_of_a_later_wait(harness):
     user = harness.new_user()
-    conversation_id = harness.stage_directly(user, ["hello"])
-    # A window whose run has ended at once (nothing pending by then) would close it: open one
-    # directly, as the webhook does, without starting anything that would race the test.
-    window_id = open_window_due_now(conversation_id)
-    assert window_id is not None
+    conversation_id = harness.stage_directly(user, [])
+    window = new_window(conversation_id, BatchingRules())
+    assert batch_windows.open(window) is None  # opened, no run started: nothing else parks
     now = clock.epoch_ms(clock.now())
 
-    newer = batch_windows.park_task_token(conversation_id, window_id, "token-of-the-second-wait", now)
-    older = batch_windows.park_task_token(conversation_id, window_id, "token-of-the-first-wait", now - 1000)
+    newer = batch_windows.park_task_token(conversation_id, window.window_id, "token-of-the-second-wait", now)
+    older = batch_windows.park_task_token(
+        conversation_id, window.window_id, "token-of-the-first-wait", now - 1000
+    )
 
     assert newer is not None and older is None
-    window = batch_windows.get(conversation_id)
-    assert window is None or window.task_token in (None, "token-of-the-second-wait")
-    harness.wait_until_quiet(conversation_id, runs=1)
+    parked = batch_windows.get(conversation_id)
+    assert parked is not None and parked.task_token == "token-of-the-second-wait"
+    batch_windows.close(conversation_id, window.window_id)

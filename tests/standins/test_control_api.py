@@ -30,17 +30,19 @@ def create_response(url: str, conversation: str | None = None, **body: Any) -> r
 
 
 def test_faults_calls_and_reset_over_http(openai_standin, twilio_standin):
-    for standin, url, call, ok in (
-        (*openai_standin, create_response, 200),
-        (*twilio_standin, create_message, 201),
+    for standin, url, call, ok, endpoint in (
+        (*openai_standin, create_response, 200, "create_response"),
+        (*twilio_standin, create_message, 201, "messages_api"),
     ):
         queued = requests.post(f"{url}/_control/faults", json={"faults": [{}, {"status": 503}]}, timeout=3)
         assert queued.json() == {"queued": 2}
         assert [call(url).status_code for _ in range(3)] == [ok, 503, ok]
-        calls = requests.get(f"{url}/_control/calls", timeout=3).json()["calls"]
+        listed = requests.get(f"{url}/_control/calls", timeout=3).json()
+        calls = listed["calls"]
         assert [c["status"] for c in calls] == [ok, 503, ok] == [c["status"] for c in standin.calls]
+        assert listed["requests"] == {endpoint: 3}  # per endpoint, the control API not counted
         assert requests.post(f"{url}/_control/reset", timeout=3).json() == {"reset": True}
-        assert requests.get(f"{url}/_control/calls", timeout=3).json() == {"calls": []}
+        assert requests.get(f"{url}/_control/calls", timeout=3).json() == {"calls": [], "requests": {}}
 
 
 def test_chaos_over_http_may_use_outcome_faults(twilio_standin):

@@ -164,6 +164,21 @@ def test_a_cancelled_background_response_adds_nothing_and_frees_the_conversation
         ai.responses.cancel(foreground.id)
 
 
+def test_a_background_response_can_be_made_to_fail_after_acceptance(ai, openai_standin):
+    standin, _ = openai_standin
+    conversation = ai.conversations.create()
+    standin.inject({"fail": "server_error", "delay": 0.2})
+
+    created = ai.responses.create(model="m", conversation=conversation.id, input="doomed", background=True)
+
+    assert created.status == "queued"
+    failed = wait_until(lambda: (r := ai.responses.retrieve(created.id)).status == "failed" and r)
+    assert failed.error.code == "server_error" and failed.output_text == ""
+    assert standin.conversation_items(conversation.id) == []  # a failed response adds nothing
+    assert ai.responses.create(model="m", conversation=conversation.id, input="again").status == "completed"
+    assert standin.request_counts["create_response"] == 2 and standin.request_counts["retrieve_response"] >= 1
+
+
 def test_a_conversation_over_the_context_window_fails_unless_truncation_is_auto(ai, openai_standin):
     standin, url = openai_standin
     conversation = ai.conversations.create()

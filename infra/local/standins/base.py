@@ -7,7 +7,8 @@ Every stand-in answers the control API under `/_control/`:
     fail. What a fault may say is described by each stand-in.
   - `POST /_control/chaos` `{"rate": 0.2, "faults": [...], "seed": 1}` fails that share of
     the calls, at random, with faults drawn from the list (after the queued ones are used).
-  - `GET /_control/calls` lists the calls received; `POST /_control/reset` forgets everything.
+  - `GET /_control/calls` lists the calls received (`calls`) and counts the requests per
+    endpoint (`requests`, reads included); `POST /_control/reset` forgets everything.
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ from __future__ import annotations
 import json
 import random
 import threading
-from collections import deque
+from collections import Counter, deque
 from typing import Any, ClassVar
 
 from werkzeug.exceptions import HTTPException
@@ -38,6 +39,8 @@ class StandIn:
         # Bumped by reset(), so that work started before it stops touching the new state.
         self._epoch = 0
         self.calls: list[dict[str, Any]] = []
+        # Requests per endpoint (the control API excluded): what a flow costs in API calls.
+        self.request_counts: Counter[str] = Counter()
         control = [
             Rule("/_control/faults", endpoint="control_faults", methods=["POST"]),
             Rule("/_control/chaos", endpoint="control_chaos", methods=["POST"]),
@@ -64,6 +67,7 @@ class StandIn:
             self._faults.clear()
             self._chaos = None
             self.calls.clear()
+            self.request_counts.clear()
             self._epoch += 1
             self._reset()
 
@@ -104,6 +108,9 @@ class StandIn:
             return json_response({"error": {"message": error.description, "status": code}}, code)(
                 environ, start_response
             )
+        if not endpoint.startswith("control_"):
+            with self._lock:
+                self.request_counts[endpoint] += 1
         response = getattr(self, endpoint)(request, **args)
         return response(environ, start_response)
 
@@ -121,7 +128,7 @@ class StandIn:
 
     def control_calls(self, request: Request) -> Response:
         with self._lock:
-            return json_response({"calls": list(self.calls)})
+            return json_response({"calls": list(self.calls), "requests": dict(self.request_counts)})
 
     def control_reset(self, request: Request) -> Response:
         self.reset()

@@ -15,7 +15,10 @@ Faults (see base.py for the queue) are used by `POST /v1/responses`:
     404}` (the conversation is not found): answered at once (after `delay`, if given), with
     OpenAI's error body, and nothing is done;
   - `{"delay": 30}`: the response is generated in 30 s, then answered (or, in background
-    mode, it completes 30 s later).
+    mode, it completes 30 s later);
+  - `{"fail": "server_error"}` (with a `delay`, if given): the response is accepted and
+    then ends `failed` with that error code, as a background response can; it adds nothing
+    to its conversation.
 The conversations and the control calls on them are in openai_conversations.py.
 """
 
@@ -81,6 +84,7 @@ class OpenAIStandIn(ConversationsStandIn):
             "max_output_tokens": body.get("max_output_tokens"),
             "response_id": None,
             "at": time.time(),
+            "fault": fault or None,  # what the stand-in was told to do with it
         }
         if fault.get("status"):
             time.sleep(float(fault.get("delay") or 0))
@@ -102,11 +106,11 @@ class OpenAIStandIn(ConversationsStandIn):
             # Background mode answers at once; GET /v1/responses/{id} shows the progress
             # (https://platform.openai.com/docs/guides/background).
             work = threading.Thread(
-                target=self._generate, args=(response, inputs, seconds, epoch), daemon=True
+                target=self._generate, args=(response, inputs, seconds, epoch, fault.get("fail")), daemon=True
             )
             work.start()
             return self._answer(call, json_response(created))
-        self._generate(response, inputs, seconds, epoch)
+        self._generate(response, inputs, seconds, epoch, fault.get("fail"))
         with self._lock:
             return self._answer(call, json_response(copy.deepcopy(response)))
 
@@ -131,10 +135,16 @@ class OpenAIStandIn(ConversationsStandIn):
         return None
 
     def _generate(
-        self, response: dict[str, Any], inputs: list[dict[str, Any]], seconds: float, epoch: int
+        self,
+        response: dict[str, Any],
+        inputs: list[dict[str, Any]],
+        seconds: float,
+        epoch: int,
+        fail: str | None = None,
     ) -> None:
         """Do the work of a response: after `seconds`, complete it and add its items to its
-        conversation (even if its client has gone), unless it was cancelled meanwhile."""
+        conversation (even if its client has gone), unless it was cancelled meanwhile, or
+        end it `failed` with the error code `fail` (nothing added)."""
         with self._lock:
             if response["status"] == "queued":
                 response["status"] = "in_progress"
@@ -144,6 +154,12 @@ class OpenAIStandIn(ConversationsStandIn):
                 return
             conversation_id = (response["conversation"] or {}).get("id")
             conversation = self.conversations.get(conversation_id) if conversation_id else None
+            if fail:
+                message = "The server had an error processing your request. Please retry."
+                response.update(status="failed", error={"code": fail, "message": message})
+                if conversation is not None and conversation.busy_with == response["id"]:
+                    conversation.busy_with = None
+                return
             history = conversation.items if conversation else []
             seen = history + inputs
             if response["truncation"] == "auto":

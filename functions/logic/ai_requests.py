@@ -1,0 +1,203 @@
+"""A batch's OpenAI request, asked once: one user turn and one reply per batch in the
+OpenAI Conversation, whatever attempt times out or dies after OpenAI did the work.
+
+OpenAI adds a response's input and output to the conversation when the response
+completes, whether or not its client still waits. So the request is created in background
+mode and kept (`AIRequest`) on the batch's first staged message before anyone waits for
+it: `response_id` unset while the creation's outcome is unknown, set once OpenAI answered.
+Every later attempt, and a later window for the same messages (the reconciler's retry, an
+operator's redrive), finds it there and polls it instead of asking again. The message's
+tombstone drops it once the batch is answered.
+
+- Same messages, response known: poll it (or reuse the reply an earlier window stored).
+- Same messages, outcome unknown: remove the turn the lost request may have left (the
+  newest exchanges with this input, newer than the last reply sent), then ask again; once
+  answered, look once more for a copy that completed in between.
+- A request for a subset of this batch's messages (a window that failed, then messages
+  arrived): cancel it if it still runs, remove its turn, and ask for the whole batch.
+- A response that failed or was cancelled: remove the turn it may have left, then ask
+  again on the next attempt (or fail permanently if OpenAI says retrying cannot help).
+See docs/decisions.md for what this costs in API calls."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from functions.contract import assistant_turn_id, user_turn_id
+from functions.dal import staged_messages, turns
+from functions.dal.models import AIRequest
+from functions.errors import AIPermanentError, AIRetryableError
+from functions.integrations import openai_responses as ai
+from functions.integrations.openai_responses import Budget, OpenAIConversationGone, ResponseState
+from functions.logic import clock
+from functions.logic.conversation_items import Exchange, exchange_of, exchanges, unanswered_copies
+from functions.observability import count, logger
+
+if TYPE_CHECKING:
+    import openai
+
+
+@dataclass
+class BatchRequest:
+    """Asking OpenAI for one batch's reply, within one attempt's time."""
+
+    conversation_id: str
+    window_id: str
+    message_sids: list[str]
+    body: str  # the merged user turn: the request's input
+    openai_conversation: str
+    client: openai.OpenAI
+    budget: Budget
+    model: str
+    instructions: str
+    max_output_tokens: int
+
+    @property
+    def key(self) -> str:
+        return self.message_sids[0]
+
+    def reply(self) -> ResponseState:
+        """The batch's finished response, with text: polled if it was asked before,
+        asked otherwise. AIRetryableError while it runs."""
+        same: AIRequest | None = None
+        found = staged_messages.ai_requests(self.conversation_id, self.message_sids)
+        for sid, request in found.items():
+            if request.openai_conversation_id != self.openai_conversation:
+                # Asked on a conversation that was replaced since: its turn went with it.
+                staged_messages.drop_ai_request(self.conversation_id, sid)
+            elif set(request.message_sids) == set(self.message_sids):
+                same = request
+                if sid != self.key:
+                    staged_messages.drop_ai_request(self.conversation_id, sid)
+                    staged_messages.keep_ai_request(self.conversation_id, self.key, request)
+            else:
+                self._withdraw(request)
+                staged_messages.drop_ai_request(self.conversation_id, sid)
+        if same is None:
+            return self._ask(recovered=False)
+        if same.response_id is None:  # asked before, and the answer was lost
+            self._remove_copies()
+            return self._ask(recovered=True)
+        earlier = self._stored_reply(same)
+        if earlier is not None:
+            return earlier
+        state = ai.retrieve_response(self.client, same.response_id, self.budget)
+        if state is None:  # OpenAI no longer knows it: its turn may be there
+            self._remove_copies()
+            return self._ask(recovered=True)
+        return self._finish(same, state)
+
+    # --- asking and waiting ------------------------------------------------------------
+
+    def _ask(self, recovered: bool) -> ResponseState:
+        request = AIRequest(
+            message_sids=self.message_sids,
+            window_id=self.window_id,
+            openai_conversation_id=self.openai_conversation,
+            requested_at=clock.iso(clock.now()),
+            recovered=recovered,
+        )
+        staged_messages.keep_ai_request(self.conversation_id, self.key, request)  # before asking
+        try:
+            state = ai.create_response(
+                self.client,
+                conversation=self.openai_conversation,
+                user_turn=self.body,
+                model=self.model,
+                instructions=self.instructions,
+                max_output_tokens=self.max_output_tokens,
+                budget=self.budget,
+            )
+        except (AIRetryableError, AIPermanentError, OpenAIConversationGone) as error:
+            if not recovered and not ai.outcome_unknown(error):  # refused: nothing was asked
+                staged_messages.drop_ai_request(self.conversation_id, self.key)
+            raise
+        request = request.model_copy(update={"response_id": state.id})
+        staged_messages.keep_ai_request(self.conversation_id, self.key, request)
+        logger.info("Reply requested", extra={"response_id": state.id, "recovered": recovered})
+        return self._finish(request, state)
+
+    def _finish(self, request: AIRequest, state: ResponseState) -> ResponseState:
+        state = ai.wait_for(self.client, state, self.budget)
+        if state.text and state.status in ("completed", "incomplete"):
+            if state.status == "incomplete":
+                logger.warning("Reply cut short", extra={"reason": state.incomplete_reason})
+                count("AIRepliesCut")
+            if request.recovered:
+                self._remove_copies(keep=state)
+            return state
+        # Failed, cancelled, or no text: remove the turn it may have left, then ask again.
+        own = exchange_of(self._exchanges(), state.item_ids, self.body, state.text)
+        self._delete([own] if own else [])
+        staged_messages.drop_ai_request(self.conversation_id, self.key)
+        reason = state.error_code or state.incomplete_reason
+        described = f"OpenAI response {state.id} {state.status} ({reason})"
+        if state.status == "cancelled" or state.error_code in ai.RETRYABLE_FAILURES:
+            raise AIRetryableError(described)
+        raise AIPermanentError(described)
+
+    def _stored_reply(self, request: AIRequest) -> ResponseState | None:
+        """The reply an earlier window stored for the same response (no API call)."""
+        if request.window_id == self.window_id:
+            return None
+        turn = turns.get(self.conversation_id, assistant_turn_id(request.window_id))
+        if turn is None or not turn.response_id or turn.response_id != request.response_id or not turn.body:
+            return None
+        return ResponseState(
+            id=turn.response_id,
+            status="completed",
+            text=turn.body,
+            model=turn.model or "",
+            item_ids=tuple(turn.item_ids),
+            prompt_tokens=turn.prompt_tokens,
+            completion_tokens=turn.completion_tokens,
+            total_tokens=turn.total_tokens,
+        )
+
+    # --- the turns earlier requests left ---------------------------------------------
+
+    def _withdraw(self, request: AIRequest) -> None:
+        """An earlier window asked for some of these messages only: stop that response if
+        it still runs and remove its turn; this batch is asked for as a whole."""
+        earlier = turns.get(self.conversation_id, user_turn_id(request.window_id))
+        text = earlier.body if earlier else None
+        state = None
+        if request.response_id:
+            state = ai.retrieve_response(self.client, request.response_id, self.budget)
+        if state is not None and not state.finished:
+            state = ai.cancel_response(self.client, state.id, self.budget) or state
+        found = self._exchanges()
+        if state is not None and state.status in ("completed", "incomplete"):
+            own = exchange_of(found, state.item_ids, text, state.text)
+            self._delete([own] if own else [])
+        elif text is not None:
+            self._delete(self._copies(found, text))
+        logger.info("Earlier request withdrawn", extra={"messages": len(request.message_sids)})
+
+    def _remove_copies(self, keep: ResponseState | None = None) -> None:
+        """Remove this batch's turns that a lost request left, newer than the last reply
+        sent; `keep`: this batch's own response, kept (if its items cannot be told apart,
+        nothing is removed)."""
+        found = self._exchanges()
+        own = exchange_of(found, keep.item_ids, None, "") if keep else None
+        if keep is not None and own is None:
+            return
+        self._delete(self._copies(found, self.body, own))
+
+    def _copies(self, found: list[Exchange], text: str, keep: Exchange | None = None) -> list[Exchange]:
+        last = turns.last_reply(self.conversation_id)
+        if last is None:
+            return unanswered_copies(found, text, None, None, keep)
+        return unanswered_copies(found, text, last.item_ids, last.body, keep)
+
+    def _exchanges(self) -> list[Exchange]:
+        return exchanges(ai.newest_items(self.client, self.openai_conversation, self.budget))
+
+    def _delete(self, stray: list[Exchange]) -> None:
+        if not stray:
+            return
+        item_ids = [item_id for exchange in stray for item_id in exchange.item_ids]
+        ai.delete_items(self.client, self.openai_conversation, item_ids, self.budget)
+        count("AIStrayTurnsRemoved", len(stray))
+        logger.warning("Stray turns removed from the OpenAI conversation", extra={"turns": len(stray)})
