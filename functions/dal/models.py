@@ -149,6 +149,7 @@ class Turn(Item):
     cause: str | None = None
     failed_at: str | None = None
     fallback_message_sid: str | None = None  # the fallback reply sent for a batch set aside
+    fallback_since: str | None = None  # when the first attempt to send it began
     # assistant turns (message_sids: the reply parts sent, in order)
     # When the first attempt to send began (set before its first message): a later
     # attempt looks in Twilio's list for the part that an earlier one may have sent.

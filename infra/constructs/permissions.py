@@ -77,7 +77,7 @@ GRANTS: dict[str, Grants] = {
     ],
     "RecordFailedBatch": [
         (("dynamodb:Query", "dynamodb:UpdateItem"), ("StagedMessages",)),
-        (("dynamodb:UpdateItem",), ("Turns",)),
+        (("dynamodb:UpdateItem", "dynamodb:GetItem"), ("Turns",)),  # GetItem: the fallback, once
         (("dynamodb:GetItem",), ("Conversations",)),
         *TWILIO_SECRETS,  # the fallback reply
     ],

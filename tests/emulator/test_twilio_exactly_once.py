@@ -72,3 +72,18 @@ def test_a_task_that_dies_after_twilio_accepted_a_part_does_not_send_it_again(ha
     parts = harness.replies_to(user)
     assert len(parts) == 3 and " ".join(parts) == "You said: " + THREE_PARTS
     assert _recorded(conversation_id) == [m["sid"] for m in _sent_to(harness, user)]
+
+
+def test_a_fallback_reply_accepted_after_the_clients_timeout_is_sent_once(harness, configure):
+    configure(TWILIO_TIMEOUT_SECONDS="0.5")
+    user = harness.new_user()
+    conversation_id = harness.stage_directly(user, ["hello?"])
+    harness.stack.openai.inject({"status": 401, "code": "invalid_api_key"})
+    harness.stack.twilio.inject({"delay": 1.5})  # the fallback: accepted, answered too late
+
+    run = harness.wait_for_run(harness.start_run(conversation_id))
+
+    assert run["status"] == "FAILED" and run["error"] == "AIPermanentError"
+    (fallback,) = _sent_to(harness, user)
+    (user_turn,) = turns.list_of(conversation_id)
+    assert user_turn.fallback_message_sid == fallback["sid"]

@@ -240,7 +240,7 @@ EXPECTED: dict[str, dict[str, set[str]]] = {
     "CloseBatchWindow": {"StagedMessages": {"dynamodb:Query"}, **OPEN_WINDOWS},
     "RecordFailedBatch": {
         "StagedMessages": {"dynamodb:Query", "dynamodb:UpdateItem"},
-        "Turns": {"dynamodb:UpdateItem"},
+        "Turns": {"dynamodb:UpdateItem", "dynamodb:GetItem"},
         "Conversations": {"dynamodb:GetItem"},
         **TWILIO,
     },
