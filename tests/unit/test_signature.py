@@ -213,3 +213,13 @@ def test_a_base_url_configured_with_overrides_gives_their_fragment_and_a_clean_u
         "https://hooks.example.com/burst/whatsapp",
         "https://hooks.example.com/burst/whatsapp#rc=3&rp=5xx",
     ]
+
+
+def test_the_status_callbacks_resource_is_signed_with_its_path_parameters_filled_in(configure):
+    configure(WEBHOOK_BASE_URL="https://hooks.example.com/prod")
+    event = {
+        "resource": "/twilio/status/{conversation}/{window}/{message}",
+        "path": "/twilio/status/c1/1795000000000-abc123/0",
+        "pathParameters": {"conversation": "c1", "window": "1795000000000-abc123", "message": "0"},
+    }
+    assert public_url(event) == "https://hooks.example.com/prod/twilio/status/c1/1795000000000-abc123/0"
