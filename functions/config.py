@@ -128,9 +128,24 @@ class Settings(BaseModel):
     # trusted, behind a proxy that sets them.
     webhook_base_url: str = Field("", alias="WEBHOOK_BASE_URL")
     webhook_trust_forwarded_headers: bool = Field(False, alias="WEBHOOK_TRUST_FORWARDED_HEADERS")
+    # Twilio's connection overrides, the fragment of every URL Twilio is given (the webhook
+    # URLs to paste in its console, the StatusCallback of each message sent): without them
+    # Twilio retries only a connection failure, once, never a 5xx
+    # (https://www.twilio.com/docs/usage/webhooks/webhooks-connection-overrides).
+    # A fragment on WEBHOOK_BASE_URL takes precedence.
+    twilio_connection_overrides: str = Field("rc=5&rp=all", alias="TWILIO_CONNECTION_OVERRIDES")
     # What the webhook reads before anything else: larger or longer forms are refused.
     webhook_max_body_bytes: int = Field(128 * 1024, ge=1024, alias="WEBHOOK_MAX_BODY_BYTES")
     webhook_max_fields: int = Field(100, ge=10, alias="WEBHOOK_MAX_FIELDS")
+
+    def public_base_url(self) -> str:
+        """WEBHOOK_BASE_URL without a fragment or a trailing slash (empty: not set)."""
+        return self.webhook_base_url.partition("#")[0].rstrip("/")
+
+    def connection_overrides(self) -> str:
+        """The fragment Twilio's URLs carry: WEBHOOK_BASE_URL's own, or the setting."""
+        base, hashed, fragment = self.webhook_base_url.partition("#")
+        return fragment if hashed else self.twilio_connection_overrides.lstrip("#")
 
     def batching_defaults(self) -> dict[str, Any]:
         return {

@@ -23,6 +23,7 @@ class FunctionDefinition:
     states: tuple[str, ...] = ()  # the task states it serves
     timeout_seconds: int = 30
     memory_mb: int = 256
+    routes: tuple[str, ...] = ()  # the API resources it answers (POST), if an endpoint
 
     def load(self) -> Callable[[dict[str, Any], Any], Any]:
         module_name, _, attribute = self.handler.rpartition(".")
@@ -37,7 +38,18 @@ def _task(
     )
 
 
-WEBHOOK = FunctionDefinition("Webhook", "functions.handlers.webhook.handler", timeout_seconds=15)
+WEBHOOK = FunctionDefinition(
+    "Webhook", "functions.handlers.webhook.handler", timeout_seconds=15, routes=("/whatsapp", "/sms")
+)
+# Twilio's status callbacks for the messages we send: see functions/logic/delivery.py. Its
+# timeout is below Twilio's 15 s read timeout, so that Twilio's retry of a callback never
+# meets the attempt it retries still running.
+STATUS_CALLBACK = FunctionDefinition(
+    "StatusCallback",
+    "functions.handlers.status.handler",
+    timeout_seconds=12,
+    routes=("/twilio/status/{conversation}/{window}/{message}",),
+)
 # Run every minute by a schedule: see functions/logic/reconcile.py.
 RECONCILER = FunctionDefinition("Reconciler", "functions.handlers.reconciler.handler", timeout_seconds=120)
 
@@ -54,7 +66,8 @@ TASKS = (
     _task("RecordFailedBatch", "failure.record_failed_batch", "Record Failed Batch"),
 )
 
-ALL_FUNCTIONS = (WEBHOOK, RECONCILER, *TASKS)
+ENDPOINTS = (WEBHOOK, STATUS_CALLBACK)
+ALL_FUNCTIONS = (*ENDPOINTS, RECONCILER, *TASKS)
 BY_NAME = {f.logical_id: f for f in ALL_FUNCTIONS}
 
 

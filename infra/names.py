@@ -45,8 +45,17 @@ class StackSettings:
     api_rate_limit: int = 50  # requests per second, steady
     api_burst_limit: int = 100
     # The public base URL Twilio calls (a custom domain, with its base path); empty: the
-    # API's own execute-api URL with its stage. Signatures are checked against it.
+    # API's own execute-api URL with its stage. Signatures are checked against it. A
+    # fragment on it sets the connection overrides instead of the next setting.
     webhook_base_url: str = ""
+    # The connection overrides the URLs given to Twilio carry (its "Webhooks connection
+    # overrides"): without them Twilio does not retry a webhook that answered 5xx.
+    twilio_connection_overrides: str = "rc=5&rp=all"
+
+    def public_base_and_overrides(self) -> tuple[str, str]:
+        """The configured base URL without its fragment, and the connection overrides."""
+        base, hashed, fragment = self.webhook_base_url.partition("#")
+        return base.rstrip("/"), fragment if hashed else self.twilio_connection_overrides.lstrip("#")
 
     @classmethod
     def from_context(cls, context: Any, code_directory: Path, dependencies_directory: Path) -> StackSettings:

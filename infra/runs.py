@@ -148,10 +148,29 @@ class Runs:
             role, status = item["role"]["S"], item.get("status", {}).get("S", "?")
             body = item.get("body", {}).get("S", "")
             sids = [s["S"] for s in item.get("message_sids", {}).get("L", [])]
-            lines.append(f"  {role:<9} {status:<8} {len(body):>5} chars  messages {', '.join(sids) or '-'}")
+            deliveries = _deliveries(item)
+            listed = ", ".join(f"{sid} ({deliveries[sid][1]})" if sid in deliveries else sid for sid in sids)
+            lines.append(f"  {role:<9} {status:<8} {len(body):>5} chars  messages {listed or '-'}")
+            lines += [
+                f"  {'':9} {message:<8} {'':11} {sid} ({reported})"
+                for sid, (message, reported) in deliveries.items()
+                if sid not in sids
+            ]
             if bodies:
                 lines += [f"      | {line}" for line in body.splitlines()]
         return lines
+
+
+def _deliveries(item: dict[str, Any]) -> dict[str, tuple[str, str]]:
+    """MessageSid → (which message: a part's index, `template` or `fallback`; its latest
+    status as Twilio reported it, with the error code of a failure)."""
+    found = {}
+    for sid, value in item.get("deliveries", {}).get("M", {}).items():
+        fields = value.get("M", {})
+        status = fields.get("status", {}).get("S", "?")
+        code = fields.get("error_code", {}).get("N")
+        found[sid] = (fields.get("message", {}).get("S", "?"), f"{status} {code}" if code else status)
+    return found
 
 
 def settings_from_stack(stack_name: str) -> dict[str, str]:

@@ -10,7 +10,7 @@ from aws_cdk import aws_events_targets as targets
 from constructs import Construct
 
 from functions.dal.tables import ALL_TABLES
-from functions.registry import RECONCILER, WEBHOOK
+from functions.registry import RECONCILER, STATUS_CALLBACK, WEBHOOK
 from infra.constructs.api import WebhookApi
 from infra.constructs.credentials import Credentials
 from infra.constructs.event_bus import AnsweredBatchBusPolicy
@@ -51,13 +51,19 @@ class BurstReplyStack(Stack):
             state_machine_arn=workflow.arn,
         )
         AnsweredBatchBusPolicy(self, "EventsPolicy", bus=bus, publisher=functions["RecordTurns"])
-        api = WebhookApi(self, "Webhook", settings, functions[WEBHOOK.logical_id])
+        api = WebhookApi(
+            self, "Webhook", settings, functions[WEBHOOK.logical_id], functions[STATUS_CALLBACK.logical_id]
+        )
         # The URL Twilio signs: the API's own (built from its id and the stage name, not
         # from the stage resource, which depends on the function) or the configured one.
-        self.webhook_base_url = settings.webhook_base_url.rstrip("/") or (
+        configured, self.connection_overrides = settings.public_base_and_overrides()
+        self.webhook_base_url = configured or (
             f"https://{api.api.rest_api_id}.execute-api.{Aws.REGION}.{Aws.URL_SUFFIX}/{api.stage_name}"
         )
-        functions[WEBHOOK.logical_id].add_environment("WEBHOOK_BASE_URL", self.webhook_base_url)
+        # Those that check Twilio's signatures, and those that give Twilio status callbacks.
+        for function_id in (WEBHOOK.logical_id, STATUS_CALLBACK.logical_id, "SendReply", "RecordFailedBatch"):
+            functions[function_id].add_environment("WEBHOOK_BASE_URL", self.webhook_base_url)
+            functions[function_id].add_environment("TWILIO_CONNECTION_OVERRIDES", self.connection_overrides)
         Monitoring(self, "Monitoring", workflow.state_machine, api.api, functions)
         events.Rule(
             self,
@@ -85,6 +91,23 @@ class BurstReplyStack(Stack):
         CfnOutput(self, "SmsWebhookUrl", value=api.url_of(api.sms), description="Twilio: number's messaging")
         CfnOutput(
             self, "WebhookBaseUrl", value=self.webhook_base_url, description="the URL base signatures cover"
+        )
+        fragment = f"#{self.connection_overrides}" if self.connection_overrides else ""
+        for output, path, where in (
+            ("TwilioWhatsAppWebhookUrl", "/whatsapp", "WhatsApp sender"),
+            ("TwilioSmsWebhookUrl", "/sms", "number's messaging"),
+        ):
+            CfnOutput(
+                self,
+                output,
+                value=f"{self.webhook_base_url}{path}{fragment}",
+                description=f"paste in Twilio ({where}): the webhook with its connection overrides",
+            )
+        CfnOutput(
+            self,
+            "StatusCallbackUrl",
+            value=f"{self.webhook_base_url}/twilio/status",
+            description="where Twilio reports the messages sent (set on each message)",
         )
         CfnOutput(self, "StateMachineArn", value=workflow.state_machine.state_machine_arn)
         CfnOutput(self, "OpenAISecretName", value=credentials.openai.secret_name)

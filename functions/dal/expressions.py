@@ -33,6 +33,25 @@ ARRIVE = (
     "flush_requested = {flush} ADD message_count :one"
 )
 
+# --- turns ------------------------------------------------------------------------------
+BEGIN_SENDING = (
+    "SET sending_since = if_not_exists(sending_since, :now), deliveries = if_not_exists(deliveries, :none)"
+)
+# A message's status callback: kept unless a status of the same or a later rank is.
+RECORD_DELIVERY = "SET deliveries.#sid = :delivery"
+LATER_DELIVERY = (
+    "attribute_exists(turn_id) AND attribute_exists(deliveries) AND "
+    "(attribute_not_exists(deliveries.#sid) OR deliveries.#sid.#rank < :rank)"
+)
+FIRST_DELIVERY = "SET deliveries = :deliveries"
+NO_DELIVERIES_YET = "attribute_exists(turn_id) AND attribute_not_exists(deliveries)"
+# The WhatsApp template is sent once per turn: the first to claim it sends it.
+CLAIM_TEMPLATE = (
+    "SET template_owner = if_not_exists(template_owner, :owner), "
+    "template_since = if_not_exists(template_since, :now)"
+)
+RECORD_TEMPLATE = "SET template_sid = :sid"
+
 # --- tenants ----------------------------------------------------------------------------
 REGISTER_ACCOUNT = "SET account_sid = :sid, created_at = if_not_exists(created_at, :now)"
 ADD_NUMBERS = "ADD numbers :numbers"

@@ -134,6 +134,21 @@ class BatchWindow(Item):
         return value or None  # stored as 0 when the window opened with this message
 
 
+class Delivery(BaseModel):
+    """What Twilio last reported of one message we sent (its status callback): which
+    message of the turn it is (a reply part's index, `template` or `fallback`), its
+    status, its error code, and the status's rank (a callback never replaces a later
+    status with an earlier one: `sent` arriving after `delivered` changes nothing)."""
+
+    model_config = ConfigDict(extra="ignore")
+
+    message: str
+    status: str
+    rank: int
+    error_code: int | None = None
+    at: str = ""
+
+
 class Turn(Item):
     """A recorded turn: the merged user turn of a batch, or the assistant's reply."""
 
@@ -159,7 +174,19 @@ class Turn(Item):
     cause: str | None = None
     failed_at: str | None = None
     fallback_message_sid: str | None = None  # the fallback reply sent for a batch set aside
+    fallback_since: str | None = None  # when the first attempt to send it began
     # assistant turns (message_sids: the reply parts sent, in order)
+    # When the first attempt to send began (set before its first message): a later
+    # attempt looks in Twilio's list for the part that an earlier one may have sent.
+    sending_since: str | None = None
+    # What Twilio reported of each message sent for this turn, by MessageSid.
+    deliveries: dict[str, Delivery] = {}
+    # The WhatsApp template sent once the 24-hour window was found closed (63016): who
+    # claimed sending it (a MessageSid whose callback said 63016, or Send Reply), when,
+    # and its SID once sent.
+    template_owner: str | None = None
+    template_since: str | None = None
+    template_sid: str | None = None
     response_id: str | None = None
     item_ids: list[str] = []  # the reply's items in the OpenAI conversation
     model: str | None = None

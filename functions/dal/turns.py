@@ -10,7 +10,7 @@ from botocore.exceptions import ClientError
 
 from functions.config import get_settings
 from functions.dal import dynamo, expressions
-from functions.dal.models import Turn
+from functions.dal.models import Delivery, Turn
 from functions.errors import TransactionConflict
 
 
@@ -85,6 +85,19 @@ def mark_failed(conversation_id: str, turn_id: str, fields: dict[str, Any]) -> N
     )
 
 
+def begin_sending(conversation_id: str, turn_id: str, now: str) -> str:
+    """Record when the first attempt to send the turn began, unless an attempt did
+    before; the time recorded."""
+    updated = _table().update_item(
+        Key={"conversation_id": conversation_id, "turn_id": turn_id},
+        UpdateExpression=expressions.BEGIN_SENDING,
+        ConditionExpression=Attr("turn_id").exists(),
+        ExpressionAttributeValues={":now": now, ":none": {}},
+        ReturnValues="UPDATED_NEW",
+    )
+    return str(updated["Attributes"]["sending_since"])
+
+
 def append_sent_part(conversation_id: str, turn_id: str, part_index: int, message_sid: str) -> None:
     """Record that reply part `part_index` was sent, exactly once per part."""
     _table().update_item(
@@ -95,6 +108,64 @@ def append_sent_part(conversation_id: str, turn_id: str, part_index: int, messag
         else Attr("turn_id").exists()
         & (Attr("message_sids").not_exists() | Attr("message_sids").size().eq(0)),
         ExpressionAttributeValues={":sid": [message_sid], ":empty": []},
+    )
+
+
+def record_delivery(conversation_id: str, turn_id: str, message_sid: str, delivery: Delivery) -> bool:
+    """Keep what Twilio reported of a message of the turn, unless a status of the same or
+    a later rank is kept already (a repeated or late callback). False when nothing
+    changed (or there is no such turn)."""
+    key = {"conversation_id": conversation_id, "turn_id": turn_id}
+    value = delivery.model_dump(exclude_none=True)
+    for _ in range(2):
+        try:
+            _table().update_item(
+                Key=key,
+                UpdateExpression=expressions.RECORD_DELIVERY,
+                ConditionExpression=expressions.LATER_DELIVERY,
+                ExpressionAttributeNames={"#sid": message_sid, "#rank": "rank"},
+                ExpressionAttributeValues={":delivery": value, ":rank": delivery.rank},
+                ReturnValuesOnConditionCheckFailure="ALL_OLD",
+            )
+            return True
+        except ClientError as error:
+            if not dynamo.condition_failed(error):
+                raise
+            old = dynamo.old_item(error)
+            if not old or "deliveries" in old:
+                return False  # no such turn, or a status as late is kept
+        try:  # the turn's first delivery (a fallback reply's, on the user turn)
+            _table().update_item(
+                Key=key,
+                UpdateExpression=expressions.FIRST_DELIVERY,
+                ConditionExpression=expressions.NO_DELIVERIES_YET,
+                ExpressionAttributeValues={":deliveries": {message_sid: value}},
+            )
+            return True
+        except ClientError as error:
+            if not dynamo.condition_failed(error):
+                raise
+    return False
+
+
+def claim_template(conversation_id: str, turn_id: str, owner: str, now: str) -> Turn:
+    """Claim sending the turn's WhatsApp template for `owner`, unless someone claimed it
+    before; the turn as it is then (its `template_owner` says who sends it)."""
+    updated = _table().update_item(
+        Key={"conversation_id": conversation_id, "turn_id": turn_id},
+        UpdateExpression=expressions.CLAIM_TEMPLATE,
+        ConditionExpression=Attr("turn_id").exists(),
+        ExpressionAttributeValues={":owner": owner, ":now": now},
+        ReturnValues="ALL_NEW",
+    )
+    return Turn.model_validate(dynamo.from_dynamo(updated["Attributes"]))
+
+
+def record_template(conversation_id: str, turn_id: str, message_sid: str) -> None:
+    _table().update_item(
+        Key={"conversation_id": conversation_id, "turn_id": turn_id},
+        UpdateExpression=expressions.RECORD_TEMPLATE,
+        ExpressionAttributeValues={":sid": message_sid},
     )
 
 

@@ -15,6 +15,7 @@ from enum import StrEnum
 
 from twilio.request_validator import RequestValidator, get_signature_algorithm
 
+from functions.config import get_settings
 from functions.dal import tenants
 from functions.dal.models import Tenant
 from functions.integrations import secrets
@@ -40,8 +41,10 @@ class Signature:
     settings: str | None = None
 
 
-def admit(form: dict[str, str], url: str, signature: Signature) -> Tenant | Refusal:
-    """The tenant the request comes from, or why it is refused."""
+def admit(form: dict[str, str], url: str, signature: Signature, our_number: str = "To") -> Tenant | Refusal:
+    """The tenant the request comes from, or why it is refused. `our_number` names the
+    field that holds the tenant's number: `To` for an inbound message, `From` for the
+    status callback of a message we sent."""
     account_sid = form.get("AccountSid", "")
     if not signature.value:
         return Refusal.NO_SIGNATURE
@@ -50,7 +53,7 @@ def admit(form: dict[str, str], url: str, signature: Signature) -> Tenant | Refu
     tenant = tenants.find(account_sid)
     if tenant is None:
         return Refusal.UNKNOWN_ACCOUNT
-    if form.get("To", "").strip() not in tenant.numbers:
+    if form.get(our_number, "").strip() not in tenant.numbers:
         return Refusal.NOT_ITS_NUMBER
     credentials = secrets.tenant_twilio_credentials(account_sid)
     if credentials is None:
@@ -65,18 +68,28 @@ def signature_is_valid(
 ) -> bool:
     """Twilio's signature of `url` and `form`: HMAC-SHA1 with the account's auth token,
     or, when the request names a shared key, with that key's secret and the algorithm it
-    names (HMAC-SHA256), as the twilio SDK's RequestValidator computes them. A shared key
-    the tenant has not registered, or an algorithm the SDK does not know, is refused."""
+    names (HMAC-SHA256), as the twilio SDK's RequestValidator computes them, over `url`
+    with or without our connection overrides (`signed_urls`). A shared key the tenant has
+    not registered, or an algorithm the SDK does not know, is refused."""
     if not signature.value:
         return False
     if not signature.settings:
-        token = credentials.auth_token.get_secret_value()
-        return bool(RequestValidator(token).validate(url, form, signature.value))
-    key = credentials.signing_keys.get(_shared_key_sid(signature.settings))
-    if key is None:
-        return False
-    algorithm = get_signature_algorithm(signature.settings)
-    return bool(RequestValidator(key.get_secret_value()).validate(url, form, signature.value, algorithm))
+        validator, algorithm = RequestValidator(credentials.auth_token.get_secret_value()), None
+    else:
+        key = credentials.signing_keys.get(_shared_key_sid(signature.settings))
+        if key is None:
+            return False
+        validator = RequestValidator(key.get_secret_value())
+        algorithm = get_signature_algorithm(signature.settings)
+    return any(validator.validate(signed, form, signature.value, algorithm) for signed in signed_urls(url))
+
+
+def signed_urls(url: str) -> list[str]:
+    """The URLs Twilio may have signed for a request to `url`: the URL it was given carries
+    our connection overrides as its fragment (`#rc=5&rp=all`), and Twilio does not document
+    whether it signs the URL with its fragment or without: both are accepted."""
+    fragment = get_settings().connection_overrides()
+    return [url, f"{url}#{fragment}"] if fragment else [url]
 
 
 def _shared_key_sid(settings: str) -> str:

@@ -10,7 +10,7 @@ from functions.contract import BatchRef, FailedInput, FailedOutput
 from functions.dal import conversations, staged_messages, turns
 from functions.errors import TwilioRetryableError
 from functions.integrations import secrets, twilio_messages
-from functions.logic import clock
+from functions.logic import clock, delivery
 from functions.observability import count, logger
 
 PERMANENT_ERRORS = ("AIPermanentError", "TwilioPermanentError")
@@ -67,7 +67,9 @@ def _set_aside(ref: BatchRef, message_sids: list[str], error_name: str, cause: s
 def _send_fallback(ref: BatchRef) -> None:
     """Tell the user we cannot answer, once: its SID is kept on the user turn. A transient
     Twilio error is raised, so that the state retries; any other failure is logged (the
-    batch is recorded either way)."""
+    batch is recorded either way). As for reply parts (sending.py), the first attempt
+    records when it began (`fallback_since`), and a later one looks in Twilio's list for the
+    fallback an earlier one may have sent (a late answer, a crash) before sending it."""
     text = get_settings().fallback_reply
     if not text:
         return
@@ -77,7 +79,17 @@ def _send_fallback(ref: BatchRef) -> None:
     try:
         conversation = conversations.require(ref.conversation_id)
         client = twilio_messages.client_for(secrets.twilio_credentials_for(conversation))
-        sid = twilio_messages.send_message(client, conversation.our_address, conversation.user_address, text)
+        our, user = conversation.our_address, conversation.user_address
+        sid = None
+        if turn is not None and turn.fallback_since:
+            sid = twilio_messages.find_sent(client, our, user, text, clock.parse(turn.fallback_since))
+        else:
+            turns.mark_failed(
+                ref.conversation_id, ref.user_turn_id, {"fallback_since": clock.iso(clock.now())}
+            )
+        if sid is None:
+            callback = delivery.status_callback_url(ref.conversation_id, ref.window_id, delivery.FALLBACK)
+            sid = twilio_messages.send_message(client, our, user, text, status_callback=callback)
     except TwilioRetryableError:
         raise
     except Exception:

@@ -1,49 +1,95 @@
-"""Send Reply: the assistant turn through Twilio, each part exactly once per attempt."""
+"""Send Reply: the assistant turn through Twilio, one message per reply part, whatever
+attempt times out or dies after Twilio accepted a part.
+
+Twilio's `messages.create` takes no idempotency key, and a request whose answer is lost
+(a timeout, a connection broken after the request went out, a task that died after
+create returned) may have created its message. So the first attempt records when it
+began (`sending_since`, before its first create) and each part's SID as soon as it has
+it; an attempt that finds `sending_since` already set first looks in Twilio's list for
+the first part not recorded (the only one an earlier attempt can have sent unrecorded:
+parts go out in order, each recorded before the next), and sends it only if it is not
+there (docs/decisions.md, "One Twilio message per reply part")."""
 
 from __future__ import annotations
 
-from functools import partial
+from twilio.rest import Client
 
-from functions.config import get_settings
 from functions.contract import SendInput, SentSummary
 from functions.dal import conversations, turns
+from functions.dal.models import Conversation, Turn
 from functions.errors import TwilioPermanentError
 from functions.integrations import secrets, twilio_messages
-from functions.logic import clock
+from functions.logic import clock, delivery
 from functions.logic.replies import split_reply
-from functions.observability import logger
+from functions.observability import count, logger
 
 
 def send_reply(task: SendInput) -> SentSummary:
     """Send the assistant turn, split into parts the channel accepts, in order. Parts
-    already sent (by an earlier attempt) are not sent again. A permanent refusal is
-    recorded on the conversation; when it is WhatsApp's closed 24-hour window and a
-    template is configured, the template is sent instead. Nothing to send unless the
-    AI answered."""
+    already sent (by an earlier attempt) are not sent again. Each carries its status
+    callback (delivery.py). A permanent refusal is recorded on the conversation; when it
+    is WhatsApp's closed 24-hour window and a template is configured, the template is sent
+    instead, once. Nothing to send unless the AI answered."""
     if task.reply.answered_by != "ai":
         return SentSummary(message_sids=[], parts=0)
     conversation = conversations.require(task.conversation_id)
     turn = turns.require(task.conversation_id, task.assistant_turn_id)
+    if turn.template_sid and not turn.message_sids:  # sent instead of the reply (63016)
+        return SentSummary(message_sids=[turn.template_sid], parts=1)
     parts = split_reply(turn.body)
     sent = list(turn.message_sids)
     if len(sent) < len(parts):
         client = twilio_messages.client_for(secrets.twilio_credentials_for(conversation))
-        send = partial(
-            twilio_messages.send_message, client, conversation.our_address, conversation.user_address
-        )
         try:
-            for index in range(len(sent), len(parts)):
-                sid = send(parts[index])
-                turns.append_sent_part(task.conversation_id, task.assistant_turn_id, index, sid)
-                sent.append(sid)
+            _send_missing_parts(task, conversation, turn, parts, sent, client)
         except TwilioPermanentError as error:
             conversations.record_delivery_failure(task.conversation_id, error.code, clock.iso(clock.now()))
-            template = get_settings().whatsapp_template_content_sid
-            if error.code != twilio_messages.WHATSAPP_WINDOW_CLOSED or not template or sent:
+            if error.code != twilio_messages.WHATSAPP_WINDOW_CLOSED or sent:
                 raise
-            sid = send(content_sid=template)
-            turns.append_sent_part(task.conversation_id, task.assistant_turn_id, 0, sid)
-            logger.info("WhatsApp window closed: template sent instead", extra={"message_sid": sid})
+            sid = delivery.send_template_once(
+                conversation, task.window_id, owner=f"send:{task.execution_name}"
+            )
+            if sid is None:
+                raise
             return SentSummary(message_sids=[sid], parts=1)
     logger.info("Reply sent", extra={"parts": len(parts), "message_sids": sent})
     return SentSummary(message_sids=sent, parts=len(parts))
+
+
+def _send_missing_parts(
+    task: SendInput, conversation: Conversation, turn: Turn, parts: list[str], sent: list[str], client: Client
+) -> None:
+    """Send the parts not yet recorded, appending each SID to `sent` once recorded."""
+    began = clock.iso(clock.now())
+    since = turn.sending_since or turns.begin_sending(task.conversation_id, task.assistant_turn_id, began)
+    # An earlier attempt began sending: the first missing part may have reached Twilio.
+    in_doubt = since != began
+    for index in range(len(sent), len(parts)):
+        sid = None
+        if in_doubt:
+            in_doubt = False
+            sid = twilio_messages.find_sent(
+                client,
+                conversation.our_address,
+                conversation.user_address,
+                parts[index],
+                clock.parse(since),
+                exclude=sent,
+            )
+            if sid:
+                count("ReplyPartsFoundSent")
+                logger.info(
+                    "Part found sent by an earlier attempt", extra={"part": index, "message_sid": sid}
+                )
+        if sid is None:
+            sid = twilio_messages.send_message(
+                client,
+                conversation.our_address,
+                conversation.user_address,
+                parts[index],
+                status_callback=delivery.status_callback_url(
+                    task.conversation_id, task.window_id, str(index)
+                ),
+            )
+        turns.append_sent_part(task.conversation_id, task.assistant_turn_id, index, sid)
+        sent.append(sid)

@@ -1,4 +1,5 @@
-"""The REST API Twilio calls: POST /whatsapp and POST /sms."""
+"""The REST API Twilio calls: POST /whatsapp and POST /sms (the webhook), and POST
+/twilio/status/{conversation}/{window}/{message} (status callbacks of the messages we send)."""
 
 from __future__ import annotations
 
@@ -9,14 +10,21 @@ from aws_cdk import aws_logs as logs
 from cdk_nag import NagPackSuppression, NagSuppressions
 from constructs import Construct
 
+from functions.registry import STATUS_CALLBACK
 from infra.names import StackSettings
 
 
 class WebhookApi(Construct):
-    """REST API with POST /whatsapp and POST /sms, throttled, access-logged."""
+    """REST API with POST /whatsapp, POST /sms and the status callbacks' resource,
+    throttled, access-logged."""
 
     def __init__(
-        self, scope: Construct, construct_id: str, settings: StackSettings, handler: lambda_.IFunction
+        self,
+        scope: Construct,
+        construct_id: str,
+        settings: StackSettings,
+        handler: lambda_.IFunction,
+        status_handler: lambda_.IFunction,
     ):
         super().__init__(scope, construct_id)
         self.stage_name = "prod"
@@ -55,13 +63,16 @@ class WebhookApi(Construct):
         self.sms = self.api.root.add_resource("sms")
         for resource in (self.whatsapp, self.sms):
             resource.add_method("POST", integration)
+        (status_path,) = STATUS_CALLBACK.routes
+        self.status = self.api.root.resource_for_path(status_path.lstrip("/"))
+        self.status.add_method("POST", apigw.LambdaIntegration(status_handler))
         NagSuppressions.add_resource_suppressions(
             self.api,
             [
                 NagPackSuppression(
                     id="AwsSolutions-APIG2",
-                    reason="Twilio posts a signed form; the webhook validates the signature over the whole "
-                    "form, which a request validator cannot do.",
+                    reason="Twilio posts a signed form; the webhook and the status callbacks validate the "
+                    "signature over the whole form, which a request validator cannot do.",
                 ),
                 NagPackSuppression(
                     id="AwsSolutions-APIG3",
@@ -70,7 +81,7 @@ class WebhookApi(Construct):
                 NagPackSuppression(
                     id="AwsSolutions-APIG4",
                     reason="Twilio cannot send IAM or Cognito credentials; every request is authenticated by "
-                    "its X-Twilio-Signature in the webhook, and refused with 403 otherwise.",
+                    "its X-Twilio-Signature in the function, and refused with 403 otherwise.",
                 ),
                 NagPackSuppression(
                     id="AwsSolutions-COG4", reason="Same as APIG4: Twilio signs its requests."

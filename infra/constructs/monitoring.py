@@ -16,7 +16,7 @@ from infra.names import NAMESPACE, SERVICE
 
 class Monitoring(Construct):
     """Alarms an operator needs: failed runs, throttling, webhook errors, messages waiting
-    too long, OpenAI out of quota, batches set aside."""
+    too long, OpenAI out of quota, replies not delivered, batches set aside."""
 
     def __init__(
         self,
@@ -89,6 +89,12 @@ class Monitoring(Construct):
                 "OpenAI refused a request for quota or billing (429 insufficient_quota, spend limit): "
                 "every batch gets the fallback reply until the account is topped up; then redrive.",
                 _service_metric("AIQuotaExhausted", "Sum", five_minutes),
+            ),
+            alarm(
+                "UndeliveredReplies",
+                "Twilio reported a message we sent as failed or undelivered (its status callback): "
+                "see the conversation's last_delivery_error and the turn's deliveries (infra.runs show).",
+                _service_metric("UndeliveredReplies", "Sum", five_minutes),
             ),
             alarm(
                 "DeadLetteredBatches",

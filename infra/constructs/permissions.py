@@ -37,6 +37,12 @@ GRANTS: dict[str, Grants] = {
         (("dynamodb:GetItem",), ("Tenants",)),  # is the account a tenant, and its numbers
         *TWILIO_SECRETS,
     ],
+    "StatusCallback": [
+        (("dynamodb:GetItem",), ("Tenants",)),  # is the account a tenant, and its numbers
+        (("dynamodb:GetItem", "dynamodb:UpdateItem"), ("Conversations",)),  # and its delivery failures
+        (("dynamodb:UpdateItem",), ("Turns",)),  # the statuses, the template's claim
+        *TWILIO_SECRETS,  # the signature; the template
+    ],
     "ParkUntilDue": [
         (("dynamodb:UpdateItem",), ("BatchWindows",)),
         (("states:SendTaskSuccess",), ("state-machine",)),
@@ -74,7 +80,7 @@ GRANTS: dict[str, Grants] = {
     ],
     "RecordFailedBatch": [
         (("dynamodb:Query", "dynamodb:UpdateItem"), ("StagedMessages",)),
-        (("dynamodb:UpdateItem",), ("Turns",)),
+        (("dynamodb:UpdateItem", "dynamodb:GetItem"), ("Turns",)),  # GetItem: the fallback, once
         (("dynamodb:GetItem",), ("Conversations",)),
         *TWILIO_SECRETS,  # the fallback reply
     ],

@@ -2,8 +2,9 @@
 
 Honours TWILIO_ACCOUNT_SID, TWILIO_AUTH_TOKEN, TWILIO_NUMBERS (the default tenant and its
 numbers), OPENAI_API_KEY, BATCH_WINDOW_SECONDS, OPENAI_TIMEOUT_SECONDS, GATEWAY_PORT,
-AWS_PORT, WEBHOOK_BASE_URL and AUTO_CREATE_CONVERSATIONS (and the functions' other settings,
-read from the environment). OpenAI and Twilio are local stand-ins unless USE_REAL_OPENAI=1 /
+AWS_PORT, WEBHOOK_BASE_URL, AUTO_CREATE_CONVERSATIONS, and every setting of the functions
+(TWILIO_TIMEOUT_SECONDS, TWILIO_CONNECTION_OVERRIDES, ...: they run in this process, and
+read the environment). OpenAI and Twilio are local stand-ins unless USE_REAL_OPENAI=1 /
 USE_REAL_TWILIO=1 ask for the real services. More tenants: `python -m infra.tenants` with
 AWS_ENDPOINT_URL set to the printed AWS endpoint."""
 
@@ -14,7 +15,10 @@ import sys
 import threading
 
 from functions.config import get_settings
+from functions.registry import STATUS_CALLBACK
 from infra.local.stack import LocalConfig, LocalStack
+
+(STATUS_CALLBACK_RESOURCE,) = STATUS_CALLBACK.routes
 
 
 def main() -> int:
@@ -41,6 +45,10 @@ def main() -> int:
         print(f"Tenant: {config.twilio_account_sid} with {', '.join(config.twilio_numbers)}")
         timeout = get_settings().openai_timeout_seconds
         print(f"OpenAI: {timeout:g}s per Generate Reply attempt (OPENAI_TIMEOUT_SECONDS)", flush=True)
+        public = config.webhook_base_url.partition("#")[0].rstrip("/") or stack.gateway.url
+        print(f"Status callback: {stack.as_given_to_twilio(public + STATUS_CALLBACK_RESOURCE)}")
+        print(f"Paste in Twilio (WhatsApp): {stack.as_given_to_twilio(public + '/whatsapp')}")
+        print(f"Paste in Twilio (SMS): {stack.as_given_to_twilio(public + '/sms')}", flush=True)
         stop.wait()
     print("Stopped.")
     return 0

@@ -1,5 +1,6 @@
-"""A local API Gateway: turns HTTP requests into REST API proxy events for the webhook
-handler (run in-process, as Lambda would) and its result back into HTTP."""
+"""A local API Gateway: turns HTTP requests into REST API proxy events for the handler of
+the route (functions/registry.py's endpoints: the webhook, the status callbacks), run
+in-process as Lambda would, and its result back into HTTP."""
 
 from __future__ import annotations
 
@@ -9,11 +10,36 @@ import uuid
 from typing import Any
 
 from werkzeug.datastructures import Headers
+from werkzeug.exceptions import HTTPException
+from werkzeug.routing import Map, Rule
 from werkzeug.wrappers import Request, Response
 
+from functions.registry import ENDPOINTS, WEBHOOK
 from infra.local.lambdas import invoke
 
 STAGE = "local"
+
+
+# API Gateway's resources (`/twilio/status/{conversation}/...`) as werkzeug rules.
+ROUTES = Map(
+    [
+        Rule(
+            route.replace("{", "<").replace("}", ">"), endpoint=(function.logical_id, route), methods=["POST"]
+        )
+        for function in ENDPOINTS
+        for route in function.routes
+    ]
+)
+
+
+def route_of(request: Request) -> tuple[str, str, dict[str, str] | None]:
+    """(function, API resource, path parameters) for the request; the webhook's function
+    for a path no resource matches (it answers 404)."""
+    try:
+        (function, resource), parameters = ROUTES.bind_to_environ(request.environ).match()
+    except HTTPException:
+        return WEBHOOK.logical_id, request.path, None
+    return function, resource, dict(parameters) or None
 
 
 def proxy_event(request: Request) -> dict[str, Any]:
@@ -25,20 +51,21 @@ def proxy_event(request: Request) -> dict[str, Any]:
     except UnicodeDecodeError:
         body, encoded = base64.b64encode(raw).decode(), True
     query = dict(request.args.items()) or None
+    _, resource, parameters = route_of(request)
     return {
-        "resource": request.path,
+        "resource": resource,
         "path": request.path,
         "httpMethod": request.method,
         "headers": headers,
         "multiValueHeaders": {k: request.headers.getlist(k) for k in headers},
         "queryStringParameters": query,
         "multiValueQueryStringParameters": {k: request.args.getlist(k) for k in query} if query else None,
-        "pathParameters": None,
+        "pathParameters": parameters,
         "stageVariables": None,
         "body": body,
         "isBase64Encoded": encoded,
         "requestContext": {
-            "resourcePath": request.path,
+            "resourcePath": resource,
             "httpMethod": request.method,
             "path": request.path,  # a custom domain without a stage prefix
             "stage": STAGE,
@@ -57,7 +84,7 @@ class Gateway:
         request = Request(environ)
         if (request.content_length or 0) > self.max_body_bytes:
             return Response('{"message":"Request Too Long"}', 413)(environ, start_response)
-        result, function_error = invoke("Webhook", proxy_event(request))
+        result, function_error = invoke(route_of(request)[0], proxy_event(request))
         if function_error:
             response = Response('{"message": "Internal server error"}', 502, content_type="application/json")
         else:

@@ -3,7 +3,12 @@
 Wraps moto's WSGI app: `POST /2015-03-31/functions/<name>/invocations` calls the handler
 registered under that name (functions.registry, the same registry the CDK stack uses);
 an exception becomes a Lambda function error (`X-Amz-Function-Error`, `errorType` = the
-exception's class name), which the state machine's Retry and Catch match by name."""
+exception's class name), which the state machine's Retry and Catch match by name.
+
+An invocation that runs past its function's timeout is reported as Lambda reports one that
+it stopped there, `Sandbox.Timedout` (the errorType of a timed-out invocation), whatever
+it returned: its work up to then is done, its answer is lost. (In-process, the handler
+cannot be stopped; tests that need a task to die at a given point raise `LambdaTimedOut`.)"""
 
 from __future__ import annotations
 
@@ -28,6 +33,14 @@ from functions.registry import BY_NAME
 warnings.filterwarnings("ignore", message="No application metrics to publish")
 
 _INVOKE = re.compile(r"^/2015-03-31/functions/(?P<name>[^/]+)/invocations$")
+
+
+TIMED_OUT = "Sandbox.Timedout"
+
+
+class LambdaTimedOut(Exception):
+    """Raised (by a test) inside a handler: the invocation stops there, as if Lambda had
+    stopped it at its timeout, and is reported as `Sandbox.Timedout`."""
 
 
 @dataclass
@@ -56,7 +69,14 @@ def invoke(name: str, payload: Any) -> tuple[Any, str | None]:
     definition = BY_NAME[name.rsplit(":", 1)[-1]]
     context = LocalContext(definition.logical_id, definition.timeout_seconds, definition.memory_mb)
     try:
-        return definition.load()(payload, context), None
+        result = definition.load()(payload, context)
+        if context.get_remaining_time_in_millis() <= 0:
+            raise LambdaTimedOut("ran past its timeout")
+        return result, None
+    except LambdaTimedOut:
+        after = f"Task timed out after {definition.timeout_seconds}.00 seconds"
+        message = f"RequestId: {context.aws_request_id} Error: {after}"
+        return {"errorType": TIMED_OUT, "errorMessage": message}, "Unhandled"
     except Exception as error:  # reported to the caller as Lambda does
         return {
             "errorType": type(error).__name__,

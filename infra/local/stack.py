@@ -184,6 +184,12 @@ class LocalStack:
     def sms_url(self) -> str:
         return f"{self.gateway.url}/sms"
 
+    def as_given_to_twilio(self, url: str) -> str:
+        """`url` as Twilio is given it: with the connection overrides as its fragment, so
+        that Twilio retries a 5xx (TWILIO_CONNECTION_OVERRIDES)."""
+        fragment = get_settings().connection_overrides()
+        return f"{url}#{fragment}" if fragment else url
+
     @property
     def openai_url(self) -> str | None:
         return f"{self.openai_server.url}/v1" if self.openai_server else None

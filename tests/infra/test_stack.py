@@ -100,10 +100,12 @@ def test_functions_are_arm64_current_python_traced_and_match_the_registry(synthe
         )  # secrets by name only
 
 
-def test_the_api_has_the_two_webhooks_throttled_and_access_logged(template):
+def test_the_api_has_the_two_webhooks_and_the_status_callbacks_throttled_and_access_logged(template):
     template.has_resource_properties("AWS::ApiGateway::Resource", {"PathPart": "whatsapp"})
     template.has_resource_properties("AWS::ApiGateway::Resource", {"PathPart": "sms"})
-    template.resource_properties_count_is("AWS::ApiGateway::Method", {"HttpMethod": "POST"}, 2)
+    for part in ("twilio", "status", "{conversation}", "{window}", "{message}"):
+        template.has_resource_properties("AWS::ApiGateway::Resource", {"PathPart": part})
+    template.resource_properties_count_is("AWS::ApiGateway::Method", {"HttpMethod": "POST"}, 3)
     template.has_resource_properties(
         "AWS::ApiGateway::Stage",
         {
@@ -135,8 +137,9 @@ def test_the_state_machine_is_standard_traced_and_logged(template):
 def test_secrets_alarms_bus_and_outputs_exist(template):
     template.resource_count_is("AWS::SecretsManager::Secret", 1)  # the tenants' are not the stack's
     template.resource_count_is("AWS::Events::EventBus", 1)
-    template.resource_count_is("AWS::CloudWatch::Alarm", 8)
+    template.resource_count_is("AWS::CloudWatch::Alarm", 9)
     for name in (
+        "UndeliveredReplies",
         "FailedRuns",
         "ThrottledRuns",
         "WebhookThrottles",
@@ -153,6 +156,9 @@ def test_secrets_alarms_bus_and_outputs_exist(template):
         "SmsWebhookUrl",
         "StateMachineArn",
         "WebhookBaseUrl",
+        "TwilioWhatsAppWebhookUrl",
+        "TwilioSmsWebhookUrl",
+        "StatusCallbackUrl",
         "OpenAISecretName",
         "TwilioTenantSecretPrefix",
         "OpenAITenantSecretPrefix",
@@ -201,6 +207,12 @@ EXPECTED: dict[str, dict[str, set[str]]] = {
         "Tenants": {"dynamodb:GetItem"},
         **TWILIO,
     },
+    "StatusCallback": {
+        "Tenants": {"dynamodb:GetItem"},
+        "Conversations": {"dynamodb:GetItem", "dynamodb:UpdateItem"},
+        "Turns": {"dynamodb:UpdateItem"},
+        **TWILIO,
+    },
     "ParkUntilDue": {"BatchWindows": {"dynamodb:UpdateItem"}, "state-machine": {"states:SendTaskSuccess"}},
     "AcquireProcessingLock": {
         "BatchWindows": {"dynamodb:GetItem"},
@@ -232,7 +244,7 @@ EXPECTED: dict[str, dict[str, set[str]]] = {
     "CloseBatchWindow": {"StagedMessages": {"dynamodb:Query"}, **OPEN_WINDOWS},
     "RecordFailedBatch": {
         "StagedMessages": {"dynamodb:Query", "dynamodb:UpdateItem"},
-        "Turns": {"dynamodb:UpdateItem"},
+        "Turns": {"dynamodb:UpdateItem", "dynamodb:GetItem"},
         "Conversations": {"dynamodb:GetItem"},
         **TWILIO,
     },
@@ -312,6 +324,7 @@ def _secret_statements(stack_json: dict[str, Any], function: str) -> list[dict[s
     ("function", "prefixes"),
     [
         ("Webhook", ["BurstReply/tenants/twilio/*"]),
+        ("StatusCallback", ["BurstReply/tenants/twilio/*"]),
         ("SendReply", ["BurstReply/tenants/twilio/*"]),
         ("RecordFailedBatch", ["BurstReply/tenants/twilio/*"]),
         ("GenerateReply", ["BurstReply/tenants/openai/*", "BurstReply/tenants/twilio/*"]),
@@ -465,3 +478,36 @@ def test_the_reconciler_runs_every_minute(synthesized):
     assert rule["Properties"]["ScheduleExpression"] == "rate(1 minute)"
     reconciler = logical_id_of(stack_json, "AWS::Lambda::Function", "/Functions/Reconciler/")
     assert rule["Properties"]["Targets"][0]["Arn"] == {"Fn::GetAtt": [reconciler, "Arn"]}
+
+
+def _environment(stack_json: dict[str, Any], function: str) -> dict[str, Any]:
+    (found,) = [
+        v
+        for v in resources(stack_json, "AWS::Lambda::Function").values()
+        if f"/Functions/{function}/" in v["Metadata"]["aws:cdk:path"]
+    ]
+    return found["Properties"]["Environment"]["Variables"]
+
+
+def test_urls_given_to_twilio_carry_the_connection_overrides_that_make_it_retry_a_5xx(synthesized):
+    stack_json = synthesized[1]
+    base = _environment(stack_json, "Webhook")["WEBHOOK_BASE_URL"]
+    for function in ("Webhook", "StatusCallback", "SendReply", "RecordFailedBatch"):
+        environment = _environment(stack_json, function)
+        assert environment["WEBHOOK_BASE_URL"] == base, function
+        assert environment["TWILIO_CONNECTION_OVERRIDES"] == "rc=5&rp=all", function
+    outputs = stack_json["Outputs"]
+    for output, path in (("TwilioWhatsAppWebhookUrl", "/whatsapp"), ("TwilioSmsWebhookUrl", "/sms")):
+        parts = outputs[output]["Value"]["Fn::Join"][1]
+        assert parts[:2] == base["Fn::Join"][1][:2] and parts[-1].endswith(f"/prod{path}#rc=5&rp=all")
+    assert outputs["StatusCallbackUrl"]["Value"]["Fn::Join"][1][-1].endswith("/prod/twilio/status")
+
+
+def test_a_configured_base_url_with_a_fragment_gives_the_overrides():
+    from pathlib import Path
+
+    from infra.names import StackSettings
+
+    settings = StackSettings(Path("."), Path("."), webhook_base_url="https://hooks.example/b/#rc=3&rp=5xx")
+    assert settings.public_base_and_overrides() == ("https://hooks.example/b", "rc=3&rp=5xx")
+    assert StackSettings(Path("."), Path(".")).public_base_and_overrides() == ("", "rc=5&rp=all")

@@ -222,3 +222,44 @@ def test_reset_stops_the_progress_of_earlier_messages(sms, twilio_standin, recei
     standin.reset()
     time.sleep(0.6)
     assert app.received == [] and standin.messages == [] and standin.callbacks == []
+
+
+# --- connection overrides in the callback URL's fragment --------------------------------------
+
+
+def test_a_callback_url_with_overrides_is_retried_on_5xx_as_its_fragment_says(sms, twilio_standin, receiver):
+    standin, _ = twilio_standin
+    app, callback_url = receiver
+    app.status = 503
+
+    send(sms, status_callback=callback_url + "#rc=2&rp=5xx")
+
+    wait_until(lambda: len(standin.callbacks) == 6, timeout=5)  # sent, delivered: 3 attempts each
+    assert [c["attempt"] for c in standin.callbacks] == [1, 2, 3, 1, 2, 3]
+    assert [r["url"] for r in app.received] == [callback_url] * 6  # the fragment is not sent
+    standin.reset()
+    app.status = 500
+    send(sms, status_callback=callback_url + "#rc=2&rp=ct")  # 5xx not in the policy
+    wait_until(lambda: len(standin.callbacks) == 2, timeout=5)
+    assert [c["attempt"] for c in standin.callbacks] == [1, 1]
+
+
+@pytest.mark.parametrize("url_fragment", [True, False])
+def test_callbacks_are_signed_with_or_without_the_fragment_as_chosen(
+    sms, twilio_standin, receiver, url_fragment
+):
+    standin, url = twilio_standin
+    app, callback_url = receiver
+    with_overrides = callback_url + "#rc=5&rp=all"
+    requests.post(
+        f"{url}/_control/signing", json={"url_fragment": url_fragment}, timeout=3
+    ).raise_for_status()
+
+    send(sms, status_callback=with_overrides)
+
+    wait_until(lambda: len(app.received) == 2)
+    validator = RequestValidator(AUTH_TOKEN)
+    for request in app.received:
+        signature = request["headers"]["X-Twilio-Signature"]
+        assert validator.validate(with_overrides, request["form"], signature) is url_fragment
+        assert validator.validate(callback_url, request["form"], signature) is not url_fragment

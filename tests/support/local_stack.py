@@ -219,7 +219,8 @@ class Harness:
         ]
 
     def replies_to(self, user: str) -> list[str]:
-        return [m["body"] for m in self.stack.twilio.messages if m["to"] == user]
+        """The bodies of the messages sent to `user` (templates aside), in order."""
+        return [m["body"] for m in self.stack.twilio.messages if m["to"] == user and not m["content_sid"]]
 
 
 def local_stack() -> LocalStack:

@@ -5,7 +5,7 @@ import pytest
 from functions.contract import ReplySummary, SendInput
 from functions.dal.models import Conversation, Turn
 from functions.errors import TwilioPermanentError, TwilioRetryableError
-from functions.logic import sending
+from functions.logic import delivery, sending
 from functions.logic.replies import split_reply
 from functions.models import Channel
 from tests.support.fakes import FakeTwilio, InMemoryStore, install
@@ -82,3 +82,129 @@ def test_nothing_is_sent_for_a_batch_handed_off_to_a_person(world):
 
     assert sending.send_reply(human).parts == 0
     assert twilio.attempts == 0
+
+
+# --- exactly once towards Twilio: answers lost after Twilio accepted ----------------------
+
+
+def test_a_first_attempt_that_goes_well_makes_no_lookup(world):
+    store, twilio = world
+
+    sending.send_reply(TASK)
+
+    assert twilio.lookups == 0 and twilio.attempts == 3
+    assert store.turns[("c1", TASK.assistant_turn_id)].sending_since is not None
+
+
+def test_a_part_accepted_whose_answer_was_lost_is_found_not_sent_again(world):
+    store, twilio = world
+    twilio.lose_answer.add(1)  # part 2 reaches Twilio; its answer never comes back
+
+    with pytest.raises(TwilioRetryableError):
+        sending.send_reply(TASK)
+    sent = sending.send_reply(TASK)
+
+    assert [m["body"] for m in twilio.sent] == split_reply(LONG_REPLY)  # part 2 once
+    assert sent.message_sids == [m["sid"] for m in twilio.sent]
+    assert twilio.lookups == 1 and twilio.attempts == 3  # one lookup instead of a second send
+
+
+def test_a_task_that_died_after_twilio_accepted_a_part_does_not_send_it_again(world):
+    store, twilio = world
+    store.die_after["append_sent_part"] = RuntimeError("the sandbox was stopped")
+
+    with pytest.raises(RuntimeError):
+        sending.send_reply(TASK)  # part 1 accepted, not recorded
+    sent = sending.send_reply(TASK)
+
+    assert [m["body"] for m in twilio.sent] == split_reply(LONG_REPLY)
+    assert sent.message_sids == [m["sid"] for m in twilio.sent]
+    assert twilio.lookups == 1
+
+
+def test_a_retry_after_a_refused_part_looks_once_then_sends_it(world):
+    _, twilio = world
+    twilio.refuse[2] = TwilioRetryableError("Twilio HTTP 429 code 20429")
+
+    with pytest.raises(TwilioRetryableError):
+        sending.send_reply(TASK)
+    sending.send_reply(TASK)
+
+    assert [m["body"] for m in twilio.sent] == split_reply(LONG_REPLY)
+    assert twilio.lookups == 1 and twilio.attempts == 4  # part 3: refused, looked up, sent
+
+
+def test_only_the_first_missing_part_is_looked_up(world):
+    _, twilio = world
+    twilio.refuse[0] = TwilioRetryableError("Twilio HTTP 503 code None")
+
+    with pytest.raises(TwilioRetryableError):
+        sending.send_reply(TASK)
+    sending.send_reply(TASK)
+
+    assert twilio.lookups == 1 and len(twilio.sent) == 3
+
+
+# --- the WhatsApp template, once per turn --------------------------------------------------
+
+
+@pytest.fixture
+def template(monkeypatch):
+    from functions.config import get_settings
+
+    monkeypatch.setenv("WHATSAPP_TEMPLATE_CONTENT_SID", "HX" + "2" * 32)
+    monkeypatch.setenv("WEBHOOK_BASE_URL", "https://hooks.example/prod")
+    monkeypatch.setenv("TWILIO_CONNECTION_OVERRIDES", "rc=5&rp=all")
+    get_settings.cache_clear()
+    yield "HX" + "2" * 32
+    monkeypatch.undo()
+    get_settings.cache_clear()
+
+
+def test_the_template_is_sent_once_whoever_asks_and_only_by_the_first(world, template):
+    store, twilio = world
+    conversation = store.conversations["c1"]
+
+    first = delivery.send_template_once(conversation, "w1", owner="SM-part-1")
+    again = delivery.send_template_once(conversation, "w1", owner="SM-part-1")  # its callback, repeated
+    other = delivery.send_template_once(conversation, "w1", owner="SM-part-2")  # another part's 63016
+
+    assert first == again == other and [m["content_sid"] for m in twilio.sent] == [template]
+    callback = "https://hooks.example/prod/twilio/status/c1/w1/template#rc=5&rp=all"
+    assert twilio.sent[0]["status_callback"] == callback
+
+
+def test_a_template_whose_answer_was_lost_is_found_not_sent_again(world, template):
+    store, twilio = world
+    conversation = store.conversations["c1"]
+    twilio.lose_answer.add(0)
+
+    with pytest.raises(TwilioRetryableError):
+        delivery.send_template_once(conversation, "w1", owner="SM-part-1")
+    sid = delivery.send_template_once(conversation, "w1", owner="SM-part-1")  # the callback, retried
+
+    assert [m["sid"] for m in twilio.sent] == [sid] and twilio.lookups == 1
+
+
+def test_another_owner_does_not_send_while_the_first_has_not_succeeded(world, template):
+    store, twilio = world
+    conversation = store.conversations["c1"]
+    twilio.refuse[0] = TwilioRetryableError("Twilio HTTP 503 code None")
+
+    with pytest.raises(TwilioRetryableError):
+        delivery.send_template_once(conversation, "w1", owner="SM-part-1")
+
+    assert delivery.send_template_once(conversation, "w1", owner="SM-part-2") is None
+    assert twilio.sent == []
+
+
+def test_no_template_without_one_configured_or_outside_whatsapp(world, template, monkeypatch):
+    store, twilio = world
+    sms = store.conversations["c1"].model_copy(update={"channel": Channel.SMS})
+    assert delivery.send_template_once(sms, "w1", owner="SM-part-1") is None
+    monkeypatch.setenv("WHATSAPP_TEMPLATE_CONTENT_SID", "")
+    from functions.config import get_settings
+
+    get_settings.cache_clear()
+    assert delivery.send_template_once(store.conversations["c1"], "w1", owner="SM-part-1") is None
+    assert twilio.sent == []

@@ -178,3 +178,48 @@ def test_a_rest_api_query_is_re_encoded_in_the_order_received(configure):
         "multiValueQueryStringParameters": {"tenant": ["b"], "x": ["1 2", "3"]},
     }
     assert public_url(event) == "https://hooks.example.com/sms?tenant=b&x=1+2&x=3"
+
+
+# --- connection overrides: the URL Twilio was given ends with #rc=...&rp=... ---------------
+
+
+@pytest.mark.parametrize("signed", [URL, URL + "#rc=5&rp=all"], ids=["without", "with"])
+def test_a_signature_over_the_url_with_or_without_our_overrides_is_admitted(configure, signed):
+    configure(TWILIO_CONNECTION_OVERRIDES="rc=5&rp=all")
+    form = _form()
+    assert admit(form, URL, Signature(_signed(form, "our-token", signed))) == TENANTS[OURS]
+
+
+def test_a_signature_over_other_overrides_is_refused(configure):
+    configure(TWILIO_CONNECTION_OVERRIDES="rc=5&rp=all")
+    form = _form()
+    signature = Signature(_signed(form, "our-token", URL + "#rc=1"))
+    assert admit(form, URL, signature) is Refusal.BAD_SIGNATURE
+
+
+def test_a_shared_key_signature_over_the_url_with_overrides_is_admitted(configure):
+    configure(TWILIO_CONNECTION_OVERRIDES="rc=5&rp=all")
+    form = _form(TENANT, TENANT_NUMBER)
+    value = _signed(form, "shared-key-secret", URL + "#rc=5&rp=all", HMAC_SHA256)
+    signature = Signature(value, f"key={KEY_SID},algorithm=HMAC_SHA256")
+    assert admit(form, URL, signature) == TENANTS[TENANT]
+
+
+def test_a_base_url_configured_with_overrides_gives_their_fragment_and_a_clean_url(configure):
+    configure(WEBHOOK_BASE_URL="https://hooks.example.com/burst/#rc=3&rp=5xx", TWILIO_CONNECTION_OVERRIDES="")
+    event = {"resource": "/whatsapp", "path": "/burst/whatsapp"}
+    assert public_url(event) == "https://hooks.example.com/burst/whatsapp"
+    assert admission.signed_urls(public_url(event)) == [
+        "https://hooks.example.com/burst/whatsapp",
+        "https://hooks.example.com/burst/whatsapp#rc=3&rp=5xx",
+    ]
+
+
+def test_the_status_callbacks_resource_is_signed_with_its_path_parameters_filled_in(configure):
+    configure(WEBHOOK_BASE_URL="https://hooks.example.com/prod")
+    event = {
+        "resource": "/twilio/status/{conversation}/{window}/{message}",
+        "path": "/twilio/status/c1/1795000000000-abc123/0",
+        "pathParameters": {"conversation": "c1", "window": "1795000000000-abc123", "message": "0"},
+    }
+    assert public_url(event) == "https://hooks.example.com/prod/twilio/status/c1/1795000000000-abc123/0"

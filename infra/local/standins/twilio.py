@@ -18,6 +18,8 @@ Faults (see base.py for the queue) are used by the message create:
     default), `read` (WhatsApp default), `sent`, `undelivered`, `failed`. Combines with `delay`.
 Without `after`, each status step takes `step_seconds` (0.05 s by default).
 `GET /_control/callbacks` lists the status callbacks POSTed, with their answers.
+`POST /_control/signing` `{"url_fragment": false}` signs callbacks without the URL's
+fragment (default: with it; Twilio does not document which).
 """
 
 from __future__ import annotations
@@ -53,6 +55,7 @@ class TwilioStandIn(MediaStandIn):
         Rule(f"{API}/<account_sid>/Messages.json", endpoint="messages_api", methods=["GET", "POST"]),
         Rule(f"{API}/<account_sid>/Messages/<sid>.json", endpoint="message_api", methods=["GET"]),
         Rule("/_control/callbacks", endpoint="control_callbacks", methods=["GET"]),
+        Rule("/_control/signing", endpoint="control_signing", methods=["POST"]),
     ]
 
     def __init__(self, step_seconds: float = 0.05, link_seconds: float = 4 * 3600) -> None:
@@ -60,11 +63,13 @@ class TwilioStandIn(MediaStandIn):
         self.messages: list[dict[str, Any]] = []  # accepted, oldest first
         self.callbacks: list[dict[str, Any]] = []  # status callback attempts
         self.step_seconds = step_seconds
+        self.sign_url_fragment = True  # whether callbacks are signed over the URL's fragment too
 
     def _reset(self) -> None:
         super()._reset()
         self.messages.clear()
         self.callbacks.clear()
+        self.sign_url_fragment = True
 
     def messages_endpoint_for(self, account_sid: str) -> str:
         return f"{API}/{account_sid}/Messages.json"
@@ -108,6 +113,7 @@ class TwilioStandIn(MediaStandIn):
             "status_callback": form.get("StatusCallback"),
             "sid": None,
             "at": time.time(),
+            "fault": fault or None,
         }
         delay = float(fault.get("delay") or 0)
         if fault.get("status"):
@@ -155,7 +161,7 @@ class TwilioStandIn(MediaStandIn):
                 params = callback_params(message)
             url = message["status_callback"]
             if url:
-                attempts = post_callback(url, params, auth_token)
+                attempts = post_callback(url, params, auth_token, self.sign_url_fragment)
                 with self._lock:
                     if self._current(epoch):
                         self.callbacks.extend(attempts)
@@ -165,6 +171,10 @@ class TwilioStandIn(MediaStandIn):
     def control_callbacks(self, request: Request) -> Response:
         with self._lock:
             return json_response({"callbacks": list(self.callbacks)})
+
+    def control_signing(self, request: Request) -> Response:
+        self.sign_url_fragment = bool(request.get_json(force=True).get("url_fragment", True))
+        return json_response({"url_fragment": self.sign_url_fragment})
 
 
 def resource(message: dict[str, Any]) -> dict[str, Any]:

@@ -13,22 +13,25 @@ is reported to its StatusCallback URL by a POST signed as Twilio signs its webho
   (https://www.twilio.com/docs/messaging/guides/track-outbound-message-status).
 - X-Twilio-Signature: base64(HMAC-SHA1(auth token, URL + each POST parameter's name and
   value, sorted by name)) (https://www.twilio.com/docs/usage/webhooks/webhooks-security).
-- A callback that cannot connect is tried once more, Twilio's default (rc=1, connection
-  failures only: https://www.twilio.com/docs/usage/webhooks/webhooks-connection-overrides);
-  an HTTP error answer is not retried.
+- Retries follow the connection overrides in the URL's fragment
+  (https://www.twilio.com/docs/usage/webhooks/webhooks-connection-overrides): without
+  any, a callback that cannot connect is tried once more (rc=1, rp=ct) and an HTTP error
+  answer is not retried; `#rc=5&rp=all` retries a 5xx (infra/local/connection_overrides.py).
+  The fragment is not sent. Whether Twilio signs the URL with its fragment is not
+  documented: the stand-in does by default (the URL exactly as given), or not
+  (`POST /_control/signing {"url_fragment": false}`).
 """
 
 from __future__ import annotations
 
 import base64
 import hmac
-import time
 from datetime import UTC, datetime
 from email.utils import format_datetime
 from hashlib import sha1
 from typing import Any
 
-import requests
+from infra.local.connection_overrides import post_as_twilio
 
 # The statuses a message goes through after acceptance, for each outcome.
 OUTCOMES: dict[str, tuple[str, ...]] = {
@@ -49,7 +52,6 @@ ERROR_MESSAGES = {
     63016: "Failed to send freeform message because you are outside the allowed window.",
     63024: "Invalid message recipient",
 }
-CALLBACK_TIMEOUT_SECONDS = 15  # how long Twilio waits for a webhook's answer
 
 
 def now_rfc2822() -> str:
@@ -112,22 +114,13 @@ def signature(url: str, params: dict[str, str], auth_token: str) -> str:
     return base64.b64encode(digest).decode()
 
 
-def post_callback(url: str, params: dict[str, str], auth_token: str) -> list[dict[str, Any]]:
-    """POST one status callback; the attempts made, for the record."""
-    headers = {"X-Twilio-Signature": signature(url, params, auth_token), "User-Agent": "TwilioProxy/1.1"}
-    attempts: list[dict[str, Any]] = []
-    for attempt in (1, 2):
-        record: dict[str, Any] = {"url": url, "params": params, "signature": headers["X-Twilio-Signature"]}
-        record.update(attempt=attempt, at=time.time(), status=None)
-        attempts.append(record)
-        try:
-            record["status"] = requests.post(
-                url, data=params, headers=headers, timeout=CALLBACK_TIMEOUT_SECONDS
-            ).status_code
-            break
-        except requests.ConnectionError as failure:  # could not connect: retried once
-            record["error"] = type(failure).__name__
-        except requests.RequestException as failure:  # no answer in time: not retried
-            record["error"] = type(failure).__name__
-            break
-    return attempts
+def post_callback(
+    url: str, params: dict[str, str], auth_token: str, include_fragment: bool = True
+) -> list[dict[str, Any]]:
+    """POST one status callback as Twilio calls a webhook, with the connection overrides
+    of the URL's fragment (connection_overrides.py); the attempts made, for the record."""
+    delivery = post_as_twilio(
+        url, params, lambda signed, form: signature(signed, form, auth_token), include_fragment
+    )
+    signed = signature(url if include_fragment else url.partition("#")[0], params, auth_token)
+    return [{"url": url, "params": params, "signature": signed, **attempt} for attempt in delivery.attempts]

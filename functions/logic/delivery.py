@@ -1,0 +1,147 @@
+"""What becomes of the messages we send: the status callback URL each one carries, the
+callbacks Twilio POSTs there, and the WhatsApp template sent once when a reply finds the
+24-hour window closed.
+
+Twilio answers `messages.create` with 201 `queued`; whether the message is then `sent`,
+`delivered` and `read`, or `failed` / `undelivered` with an ErrorCode (63016: WhatsApp's
+24-hour window closed; 30003-30008, 63024, ...), arrives later, by a POST to the message's
+StatusCallback, signed like a webhook; none is sent for the initial status
+(https://www.twilio.com/docs/messaging/guides/outbound-message-status-in-status-callbacks).
+The docs do not promise callbacks in order: each status has a rank, and a callback never
+replaces a status of the same or a later rank."""
+
+from __future__ import annotations
+
+from enum import StrEnum
+
+from functions.config import get_settings
+from functions.dal import conversations, turns
+from functions.dal.models import Conversation, Delivery
+from functions.integrations import secrets, twilio_messages
+from functions.logic import clock
+from functions.logic.admission import Refusal, Signature, admit
+from functions.models import Channel
+from functions.observability import count, logger
+from functions.registry import STATUS_CALLBACK
+
+# Where Twilio reports each message we send (the API resource of the StatusCallback
+# function): the conversation, the batch window, and which message: a reply part's index
+# (0, 1, ...), `template` or `fallback`.
+(STATUS_CALLBACK_RESOURCE,) = STATUS_CALLBACK.routes
+TEMPLATE, FALLBACK = "template", "fallback"
+# The order of the statuses (https://www.twilio.com/docs/messaging/api/message-resource#message-status-values).
+RANKS = {
+    "accepted": 0,
+    "scheduled": 0,
+    "queued": 0,
+    "sending": 1,
+    "sent": 2,
+    "delivered": 3,
+    "undelivered": 3,
+    "failed": 3,
+    "canceled": 3,
+    "read": 4,
+}
+NOT_DELIVERED = ("failed", "undelivered")
+
+
+class Outcome(StrEnum):
+    FORBIDDEN = "forbidden"  # not a tenant, not its number, not its signature, not its conversation
+    RECORDED = "recorded"
+    UNCHANGED = "unchanged"  # a repeated or late callback, or nothing of ours
+
+
+def status_callback_url(conversation_id: str, window_id: str, message: str) -> str | None:
+    """The StatusCallback of a message we send, with our connection overrides, so that
+    Twilio retries a callback we could not take; None without a public base URL."""
+    settings = get_settings()
+    base = settings.public_base_url()
+    if not base:
+        return None
+    path = STATUS_CALLBACK_RESOURCE.format(conversation=conversation_id, window=window_id, message=message)
+    fragment = settings.connection_overrides()
+    return f"{base}{path}#{fragment}" if fragment else f"{base}{path}"
+
+
+def record_status(
+    conversation_id: str, window_id: str, message: str, form: dict[str, str], url: str, signature: Signature
+) -> Outcome:
+    """Keep a status callback on the turn of the message it reports, if it comes from the
+    conversation's tenant, signed, about a message from the conversation's number. A
+    failure is counted (`UndeliveredReplies`) and recorded on the conversation; 63016 on
+    a reply part sends the configured template once."""
+    tenant = admit(form, url, signature, our_number="From")
+    if isinstance(tenant, Refusal):
+        logger.warning("Status callback refused", extra={"reason": tenant.value})
+        count("StatusCallbacksRefused")
+        return Outcome.FORBIDDEN
+    conversation = conversations.get(conversation_id)
+    if conversation is None:
+        logger.warning("Status callback for no conversation of ours")
+        return Outcome.UNCHANGED
+    if conversation.tenant_account_sid != tenant.account_sid or form.get("From") != conversation.our_address:
+        logger.warning("Status callback refused", extra={"reason": "not_its_conversation"})
+        count("StatusCallbacksRefused")
+        return Outcome.FORBIDDEN
+    sid, status = form.get("MessageSid", ""), form.get("MessageStatus") or form.get("SmsStatus") or ""
+    error_code = int(form["ErrorCode"]) if form.get("ErrorCode", "").isdigit() else None
+    if not sid or status not in RANKS or not (message.isdigit() or message in (TEMPLATE, FALLBACK)):
+        logger.warning("Status callback not understood", extra={"status": status[:20], "part": message[:20]})
+        return Outcome.UNCHANGED
+    logger.append_keys(message_sid=sid, conversation_id=conversation_id)
+    delivery = Delivery(message=message, status=status, rank=RANKS[status], error_code=error_code, at=_now())
+    turn_id = f"{window_id}#1-user" if message == FALLBACK else f"{window_id}#2-assistant"
+    recorded = turns.record_delivery(conversation_id, turn_id, sid, delivery)
+    if recorded and status in NOT_DELIVERED:
+        count("UndeliveredReplies")
+        conversations.record_delivery_failure(conversation_id, error_code, delivery.at)
+        logger.warning(
+            "Message not delivered", extra={"status": status, "error_code": error_code, "part": message}
+        )
+    if status in NOT_DELIVERED and error_code == twilio_messages.WHATSAPP_WINDOW_CLOSED and message.isdigit():
+        send_template_once(conversation, window_id, owner=sid)  # also when a callback is repeated
+    return Outcome.RECORDED if recorded else Outcome.UNCHANGED
+
+
+def send_template_once(conversation: Conversation, window_id: str, owner: str) -> str | None:
+    """Send the configured WhatsApp template (WHATSAPP_TEMPLATE_CONTENT_SID) for the
+    turn's reply, once, whoever asks how many times: the first to claim it (`owner`: the
+    MessageSid whose callback said 63016, or Send Reply) sends it, and only that owner
+    tries again if its attempt failed, after looking in Twilio's list for a message that
+    attempt may have sent. Its SID, or None when no template is configured, it is not
+    WhatsApp, or another owner sends it."""
+    template = get_settings().whatsapp_template_content_sid
+    if not template or conversation.channel != Channel.WHATSAPP:
+        return None
+    conversation_id, turn_id = conversation.conversation_id, f"{window_id}#2-assistant"
+    now = _now()
+    turn = turns.claim_template(conversation_id, turn_id, owner, now)
+    if turn.template_sid or turn.template_owner != owner:
+        return turn.template_sid
+    client = twilio_messages.client_for(secrets.twilio_credentials_for(conversation))
+    sid = None
+    if turn.template_since != now:  # this owner tried before: did that attempt send it?
+        # Its own status callbacks may have told us already; else Twilio's list.
+        reported = [sid for sid, d in turn.deliveries.items() if d.message == TEMPLATE]
+        ours = [*turn.message_sids, *turn.deliveries]
+        since = clock.parse(turn.template_since or now)
+        sid = reported[0] if reported else None
+        sid = sid or twilio_messages.find_sent(
+            client, conversation.our_address, conversation.user_address, None, since, ours
+        )
+    if sid is None:
+        sid = twilio_messages.send_message(
+            client,
+            conversation.our_address,
+            conversation.user_address,
+            content_sid=template,
+            status_callback=status_callback_url(conversation_id, window_id, TEMPLATE),
+        )
+    turns.record_template(conversation_id, turn_id, sid)
+    count("TemplatesSent")
+    logger.info("WhatsApp window closed: template sent", extra={"template_sid": sid})
+    return sid
+
+
+def _now() -> str:
+    return clock.iso(clock.now())

@@ -1,0 +1,208 @@
+"""Status callbacks over HTTP: every message we send carries its StatusCallback; what
+Twilio reports of each reply part is kept on the turn (never a late `sent` over a
+`delivered`), shown by `infra.runs show`; a failure is counted and recorded; 63016 (the
+WhatsApp window closed) sends the configured template once, whatever is repeated."""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+import pytest
+import requests
+
+from functions.dal import turns
+from functions.logic import delivery
+from infra.local.webhooks import deliver_as_twilio
+from infra.runs import Runs
+from tests.support.local_stack import OUR_WHATSAPP
+
+pytestmark = pytest.mark.e2e
+
+TEMPLATE = "HX" + "7" * 32
+
+
+def _answered(harness, body: str = "hello") -> tuple[str, str]:
+    """A user's message answered over HTTP; (user, conversation id)."""
+    user = harness.new_user()
+    assert harness.send(user, body).status_code == 200
+    conversation_id = harness.conversation_of(user).conversation_id
+    assert [r["status"] for r in harness.wait_until_quiet(conversation_id, runs=1)] == ["SUCCEEDED"]
+    return user, conversation_id
+
+
+def _assistant(conversation_id: str) -> Any:
+    (turn,) = [t for t in turns.list_of(conversation_id) if t.role == "assistant"]
+    return turn
+
+
+def _eventually(condition, timeout: float = 5.0) -> Any:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        value = condition()
+        if value:
+            return value
+        time.sleep(0.05)
+    raise AssertionError("not in time")
+
+
+def _callback(
+    harness, conversation_id: str, window_id: str, message: str, form: dict, token: str | None = None
+):
+    """A status callback POSTed as Twilio does, to the URL a message was given."""
+    url = delivery.status_callback_url(conversation_id, window_id, message)
+    return deliver_as_twilio(url, form, token or harness.stack.config.twilio_auth_token)
+
+
+def _status_form(harness, sid: str, user: str, status: str, error_code: int | None = None) -> dict[str, str]:
+    form = {
+        "AccountSid": harness.stack.config.twilio_account_sid,
+        "ApiVersion": "2010-04-01",
+        "From": OUR_WHATSAPP,
+        "To": user,
+        "MessageSid": sid,
+        "SmsSid": sid,
+        "MessageStatus": status,
+        "SmsStatus": status,
+    }
+    return {**form, "ErrorCode": str(error_code)} if error_code else form
+
+
+def test_every_part_carries_its_status_callback_and_its_latest_status_is_kept_and_shown(harness):
+    user, conversation_id = _answered(harness)
+
+    turn = _eventually(lambda: (t := _assistant(conversation_id)).deliveries and t)
+    (sid,) = turn.message_sids
+    _eventually(lambda: _assistant(conversation_id).deliveries[sid].status == "read")
+    (sent,) = [m for m in harness.stack.twilio.messages if m["to"] == user]
+    assert sent["status_callback"].endswith(
+        f"/twilio/status/{conversation_id}/{turn.window_id}/0#rc=5&rp=all"
+    )
+    assert [c["status"] for c in harness.stack.twilio.callbacks] == [204, 204, 204]  # sent, delivered, read
+    shown = "\n".join(Runs(harness.stack.state_machine_arn, "Turns").show(turn.execution_name))
+    assert f"messages {sid} (read)" in shown
+
+
+def test_a_failure_reported_after_acceptance_is_recorded_counted_and_shown(harness, monkeypatch):
+    counted: list[str] = []
+    monkeypatch.setattr(delivery, "count", lambda name, value=1: counted.append(name))
+    harness.stack.twilio.inject({"outcome": "undelivered", "error_code": 30003, "after": 0.3})
+
+    user, conversation_id = _answered(harness)
+
+    _eventually(lambda: "UndeliveredReplies" in counted)
+    turn = _assistant(conversation_id)
+    (sid,) = turn.message_sids
+    assert (turn.deliveries[sid].status, turn.deliveries[sid].error_code) == ("undelivered", 30003)
+    assert harness.conversation_item(conversation_id)["last_delivery_error"]["N"] == "30003"
+    shown = "\n".join(Runs(harness.stack.state_machine_arn, "Turns").show(turn.execution_name))
+    assert f"messages {sid} (undelivered 30003)" in shown
+    assert counted.count("UndeliveredReplies") == 1
+    assert {c["status"] for c in harness.stack.twilio.callbacks} == {204}
+
+
+def test_a_late_or_repeated_callback_never_replaces_a_later_status(harness, monkeypatch):
+    counted: list[str] = []
+    monkeypatch.setattr(delivery, "count", lambda name, value=1: counted.append(name))
+    user, conversation_id = _answered(harness)
+    turn = _eventually(lambda: (t := _assistant(conversation_id)).deliveries and t)
+    (sid,) = turn.message_sids
+    _eventually(lambda: _assistant(conversation_id).deliveries[sid].status == "read")
+
+    for status in ("sent", "delivered", "read"):  # late, and repeated
+        answer = _callback(
+            harness, conversation_id, turn.window_id, "0", _status_form(harness, sid, user, status)
+        )
+        assert answer.status == 204
+
+    assert _assistant(conversation_id).deliveries[sid].status == "read"
+    failed = _status_form(harness, sid, user, "failed", 30008)
+    for _ in range(2):  # a failure reported twice is counted once
+        assert _callback(harness, conversation_id, turn.window_id, "0", failed).status == 204
+    assert counted.count("UndeliveredReplies") == 0  # `failed` ranks below `read`: a late one
+
+
+def test_a_callback_not_signed_by_the_conversations_tenant_is_refused(harness):
+    user, conversation_id = _answered(harness)
+    turn = _assistant(conversation_id)
+    (sid,) = turn.message_sids
+    form = _status_form(harness, sid, user, "failed", 30008)
+
+    assert _callback(harness, conversation_id, turn.window_id, "0", form, token="not-the-token").status == 403
+    other_sid, other_token = harness.add_tenant("whatsapp:+15550009999")
+    foreign = {**form, "AccountSid": other_sid, "From": "whatsapp:+15550009999"}
+    harness.forget_tenants()
+    assert _callback(harness, conversation_id, turn.window_id, "0", foreign, token=other_token).status == 403
+    assert _assistant(conversation_id).deliveries[sid].status != "failed"
+
+
+def test_callbacks_signed_without_the_urls_fragment_are_taken_too(harness):
+    requests.post(f"{harness.stack.twilio_url}/_control/signing", json={"url_fragment": False}, timeout=3)
+    _, conversation_id = _answered(harness)
+
+    _eventually(lambda: [d.status for d in _assistant(conversation_id).deliveries.values()] == ["read"])
+    assert {c["status"] for c in harness.stack.twilio.callbacks} == {204}
+
+
+def test_a_closed_window_reported_by_callback_sends_the_template_once(harness, configure):
+    configure(WHATSAPP_TEMPLATE_CONTENT_SID=TEMPLATE)
+    words = " ".join(f"w{i:04d}" for i in range(400))  # a reply of two parts
+    closed = {"outcome": "undelivered", "error_code": 63016, "after": 0.2}
+    harness.stack.twilio.inject(closed, closed)  # both parts: 201 queued, then 63016
+
+    user, conversation_id = _answered(harness, words)
+
+    def templates() -> list[dict]:
+        return [m for m in harness.stack.twilio.messages if m["to"] == user and m["content_sid"]]
+
+    def reported() -> dict[str, tuple[str, int | None]]:
+        return {d.message: (d.status, d.error_code) for d in _assistant(conversation_id).deliveries.values()}
+
+    _eventually(
+        lambda: (
+            reported()
+            == {"0": ("undelivered", 63016), "1": ("undelivered", 63016), "template": ("read", None)}
+        )
+    )
+    turn = _assistant(conversation_id)
+    for index, sid in enumerate(turn.message_sids):  # Twilio repeats both parts' callbacks
+        form = _status_form(harness, sid, user, "undelivered", 63016)
+        assert _callback(harness, conversation_id, turn.window_id, str(index), form).status == 204
+    (template,) = templates()
+    assert template["content_sid"] == TEMPLATE and turn.template_sid == template["sid"]
+    assert template["status_callback"].split("#")[0].endswith(f"/{turn.window_id}/template")
+    assert harness.conversation_item(conversation_id)["last_delivery_error"]["N"] == "63016"
+
+
+@pytest.mark.parametrize(
+    "template_fault", [{"status": 503}, {"delay": 1.5}], ids=["template-refused-once", "template-answer-lost"]
+)
+def test_a_template_send_that_fails_is_retried_with_the_callback_and_sent_once(
+    harness, configure, template_fault
+):
+    configure(WHATSAPP_TEMPLATE_CONTENT_SID=TEMPLATE, TWILIO_TIMEOUT_SECONDS="0.5")
+    harness.stack.twilio.inject({"outcome": "undelivered", "error_code": 63016, "after": 0.2}, template_fault)
+
+    user, conversation_id = _answered(harness)
+
+    _eventually(lambda: _assistant(conversation_id).template_sid, timeout=8)
+    time.sleep(1.0)  # the late answer, and any further callback
+    templates = [m for m in harness.stack.twilio.messages if m["to"] == user and m["content_sid"]]
+    assert [m["sid"] for m in templates] == [_assistant(conversation_id).template_sid]
+    closing = [c for c in harness.stack.twilio.callbacks if c["params"].get("ErrorCode") == "63016"]
+    assert [c["status"] for c in closing] == [500, 204]  # Twilio retried it: #rc=5&rp=all
+
+
+def test_the_fallback_reply_carries_its_status_callback_and_is_reported_on_the_user_turn(harness):
+    harness.stack.openai.inject({"status": 401, "code": "invalid_api_key"})
+    user = harness.new_user()
+    assert harness.send(user, "anyone?").status_code == 200
+    conversation_id = harness.conversation_of(user).conversation_id
+    assert [r["status"] for r in harness.wait_until_quiet(conversation_id, runs=1)] == ["FAILED"]
+
+    (fallback,) = [m for m in harness.stack.twilio.messages if m["to"] == user]
+    assert fallback["status_callback"].split("#")[0].endswith("/fallback")
+    (user_turn,) = turns.list_of(conversation_id)
+    _eventually(lambda: [d.status for d in turns.list_of(conversation_id)[0].deliveries.values()] == ["read"])
+    assert list(turns.list_of(conversation_id)[0].deliveries) == [fallback["sid"]]
+    assert user_turn.role == "user"
