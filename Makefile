@@ -25,7 +25,7 @@ test: install
 ## The randomized fault test at a larger size: make chaos CONVERSATIONS=60 SEED=7
 chaos: install
 	CHAOS_CONVERSATIONS=$(or $(CONVERSATIONS),60) CHAOS_SEED=$(or $(SEED),20261125) \
-		$(BIN)/python -m pytest tests/e2e/test_randomized.py -q
+		$(BIN)/python -m pytest tests/e2e/test_randomized.py -q -s --timeout=3600
 
 ## Benchmarks: prints the table and writes docs/benchmarks.md and docs/benchmarks.png.
 bench: install

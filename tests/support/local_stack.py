@@ -156,11 +156,14 @@ class Harness:
         name = execution_name(conversation_id, window_id)
         return self.stack.state_machine_arn.replace(":stateMachine:", ":execution:") + ":" + name
 
-    def runs(self, conversation_id: str) -> list[dict[str, Any]]:
+    def all_runs(self) -> list[dict[str, Any]]:
         pages = self.sfn.get_paginator("list_executions").paginate(
             stateMachineArn=self.stack.state_machine_arn
         )
-        executions = [e for page in pages for e in page["executions"]]
+        return [e for page in pages for e in page["executions"]]
+
+    def runs(self, conversation_id: str) -> list[dict[str, Any]]:
+        executions = self.all_runs()
         return sorted(
             (e for e in executions if e["name"].startswith(conversation_id + "-")),
             key=lambda e: e["startDate"],
