@@ -86,8 +86,11 @@ def signature_is_valid(
 
 def signed_urls(url: str) -> list[str]:
     """The URLs Twilio may have signed for a request to `url`: the URL it was given carries
-    our connection overrides as its fragment (`#rc=5&rp=all`), and Twilio does not document
-    whether it signs the URL with its fragment or without: both are accepted."""
+    our connection overrides as its fragment (`#rc=5&rp=all`,
+    https://www.twilio.com/docs/usage/webhooks/webhooks-connection-overrides), and Twilio
+    signs "the exact URL your application supplied"
+    (https://www.twilio.com/docs/usage/webhooks/webhooks-security) without saying whether
+    that includes the fragment, which HTTP never sends: both are accepted."""
     fragment = get_settings().connection_overrides()
     return [url, f"{url}#{fragment}"] if fragment else [url]
 

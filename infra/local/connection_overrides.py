@@ -114,6 +114,7 @@ def post_as_twilio(
         record: dict[str, Any] = {"attempt": attempt, "at": time.time(), "status": None}
         delivery.attempts.append(record)
         error: Exception | None = None
+        started = time.monotonic()
         try:
             timeouts = (min(overrides.connect_timeout, left), min(overrides.read_timeout, left))
             record["status"] = requests.post(
@@ -122,6 +123,7 @@ def post_as_twilio(
         except requests.RequestException as failure:
             error = failure
             record["error"] = type(failure).__name__
+        record["seconds"] = round(time.monotonic() - started, 3)
         if not overrides.retries(failure_of(record["status"], error)):
             break
     return delivery
