@@ -22,9 +22,10 @@ $(STAMP): pyproject.toml
 test: install
 	$(BIN)/python -m pytest
 
-## The randomized fault test at a larger size: make chaos CONVERSATIONS=60 SEED=7
+## The randomized fault test at a larger size: make chaos CONVERSATIONS=60 SEED=7 AT_ONCE=40
 chaos: install
 	CHAOS_CONVERSATIONS=$(or $(CONVERSATIONS),60) CHAOS_SEED=$(or $(SEED),20261125) \
+		CHAOS_AT_ONCE=$(or $(AT_ONCE),40) \
 		$(BIN)/python -m pytest tests/e2e/test_randomized.py -q -s --timeout=3600
 
 ## Benchmarks: prints the table and writes docs/benchmarks.md and docs/benchmarks.png.
