@@ -1,142 +1,135 @@
 """Configuration of the functions, read once from the environment into a typed model.
 The names of the resources the stack creates have no defaults: a function deployed
-without them fails at cold start, not at its first request. (Plain pydantic rather than
-pydantic-settings, which added half an `import boto3` to every cold start.)"""
+without them fails at cold start, not at its first request. (A msgspec Struct: pydantic
+alone added half an `import boto3` to every cold start; docs/decisions.md.)"""
 
 from __future__ import annotations
 
 import os
 from functools import cache
-from typing import Any
+from typing import Annotated, Any
 
-from pydantic import BaseModel, ConfigDict, Field
+import msgspec
+from msgspec import Meta
+
+# How a boolean setting may be written (as pydantic read them before): any case.
+_TRUE = {"1", "true", "t", "yes", "y", "on"}
+_FALSE = {"0", "false", "f", "no", "n", "off"}
 
 
-class Settings(BaseModel):
-    """Every setting a function reads. Names are the environment variables."""
+class Settings(msgspec.Struct, kw_only=True, frozen=True, rename="upper"):
+    """Every setting a function reads. Each is the environment variable of its name in
+    capitals (`conversations_table`: CONVERSATIONS_TABLE)."""
 
-    model_config = ConfigDict(extra="ignore", populate_by_name=True, frozen=True)
-
-    conversations_table: str = Field(alias="CONVERSATIONS_TABLE", min_length=1)
-    staged_messages_table: str = Field(alias="STAGED_MESSAGES_TABLE", min_length=1)
-    batch_windows_table: str = Field(alias="BATCH_WINDOWS_TABLE", min_length=1)
-    turns_table: str = Field(alias="TURNS_TABLE", min_length=1)
-    projects_table: str = Field(alias="PROJECTS_TABLE", min_length=1)
-    tenants_table: str = Field(alias="TENANTS_TABLE", min_length=1)
-    usage_counters_table: str = Field(alias="USAGE_COUNTERS_TABLE", min_length=1)
+    conversations_table: Annotated[str, Meta(min_length=1)]
+    staged_messages_table: Annotated[str, Meta(min_length=1)]
+    batch_windows_table: Annotated[str, Meta(min_length=1)]
+    turns_table: Annotated[str, Meta(min_length=1)]
+    projects_table: Annotated[str, Meta(min_length=1)]
+    tenants_table: Annotated[str, Meta(min_length=1)]
+    usage_counters_table: Annotated[str, Meta(min_length=1)]
     # Set on the functions that start or inspect runs.
-    state_machine_arn: str = Field("", alias="STATE_MACHINE_ARN")
-    event_bus_name: str = Field(alias="EVENT_BUS_NAME", min_length=1)
+    state_machine_arn: str = ""
+    event_bus_name: Annotated[str, Meta(min_length=1)]
 
     # The global batching rules (functions/logic/debounce.py); a project's or a
     # conversation's own rules override them.
-    batch_mode: str = Field("fixed", alias="BATCH_MODE")
-    batch_window_seconds: int = Field(10, ge=1, le=3600, alias="BATCH_WINDOW_SECONDS")
-    quiet_seconds: float = Field(3, gt=0, alias="QUIET_SECONDS")
-    typing_gap_seconds: float = Field(2, ge=0, alias="TYPING_GAP_SECONDS")
-    typing_quiet_seconds: float = Field(6, gt=0, alias="TYPING_QUIET_SECONDS")
-    max_wait_seconds: float = Field(60, gt=0, alias="MAX_WAIT_SECONDS")
-    max_batch_messages: int = Field(0, ge=0, alias="MAX_BATCH_MESSAGES")
+    batch_mode: str = "fixed"
+    batch_window_seconds: Annotated[int, Meta(ge=1, le=3600)] = 10
+    quiet_seconds: Annotated[float, Meta(gt=0)] = 3
+    typing_gap_seconds: Annotated[float, Meta(ge=0)] = 2
+    typing_quiet_seconds: Annotated[float, Meta(gt=0)] = 6
+    max_wait_seconds: Annotated[float, Meta(gt=0)] = 60
+    max_batch_messages: Annotated[int, Meta(ge=0)] = 0
     # A batch holds at most this many messages, and bodies of at most this many bytes (the
     # merged user turn is one DynamoDB item, at most 400 KB); the rest go to the next batch.
-    max_batch_size: int = Field(50, ge=1, le=100, alias="MAX_BATCH_SIZE")
-    max_batch_bytes: int = Field(64_000, ge=12_000, le=300_000, alias="MAX_BATCH_BYTES")
-    flush_keywords: str = Field("", alias="FLUSH_KEYWORDS")  # comma-separated
-    lock_lease_seconds: int = Field(600, ge=30, alias="LOCK_LEASE_SECONDS")
-    auto_create_conversations: bool = Field(False, alias="AUTO_CREATE_CONVERSATIONS")
+    max_batch_size: Annotated[int, Meta(ge=1, le=100)] = 50
+    max_batch_bytes: Annotated[int, Meta(ge=12_000, le=300_000)] = 64_000
+    flush_keywords: str = ""  # comma-separated
+    lock_lease_seconds: Annotated[int, Meta(ge=30)] = 600
+    auto_create_conversations: bool = False
     # Answered staged messages are kept as bodiless tombstones this long, so that a
     # late Twilio retry, or a replay of a signed request, of the same MessageSid is still
     # recognised as a duplicate.
-    answered_message_retention_seconds: int = Field(
-        30 * 24 * 3600, ge=1, alias="ANSWERED_MESSAGE_RETENTION_SECONDS"
-    )
+    answered_message_retention_seconds: Annotated[int, Meta(ge=1)] = 30 * 24 * 3600
 
     # A batch whose run failed this many times is set aside (dead-lettered), not retried.
-    max_batch_attempts: int = Field(3, ge=1, alias="MAX_BATCH_ATTEMPTS")
+    max_batch_attempts: Annotated[int, Meta(ge=1)] = 3
     # The reconciler opens a window for messages pending longer than this with none open.
-    reconcile_after_seconds: int = Field(120, ge=10, alias="RECONCILE_AFTER_SECONDS")
+    reconcile_after_seconds: Annotated[int, Meta(ge=10)] = 120
 
     # What the user is told, when set (empty: nothing is sent).
-    fallback_reply: str = Field(
-        "Sorry, I can't answer right now. Please try again later.", alias="FALLBACK_REPLY"
-    )
-    unknown_sender_reply: str = Field("", alias="UNKNOWN_SENDER_REPLY")
-    inactive_project_reply: str = Field("", alias="INACTIVE_PROJECT_REPLY")
-    channel_not_allowed_reply: str = Field("", alias="CHANNEL_NOT_ALLOWED_REPLY")
+    fallback_reply: str = "Sorry, I can't answer right now. Please try again later."
+    unknown_sender_reply: str = ""
+    inactive_project_reply: str = ""
+    channel_not_allowed_reply: str = ""
     # WhatsApp template (Content SID) sent when the 24-hour window has closed (63016).
-    whatsapp_template_content_sid: str = Field("", alias="WHATSAPP_TEMPLATE_CONTENT_SID")
+    whatsapp_template_content_sid: str = ""
 
     # Secrets Manager: each tenant's Twilio credentials are the secret
     # <TWILIO_TENANT_SECRET_PREFIX><AccountSid>; a tenant's own OpenAI keys lie under
     # <OPENAI_TENANT_SECRET_PREFIX><AccountSid>; the deployment's OpenAI key is the default.
-    twilio_tenant_secret_prefix: str = Field(
-        "burst-reply/tenants/twilio/", alias="TWILIO_TENANT_SECRET_PREFIX", min_length=1
-    )
-    openai_tenant_secret_prefix: str = Field(
-        "burst-reply/tenants/openai/", alias="OPENAI_TENANT_SECRET_PREFIX", min_length=1
-    )
-    openai_secret_name: str = Field("burst-reply/openai", alias="OPENAI_SECRET_NAME")
-    secrets_max_age_seconds: int = Field(300, alias="SECRETS_MAX_AGE_SECONDS")
+    twilio_tenant_secret_prefix: Annotated[str, Meta(min_length=1)] = "burst-reply/tenants/twilio/"
+    openai_tenant_secret_prefix: Annotated[str, Meta(min_length=1)] = "burst-reply/tenants/openai/"
+    openai_secret_name: str = "burst-reply/openai"
+    secrets_max_age_seconds: int = 300
     # The webhook keeps tenants in memory: a known one this long (a change made with
     # `infra.tenants` reaches a warm webhook within this time), an unknown AccountSid longer.
-    tenant_cache_seconds: float = Field(60, ge=0, alias="TENANT_CACHE_SECONDS")
-    unknown_tenant_cache_seconds: float = Field(300, ge=0, alias="UNKNOWN_TENANT_CACHE_SECONDS")
+    tenant_cache_seconds: Annotated[float, Meta(ge=0)] = 60
+    unknown_tenant_cache_seconds: Annotated[float, Meta(ge=0)] = 300
 
     # Cost limits (functions/logic/limits.py); 0 means no limit. Defaults that a normal
     # conversation never meets.
-    max_ai_calls_per_hour_per_conversation: int = Field(
-        60, ge=0, alias="MAX_AI_CALLS_PER_HOUR_PER_CONVERSATION"
-    )
-    max_ai_calls_per_hour_per_sender: int = Field(120, ge=0, alias="MAX_AI_CALLS_PER_HOUR_PER_SENDER")
-    max_reply_parts_per_batch: int = Field(10, ge=0, alias="MAX_REPLY_PARTS_PER_BATCH")
+    max_ai_calls_per_hour_per_conversation: Annotated[int, Meta(ge=0)] = 60
+    max_ai_calls_per_hour_per_sender: Annotated[int, Meta(ge=0)] = 120
+    max_reply_parts_per_batch: Annotated[int, Meta(ge=0)] = 10
 
     # The batch.answered event carries keys and counts; texts and the user's address only
     # when this is on.
-    event_includes_texts: bool = Field(False, alias="EVENT_INCLUDES_TEXTS")
+    event_includes_texts: bool = False
 
     # What people send besides text (functions/logic/media.py): photos reach the model as
     # images, voice notes as their transcripts; each can be turned off (then the model is
     # told that a photo or a voice note was sent). Media are fetched from Twilio's media
     # hosts only (https), at most MEDIA_MAX_BYTES each and MEDIA_MAX_BATCH_BYTES a batch,
     # within MEDIA_TIME_BUDGET_SECONDS of Generate Reply's time.
-    media_image_input: bool = Field(True, alias="MEDIA_IMAGE_INPUT")
-    media_voice_transcription: bool = Field(True, alias="MEDIA_VOICE_TRANSCRIPTION")
-    transcription_model: str = Field("gpt-transcribe", alias="TRANSCRIPTION_MODEL")
-    media_max_bytes: int = Field(10_000_000, ge=1, alias="MEDIA_MAX_BYTES")
-    media_max_batch_bytes: int = Field(20_000_000, ge=1, alias="MEDIA_MAX_BATCH_BYTES")
-    media_time_budget_seconds: float = Field(20, gt=0, le=30, alias="MEDIA_TIME_BUDGET_SECONDS")
-    twilio_media_hosts: str = Field("api.twilio.com,mms.twiliocdn.com", alias="TWILIO_MEDIA_HOSTS")
+    media_image_input: bool = True
+    media_voice_transcription: bool = True
+    transcription_model: str = "gpt-transcribe"
+    media_max_bytes: Annotated[int, Meta(ge=1)] = 10_000_000
+    media_max_batch_bytes: Annotated[int, Meta(ge=1)] = 20_000_000
+    media_time_budget_seconds: Annotated[float, Meta(gt=0, le=30)] = 20
+    twilio_media_hosts: str = "api.twilio.com,mms.twiliocdn.com"
 
-    openai_model: str = Field("gpt-5-mini", alias="OPENAI_MODEL")
-    openai_instructions: str = Field(
+    openai_model: str = "gpt-5-mini"
+    openai_instructions: str = (
         "You are a helpful assistant replying on WhatsApp or SMS. The user may have sent "
-        "several short messages in a row; answer them together, briefly.",
-        alias="OPENAI_INSTRUCTIONS",
+        "several short messages in a row; answer them together, briefly."
     )
     # The time one "Generate Reply" attempt spends on OpenAI: each request's timeout, and how
     # long it waits for a background response before the state machine's Retry takes over.
     # Below the function's 60-second timeout.
-    openai_timeout_seconds: float = Field(25.0, gt=0, le=45, alias="OPENAI_TIMEOUT_SECONDS")
+    openai_timeout_seconds: Annotated[float, Meta(gt=0, le=45)] = 25.0
     # The cap on a reply's tokens, reasoning included (a WhatsApp or SMS reply is short).
-    openai_max_output_tokens: int = Field(2048, ge=16, alias="OPENAI_MAX_OUTPUT_TOKENS")
-    twilio_timeout_seconds: float = Field(10.0, alias="TWILIO_TIMEOUT_SECONDS")
+    openai_max_output_tokens: Annotated[int, Meta(ge=16)] = 2048
+    twilio_timeout_seconds: float = 10.0
     # Only set to reach a Twilio stand-in; empty means Twilio's own API.
-    twilio_api_base_url: str = Field("", alias="TWILIO_API_BASE_URL")
+    twilio_api_base_url: str = ""
     # The public base URL Twilio calls, which its signatures cover (set by the stack; a
     # custom domain sets its own). Without it, the URL is rebuilt from the Host header and
     # the request's path; forwarded headers (X-Forwarded-Proto, -Host) only count when
     # trusted, behind a proxy that sets them.
-    webhook_base_url: str = Field("", alias="WEBHOOK_BASE_URL")
-    webhook_trust_forwarded_headers: bool = Field(False, alias="WEBHOOK_TRUST_FORWARDED_HEADERS")
+    webhook_base_url: str = ""
+    webhook_trust_forwarded_headers: bool = False
     # Twilio's connection overrides, the fragment of every URL Twilio is given (the webhook
     # URLs to paste in its console, the StatusCallback of each message sent): without them
     # Twilio retries only a connection failure, once, never a 5xx
     # (https://www.twilio.com/docs/usage/webhooks/webhooks-connection-overrides).
     # A fragment on WEBHOOK_BASE_URL takes precedence.
-    twilio_connection_overrides: str = Field("rc=5&rp=all", alias="TWILIO_CONNECTION_OVERRIDES")
+    twilio_connection_overrides: str = "rc=5&rp=all"
     # What the webhook reads before anything else: larger or longer forms are refused.
-    webhook_max_body_bytes: int = Field(128 * 1024, ge=1024, alias="WEBHOOK_MAX_BODY_BYTES")
-    webhook_max_fields: int = Field(100, ge=10, alias="WEBHOOK_MAX_FIELDS")
+    webhook_max_body_bytes: Annotated[int, Meta(ge=1024)] = 128 * 1024
+    webhook_max_fields: Annotated[int, Meta(ge=10)] = 100
 
     def public_base_url(self) -> str:
         """WEBHOOK_BASE_URL without a fragment or a trailing slash (empty: not set)."""
@@ -160,6 +153,16 @@ class Settings(BaseModel):
         }
 
 
+def read_settings(environ: dict[str, str]) -> Settings:
+    """The settings in `environ` (msgspec.ValidationError names the first one amiss)."""
+    values: dict[str, Any] = dict(environ)
+    for field in msgspec.structs.fields(Settings):
+        value = values.get(field.encode_name)
+        if field.type is bool and isinstance(value, str) and value.strip().lower() in _TRUE | _FALSE:
+            values[field.encode_name] = value.strip().lower() in _TRUE
+    return msgspec.convert(values, Settings, strict=False)
+
+
 @cache
 def get_settings() -> Settings:
-    return Settings.model_validate(dict(os.environ))
+    return read_settings(dict(os.environ))

@@ -1,7 +1,7 @@
 """The run contract: what each task state of statemachines/batch_window.asl.json passes
 to its function (`...Input`) and what the state keeps of its result (`...Output`).
 
-Handlers receive these models (Powertools parser) and return them; the contract test
+Handlers receive these models (functions/handlers/task.py) and return them; the contract test
 (tests/unit/test_contract.py) walks the ASL and checks every Payload key, every
 ResultSelector and every `.$` path against them, so a dropped or misspelled field fails
 a test instead of a run."""
@@ -10,13 +10,13 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+import msgspec
 
 from functions.logic.debounce import BatchingRules
 
 
-class Contract(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+class Contract(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
+    """A task's input or output: a key the model does not know is an error."""
 
 
 def user_turn_id(window_id: str) -> str:
@@ -27,7 +27,7 @@ def assistant_turn_id(window_id: str) -> str:
     return f"{window_id}#2-assistant"
 
 
-class BatchRef(Contract):
+class BatchRef(Contract, kw_only=True):
     """The run's identity, in every task's input."""
 
     conversation_id: str
@@ -46,7 +46,7 @@ class BatchRef(Contract):
 # --- the run's own input ------------------------------------------------------------------
 
 
-class BurstStatus(Contract):
+class BurstStatus(Contract, kw_only=True):
     """Is the burst over (and the lock taken)? If not, how long to wait for it, in whole
     seconds. Written by whoever opened the window, then by Acquire Processing Lock."""
 
@@ -55,7 +55,7 @@ class BurstStatus(Contract):
     lock_acquired_at: str | None = None
 
 
-class RunInput(Contract):
+class RunInput(Contract, kw_only=True):
     """StartExecution's input, written by whoever opened the window."""
 
     conversation_id: str
@@ -68,28 +68,28 @@ class RunInput(Contract):
 # --- Wait For The Burst To End, Acquire Processing Lock ------------------------------------
 
 
-class ParkInput(BatchRef):
+class ParkInput(BatchRef, kw_only=True):
     task_token: str
     entered_at: str  # when this wait began: a later parking never yields to an earlier one
     rules: BatchingRules
 
 
-class ParkOutput(Contract):
+class ParkOutput(Contract, kw_only=True):
     parked: bool
 
 
-class AcquireInput(BatchRef):
+class AcquireInput(BatchRef, kw_only=True):
     rules: BatchingRules
 
 
 # --- Merge Staged Messages ------------------------------------------------------------------
 
 
-class MergeInput(BatchRef):
+class MergeInput(BatchRef, kw_only=True):
     staged_items: list[dict[str, Any]]  # keys from the Query state, in DynamoDB JSON
 
 
-class BatchSummary(Contract):
+class BatchSummary(Contract, kw_only=True):
     message_count: int
     message_sids: list[str]
 
@@ -97,12 +97,12 @@ class BatchSummary(Contract):
 # --- Generate Reply, Send Reply -------------------------------------------------------------
 
 
-class GenerateInput(BatchRef):
+class GenerateInput(BatchRef, kw_only=True):
     batch: BatchSummary
     rules: BatchingRules
 
 
-class ReplySummary(Contract):
+class ReplySummary(Contract, kw_only=True):
     # nobody: an earlier run answered it all; limited: a cost limit stopped the AI call
     answered_by: Literal["ai", "human", "nobody", "limited"]
     reply_chars: int
@@ -111,11 +111,11 @@ class ReplySummary(Contract):
     total_tokens: int
 
 
-class SendInput(BatchRef):
+class SendInput(BatchRef, kw_only=True):
     reply: ReplySummary
 
 
-class SentSummary(Contract):
+class SentSummary(Contract, kw_only=True):
     message_sids: list[str]
     parts: int
 
@@ -123,24 +123,24 @@ class SentSummary(Contract):
 # --- Record Turns And Release Lock, Close Batch Window --------------------------------------
 
 
-class RecordInput(BatchRef):
+class RecordInput(BatchRef, kw_only=True):
     lock_acquired_at: str
     batch: BatchSummary
     reply: ReplySummary
     sent: SentSummary
 
 
-class RecordOutput(Contract):
+class RecordOutput(Contract, kw_only=True):
     processing_time_ms: int
     announced: bool
 
 
-class CloseInput(BatchRef):
+class CloseInput(BatchRef, kw_only=True):
     rules: BatchingRules
     batch: BatchSummary
 
 
-class CloseOutput(Contract):
+class CloseOutput(Contract, kw_only=True):
     leftover_count: int  # messages staged while the batch was processed
     next_window_id: str | None  # the window opened for them (None: none, or opened by another)
 
@@ -148,38 +148,32 @@ class CloseOutput(Contract):
 # --- Record Failed Batch --------------------------------------------------------------------
 
 
-class ErrorInfo(BaseModel):
-    """A Catch's error output: the error name and its cause."""
+class ErrorInfo(msgspec.Struct, kw_only=True, rename="pascal"):
+    """A Catch's error output (`Error`, `Cause`): the error name and its cause."""
 
-    model_config = ConfigDict(extra="ignore", populate_by_name=True)
-
-    error: str = Field("Unknown", alias="Error")
-    cause: str | None = Field("", alias="Cause")
+    error: str = "Unknown"
+    cause: str | None = ""
 
 
-class MergedOrQueried(BaseModel):
+class MergedOrQueried(msgspec.Struct, kw_only=True):
     """`$.batch` as the failure path finds it: the merged batch's summary, or the Query
     state's keys (no SIDs merged yet), or nothing."""
-
-    model_config = ConfigDict(extra="ignore")
 
     message_sids: list[str] = []
 
 
-class FailedRun(BaseModel):
+class FailedRun(msgspec.Struct, kw_only=True):
     """The state of the run when a Catch sent it to the failure path (any of its
     fields may be missing, depending on where it failed)."""
-
-    model_config = ConfigDict(extra="ignore")
 
     error: ErrorInfo | None = None
     batch: MergedOrQueried | None = None
 
 
-class FailedInput(BatchRef):
+class FailedInput(BatchRef, kw_only=True):
     run: FailedRun
 
 
-class FailedOutput(Contract):
+class FailedOutput(Contract, kw_only=True):
     outcome: str  # failed, dead_lettered or kept
     message_count: int

@@ -19,11 +19,13 @@ from enum import StrEnum
 from typing import Annotated, Any, Literal
 from urllib.parse import parse_qsl
 
-from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, field_validator, model_validator
+import msgspec
+from msgspec import Meta
 
 MAX_BODY_CHARS = 10_000  # WhatsApp allows 4,096 and SMS 1,600; keep a margin, refuse more
 MAX_MEDIA = 10
 MAX_FIELD_CHARS = 2_000  # an address, a label, a button, an ad's headline or body
+MAX_NAME_CHARS = 200  # a type, an SID, a sender, a profile name
 # Twilio's AccountSid: checked before the account is looked up anywhere.
 ACCOUNT_SID = re.compile(r"^AC[0-9a-fA-F]{32}$")
 MESSAGE_SID = r"^(SM|MM)[0-9a-fA-F]{32}$"
@@ -38,76 +40,56 @@ OPT_IN_KEYWORDS = frozenset({"START", "YES", "UNSTOP"})
 Consent = Literal["opt_out", "opt_in"]
 
 
-def _clipped(limit: int) -> Any:
-    """A text kept to `limit` characters: a long label, button or ad text is cut, never a
-    reason to drop the message it came with."""
-    return BeforeValidator(lambda value: value[:limit] if isinstance(value, str) else value)
-
-
-Text = Annotated[str, _clipped(MAX_FIELD_CHARS)]
-Name = Annotated[str, _clipped(200)]
-
-
 class Channel(StrEnum):
     WHATSAPP = "whatsapp"
     SMS = "sms"
 
 
-class Location(BaseModel):
+class Location(msgspec.Struct, kw_only=True, frozen=True):
     """A shared location. Coordinates are kept as Twilio sends them (decimal strings,
     as precise as the user's phone made them), checked to be coordinates."""
 
-    model_config = ConfigDict(frozen=True)
+    latitude: Annotated[str, Meta(max_length=40)]
+    longitude: Annotated[str, Meta(max_length=40)]
+    address: str | None = None
+    label: str | None = None
 
-    latitude: str = Field(max_length=40)
-    longitude: str = Field(max_length=40)
-    address: Text | None = None
-    label: Text | None = None
-
-    @model_validator(mode="after")
-    def on_earth(self) -> Location:
+    def __post_init__(self) -> None:
         latitude, longitude = float(self.latitude), float(self.longitude)  # ValueError: not numbers
         if not (-90 <= latitude <= 90 and -180 <= longitude <= 180):
             raise ValueError("coordinates out of range")
-        return self
 
 
-class Attachment(BaseModel):
+class Attachment(msgspec.Struct, kw_only=True, frozen=True):
     """One media item of a message: Twilio's URL for it and its MIME type."""
 
-    model_config = ConfigDict(frozen=True)
-
-    url: str = Field(max_length=MAX_FIELD_CHARS)
-    content_type: Name = ""
+    url: Annotated[str, Meta(max_length=MAX_FIELD_CHARS)]
+    content_type: str = ""
 
 
-class Referral(BaseModel):
+class Referral(msgspec.Struct, kw_only=True, frozen=True):
     """The click-to-WhatsApp ad the user answered (Twilio's `Referral*` parameters)."""
 
-    model_config = ConfigDict(frozen=True)
-
-    headline: Text | None = None
-    body: Text | None = None
-    source_type: Name | None = None
-    source_id: Name | None = None
-    source_url: Text | None = None
-    media_content_type: Name | None = None
+    headline: str | None = None
+    body: str | None = None
+    source_type: str | None = None
+    source_id: str | None = None
+    source_url: str | None = None
+    media_content_type: str | None = None
 
 
-class MessageContent(BaseModel):
-    """What a person sent in one message, whatever its kind. Field aliases are Twilio's
-    parameter names; the Python names are how a staged message stores them."""
+class MessageContent(msgspec.Struct, kw_only=True):
+    """What a person sent in one message, whatever its kind, as a staged message stores
+    it (InboundMessage.from_form reads it from Twilio's parameters)."""
 
-    model_config = ConfigDict(extra="ignore", populate_by_name=True, frozen=True)
-
-    body: str = Field("", alias="Body", max_length=MAX_BODY_CHARS)
-    message_type: Name | None = Field(None, alias="MessageType")
+    body: Annotated[str, Meta(max_length=MAX_BODY_CHARS)] = ""
+    message_type: str | None = None
     media: tuple[Attachment, ...] = ()
     location: Location | None = None
-    button_text: Text | None = Field(None, alias="ButtonText")
-    button_payload: Text | None = Field(None, alias="ButtonPayload")
-    replied_to_sid: Name | None = Field(None, alias="OriginalRepliedMessageSid")
-    replied_to_sender: Name | None = Field(None, alias="OriginalRepliedMessageSender")
+    button_text: str | None = None
+    button_payload: str | None = None
+    replied_to_sid: str | None = None
+    replied_to_sender: str | None = None
     referral: Referral | None = None
     consent: Consent | None = None  # an opt-out or opt-in keyword
 
@@ -119,70 +101,103 @@ class MessageContent(BaseModel):
         return any(kinds) or self.message_type not in (None, "", "text")
 
 
-class InboundMessage(MessageContent):
-    """A Twilio Messaging webhook (WhatsApp or SMS), validated. Field names are Twilio's."""
+class InboundMessage(MessageContent, kw_only=True):
+    """A Twilio Messaging webhook (WhatsApp or SMS), validated."""
 
-    message_sid: str = Field(alias="MessageSid", pattern=MESSAGE_SID)
-    account_sid: str = Field(alias="AccountSid", pattern=r"^AC[0-9a-fA-F]{32}$")
-    from_address: str = Field(alias="From", min_length=3, max_length=100)
-    to_address: str = Field(alias="To", min_length=3, max_length=100)
-    num_media: int = Field(0, alias="NumMedia", ge=0, le=MAX_MEDIA)
-    profile_name: Name | None = Field(None, alias="ProfileName")
-    opt_out_type: Name | None = Field(None, alias="OptOutType")
+    message_sid: Annotated[str, Meta(pattern=MESSAGE_SID)]
+    account_sid: Annotated[str, Meta(pattern=ACCOUNT_SID.pattern)]
+    from_address: Annotated[str, Meta(min_length=3, max_length=100)]
+    to_address: Annotated[str, Meta(min_length=3, max_length=100)]
+    num_media: Annotated[int, Meta(ge=0, le=MAX_MEDIA)] = 0
+    profile_name: str | None = None
+    opt_out_type: str | None = None
 
-    @model_validator(mode="before")
-    @classmethod
-    def gather(cls, form: Any) -> Any:
-        """Twilio's flat parameters, gathered: the media items, the location, the ad, and
-        whether the message is an opt-out or opt-in keyword."""
-        if not isinstance(form, dict):
-            return form
-        # Twilio's parameters only (capitalized): the gathered fields are computed here.
-        twilio = {k: v for k, v in form.items() if isinstance(k, str) and k[:1].isupper()}
-        gathered: dict[str, Any] = {**twilio, "consent": _consent(form.get("OptOutType"), form.get("Body"))}
-        count = form.get("NumMedia") or "0"
-        if str(count).isdigit():
-            gathered["media"] = tuple(
-                {"url": form[f"MediaUrl{i}"], "content_type": form.get(f"MediaContentType{i}") or ""}
-                for i in range(min(int(count), MAX_MEDIA))
-                if form.get(f"MediaUrl{i}")
-            )
-        if form.get("Latitude") or form.get("Longitude"):
-            gathered["location"] = {
-                "latitude": form.get("Latitude", ""),
-                "longitude": form.get("Longitude", ""),
-                "address": form.get("Address") or None,
-                "label": form.get("Label") or None,
-            }
-        referral = {name: form.get(f"Referral{field}") or None for name, field in _REFERRAL.items()}
-        if any(referral.values()):
-            gathered["referral"] = referral
-        empty = ("ButtonText", "ButtonPayload", "OriginalRepliedMessageSid", "OriginalRepliedMessageSender")
-        return {k: v for k, v in gathered.items() if not (k in empty and v == "")}
-
-    @field_validator("from_address", "to_address")
-    @classmethod
-    def strip_address(cls, value: str) -> str:
-        return value.strip()
-
-    @model_validator(mode="after")
-    def sent_something(self) -> InboundMessage:
+    def __post_init__(self) -> None:
         if not self.has_content:
             raise ValueError("a message needs a body, media, a location, a button or an ad reply")
-        return self
+
+    @classmethod
+    def from_form(cls, form: dict[str, str]) -> InboundMessage:
+        """The webhook's form, validated (msgspec.ValidationError if it is not a message)."""
+        return msgspec.convert(_gathered(form), cls, strict=False)
 
     def content(self) -> MessageContent:
         """What the person sent, without the webhook's envelope."""
-        return MessageContent.model_validate(self.model_dump(include=set(MessageContent.model_fields)))
+        return MessageContent(**{name: getattr(self, name) for name in MessageContent.__struct_fields__})
+
+
+# Twilio's parameter for each field of a message, and how many characters are kept of it:
+# a long label, button or ad text is cut, never a reason to drop the message it came with.
+_PARAMETERS = {
+    "Body": ("body", None),
+    "MessageType": ("message_type", MAX_NAME_CHARS),
+    "ButtonText": ("button_text", MAX_FIELD_CHARS),
+    "ButtonPayload": ("button_payload", MAX_FIELD_CHARS),
+    "OriginalRepliedMessageSid": ("replied_to_sid", MAX_NAME_CHARS),
+    "OriginalRepliedMessageSender": ("replied_to_sender", MAX_NAME_CHARS),
+    "MessageSid": ("message_sid", None),
+    "AccountSid": ("account_sid", None),
+    "From": ("from_address", None),
+    "To": ("to_address", None),
+    "NumMedia": ("num_media", None),
+    "ProfileName": ("profile_name", MAX_NAME_CHARS),
+    "OptOutType": ("opt_out_type", MAX_NAME_CHARS),
+}
+_EMPTY_IS_ABSENT = {
+    "ButtonText",
+    "ButtonPayload",
+    "OriginalRepliedMessageSid",
+    "OriginalRepliedMessageSender",
+}
+
+
+def _clip(value: Any, limit: int) -> Any:
+    return value[:limit] if isinstance(value, str) else value
+
+
+def _gathered(form: dict[str, Any]) -> dict[str, Any]:
+    """Twilio's flat parameters, gathered into the message's fields: the media items, the
+    location, the ad, and whether the message is an opt-out or opt-in keyword."""
+    gathered: dict[str, Any] = {"consent": _consent(form.get("OptOutType"), form.get("Body"))}
+    for parameter, (name, limit) in _PARAMETERS.items():
+        value = form.get(parameter)
+        if value is None or (parameter in _EMPTY_IS_ABSENT and value == ""):
+            continue
+        if name in ("from_address", "to_address") and isinstance(value, str):
+            value = value.strip()
+        gathered[name] = _clip(value, limit) if limit else value
+    count = form.get("NumMedia") or "0"
+    if str(count).isdigit():
+        gathered["media"] = [
+            {
+                "url": form[f"MediaUrl{i}"],
+                "content_type": _clip(form.get(f"MediaContentType{i}") or "", MAX_NAME_CHARS),
+            }
+            for i in range(min(int(count), MAX_MEDIA))
+            if form.get(f"MediaUrl{i}")
+        ]
+    if form.get("Latitude") or form.get("Longitude"):
+        gathered["location"] = {
+            "latitude": form.get("Latitude", ""),
+            "longitude": form.get("Longitude", ""),
+            "address": _clip(form.get("Address"), MAX_FIELD_CHARS) or None,
+            "label": _clip(form.get("Label"), MAX_FIELD_CHARS) or None,
+        }
+    referral = {
+        name: _clip(form.get(f"Referral{field}"), limit) or None for name, (field, limit) in _REFERRAL.items()
+    }
+    if any(referral.values()):
+        gathered["referral"] = referral
+    return gathered
 
 
 _REFERRAL = {
-    "headline": "Headline",
-    "body": "Body",
-    "source_type": "SourceType",
-    "source_id": "SourceId",
-    "source_url": "SourceUrl",
-    "media_content_type": "MediaContentType",
+    "headline": ("Headline", MAX_FIELD_CHARS),
+    "body": ("Body", MAX_FIELD_CHARS),
+    "source_type": ("SourceType", MAX_NAME_CHARS),
+    "source_id": ("SourceId", MAX_NAME_CHARS),
+    "source_url": ("SourceUrl", MAX_FIELD_CHARS),
+    "media_content_type": ("MediaContentType", MAX_NAME_CHARS),
 }
 
 

@@ -33,6 +33,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import boto3
+import msgspec
 from botocore.exceptions import ClientError
 
 from functions.config import Settings
@@ -54,11 +55,11 @@ class Names:
     def resolve(cls, stack_name: str, environ: dict[str, str] | None = None) -> Names:
         env = dict(os.environ if environ is None else environ)
         if env.get("AWS_ENDPOINT_URL"):  # the local stack: its names are the defaults
-            fields = Settings.model_fields
+            defaults = {f.name: f.default for f in msgspec.structs.fields(Settings)}
             found = {
                 "TenantsTableName": TENANTS.logical_id,
-                "TwilioTenantSecretPrefix": str(fields["twilio_tenant_secret_prefix"].default),
-                "OpenAITenantSecretPrefix": str(fields["openai_tenant_secret_prefix"].default),
+                "TwilioTenantSecretPrefix": str(defaults["twilio_tenant_secret_prefix"]),
+                "OpenAITenantSecretPrefix": str(defaults["openai_tenant_secret_prefix"]),
             }
         elif all(env.get(k) for k in ("TENANTS_TABLE", "TWILIO_TENANT_SECRET_PREFIX")):
             found = {}

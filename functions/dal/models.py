@@ -3,21 +3,38 @@ return these; nothing outside `functions/dal/` sees a raw DynamoDB item."""
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Any, Literal, TypeVar
 
-from pydantic import BaseModel, ConfigDict, field_validator, model_validator
+import msgspec
 
 from functions.models import Attachment, Channel, Consent, MessageContent
 
+ItemType = TypeVar("ItemType", bound="Item")
 
-class Item(BaseModel):
-    model_config = ConfigDict(extra="ignore")
+
+class Item(msgspec.Struct, kw_only=True):
+    """A table's item (msgspec: a typed record that costs next to nothing to import; see
+    docs/decisions.md). Fields the item has and the model does not are ignored."""
 
     def to_item(self) -> dict[str, Any]:
-        return self.model_dump(mode="json", exclude_none=True)
+        """The item's attributes, without the ones that are None (absent, not NULL)."""
+        return without_none(msgspec.to_builtins(self))
+
+    @classmethod
+    def from_item(cls: type[ItemType], item: dict[str, Any]) -> ItemType:
+        """The model of an item read from its table (numbers already ints or floats)."""
+        return msgspec.convert(item, cls, strict=False)
 
 
-class Conversation(Item):
+def without_none(value: Any) -> Any:
+    if isinstance(value, dict):
+        return {k: without_none(v) for k, v in value.items() if v is not None}
+    if isinstance(value, list | tuple):
+        return [without_none(v) for v in value]
+    return value
+
+
+class Conversation(Item, kw_only=True):
     """One conversation between a user and one of our numbers (the parts the functions
     use; the processing lock and the totals are written by expressions only)."""
 
@@ -51,7 +68,7 @@ class Conversation(Item):
     opted_out: bool = False
 
 
-class AIRequest(Item):
+class AIRequest(Item, kw_only=True):
     """The OpenAI response asked for a batch, kept on the batch's first staged message
     until the batch is answered (its tombstone drops it), so that every later attempt, and
     a later window for the same messages, finds it instead of asking again."""
@@ -67,11 +84,9 @@ class AIRequest(Item):
     recovered: bool = False
 
 
-class StagedMessage(MessageContent, Item):
+class StagedMessage(MessageContent, Item, kw_only=True):
     """A message accepted from the webhook and waiting for its batch: what the person
     sent (MessageContent: body, media, location, button, ad, reply, opt-out keyword)."""
-
-    model_config = ConfigDict(extra="ignore", populate_by_name=True, frozen=False)
 
     conversation_id: str
     message_sid: str
@@ -79,13 +94,11 @@ class StagedMessage(MessageContent, Item):
     answered_in: str | None = None  # a tombstone: answered by this window
     failed_in: str | None = None  # set aside by this window
 
-    @model_validator(mode="before")
     @classmethod
-    def media_of_earlier_items(cls, item: Any) -> Any:
-        """Items staged before media had types carry `media_urls` only."""
-        if isinstance(item, dict) and "media" not in item and item.get("media_urls"):
-            return {**item, "media": [{"url": url} for url in item["media_urls"]]}
-        return item
+    def from_item(cls, item: dict[str, Any]) -> StagedMessage:
+        if "media" not in item and item.get("media_urls"):  # staged before media had types
+            item = {**item, "media": [{"url": url} for url in item["media_urls"]]}
+        return msgspec.convert(item, cls, strict=False)
 
     @property
     def is_pending(self) -> bool:
@@ -94,7 +107,7 @@ class StagedMessage(MessageContent, Item):
     ai_request: AIRequest | None = None
 
 
-class TurnMedia(Attachment):
+class TurnMedia(Attachment, kw_only=True, frozen=True):
     """A media item of a user turn: where its line is in the turn's body (the text the
     model is told in its place), and what kind of media it is (functions/logic/content.py)."""
 
@@ -104,7 +117,7 @@ class TurnMedia(Attachment):
     length: int  # of its line
 
 
-class PendingKey(Item):
+class PendingKey(Item, kw_only=True):
     """A pending staged message's key and arrival time (no body)."""
 
     message_sid: str
@@ -112,7 +125,7 @@ class PendingKey(Item):
     attempts: int = 0
 
 
-class BatchWindow(Item):
+class BatchWindow(Item, kw_only=True):
     """The conversation's open batch window: its clock decides when the burst is over."""
 
     conversation_id: str
@@ -128,19 +141,16 @@ class BatchWindow(Item):
     expires_at: int = 0
     task_token: str | None = None
 
-    @field_validator("previous_message_ms")
-    @classmethod
-    def no_previous_message(cls, value: int | None) -> int | None:
-        return value or None  # stored as 0 when the window opened with this message
+    def __post_init__(self) -> None:
+        # stored as 0 when the window opened with this message
+        self.previous_message_ms = self.previous_message_ms or None
 
 
-class Delivery(BaseModel):
+class Delivery(msgspec.Struct, kw_only=True):
     """What Twilio last reported of one message we sent (its status callback): which
     message of the turn it is (a reply part's index, `template` or `fallback`), its
     status, its error code, and the status's rank (a callback never replaces a later
     status with an earlier one: `sent` arriving after `delivered` changes nothing)."""
-
-    model_config = ConfigDict(extra="ignore")
 
     message: str
     status: str
@@ -149,7 +159,7 @@ class Delivery(BaseModel):
     at: str = ""
 
 
-class Turn(Item):
+class Turn(Item, kw_only=True):
     """A recorded turn: the merged user turn of a batch, or the assistant's reply."""
 
     conversation_id: str
@@ -199,7 +209,7 @@ class Turn(Item):
     limited: str | None = None
 
 
-class Tenant(Item):
+class Tenant(Item, kw_only=True):
     """A registered tenant: a Twilio account and the numbers it owns."""
 
     account_sid: str

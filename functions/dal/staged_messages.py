@@ -6,13 +6,16 @@ from __future__ import annotations
 from enum import StrEnum
 from typing import Any
 
+import msgspec
 from botocore.exceptions import ClientError
 
 from functions.config import get_settings
 from functions.dal import dynamo, expressions
 from functions.dal.models import AIRequest, PendingKey, StagedMessage
 from functions.dal.tables import PENDING_INDEX
-from functions.models import InboundMessage
+from functions.models import InboundMessage, MessageContent
+
+_BLANK = msgspec.to_builtins(MessageContent())  # a field at its default is not stored
 
 
 def _name() -> str:
@@ -32,7 +35,7 @@ class Staging(StrEnum):
 def stage(conversation_id: str, message: InboundMessage, received_at: str) -> Staging:
     """Stage an accepted message, unless its MessageSid was staged before (a Twilio
     retry): nothing changes then, and the answer says whether it is still pending."""
-    content = message.content().model_dump(mode="json", exclude_defaults=True)
+    content = {k: v for k, v in msgspec.to_builtins(message.content()).items() if v != _BLANK[k]}
     item: dict[str, Any] = {
         **content,
         "conversation_id": conversation_id,
@@ -60,13 +63,13 @@ def stage(conversation_id: str, message: InboundMessage, received_at: str) -> St
 
 def load(conversation_id: str, message_sids: list[str]) -> list[StagedMessage]:
     """The staged messages with these SIDs (bodies included), in no particular order."""
-    return [StagedMessage.model_validate(i) for i in _get_many(conversation_id, message_sids)]
+    return [StagedMessage.from_item(i) for i in _get_many(conversation_id, message_sids)]
 
 
 def ai_requests(conversation_id: str, message_sids: list[str]) -> dict[str, AIRequest]:
     """The OpenAI requests kept on these staged messages, by MessageSid (no bodies read)."""
     items = _get_many(conversation_id, message_sids, "message_sid, ai_request")
-    return {i["message_sid"]: AIRequest.model_validate(i["ai_request"]) for i in items if i.get("ai_request")}
+    return {i["message_sid"]: AIRequest.from_item(i["ai_request"]) for i in items if i.get("ai_request")}
 
 
 def keep_ai_request(conversation_id: str, message_sid: str, request: AIRequest) -> None:
@@ -120,7 +123,7 @@ def pending(conversation_id: str) -> list[PendingKey]:
         ProjectionExpression="message_sid, received_at, attempts",
         ExpressionAttributeValues={":conversation": conversation_id},
     )
-    return [PendingKey.model_validate(dynamo.from_dynamo(i)) for i in items]
+    return [PendingKey.from_item(dynamo.from_dynamo(i)) for i in items]
 
 
 def scan_pending() -> list[dict[str, Any]]:

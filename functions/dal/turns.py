@@ -5,12 +5,13 @@ from __future__ import annotations
 
 from typing import Any
 
+import msgspec
 from boto3.dynamodb.conditions import Attr, Key
 from botocore.exceptions import ClientError
 
 from functions.config import get_settings
 from functions.dal import dynamo, expressions
-from functions.dal.models import Delivery, Turn
+from functions.dal.models import Delivery, Turn, without_none
 from functions.errors import TransactionConflict
 
 
@@ -28,14 +29,14 @@ def get(conversation_id: str, turn_id: str) -> Turn | None:
         .get_item(Key={"conversation_id": conversation_id, "turn_id": turn_id}, ConsistentRead=True)
         .get("Item")
     )
-    return Turn.model_validate(dynamo.from_dynamo(item)) if item else None
+    return Turn.from_item(dynamo.from_dynamo(item)) if item else None
 
 
 def list_of(conversation_id: str) -> list[Turn]:
     items = dynamo.all_items(
         _table().query, KeyConditionExpression=Key("conversation_id").eq(conversation_id)
     )
-    return [Turn.model_validate(dynamo.from_dynamo(i)) for i in items]
+    return [Turn.from_item(dynamo.from_dynamo(i)) for i in items]
 
 
 def last_reply(conversation_id: str) -> Turn | None:
@@ -49,7 +50,7 @@ def last_reply(conversation_id: str) -> Turn | None:
     while True:
         response = _table().query(**request)
         if response["Items"]:
-            return Turn.model_validate(dynamo.from_dynamo(response["Items"][0]))
+            return Turn.from_item(dynamo.from_dynamo(response["Items"][0]))
         if "LastEvaluatedKey" not in response:
             return None
         request["ExclusiveStartKey"] = response["LastEvaluatedKey"]
@@ -60,7 +61,7 @@ def recent(conversation_id: str, limit: int) -> list[Turn]:
     items = _table().query(
         KeyConditionExpression=Key("conversation_id").eq(conversation_id), ScanIndexForward=False, Limit=limit
     )["Items"]
-    return [Turn.model_validate(dynamo.from_dynamo(i)) for i in items]
+    return [Turn.from_item(dynamo.from_dynamo(i)) for i in items]
 
 
 def record_transcripts(conversation_id: str, turn_id: str, transcripts: dict[str, str]) -> None:
@@ -116,7 +117,7 @@ def record_delivery(conversation_id: str, turn_id: str, message_sid: str, delive
     a later rank is kept already (a repeated or late callback). False when nothing
     changed (or there is no such turn)."""
     key = {"conversation_id": conversation_id, "turn_id": turn_id}
-    value = delivery.model_dump(exclude_none=True)
+    value = without_none(msgspec.to_builtins(delivery))
     for _ in range(2):
         try:
             _table().update_item(
@@ -158,7 +159,7 @@ def claim_template(conversation_id: str, turn_id: str, owner: str, now: str) -> 
         ExpressionAttributeValues={":owner": owner, ":now": now},
         ReturnValues="ALL_NEW",
     )
-    return Turn.model_validate(dynamo.from_dynamo(updated["Attributes"]))
+    return Turn.from_item(dynamo.from_dynamo(updated["Attributes"]))
 
 
 def record_template(conversation_id: str, turn_id: str, message_sid: str) -> None:

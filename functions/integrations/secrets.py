@@ -14,19 +14,22 @@ from __future__ import annotations
 
 from typing import Any
 
+import msgspec
 from aws_lambda_powertools.utilities import parameters
 from botocore.exceptions import ClientError
-from pydantic import BaseModel, SecretStr
 
 from functions.config import get_settings
 from functions.dal.models import Conversation
 from functions.errors import SecretOutsideTenant
 
 
-class TwilioCredentials(BaseModel):
+class TwilioCredentials(msgspec.Struct, kw_only=True, frozen=True):
     account_sid: str
-    auth_token: SecretStr
-    signing_keys: dict[str, SecretStr] = {}
+    auth_token: str
+    signing_keys: dict[str, str] = {}
+
+    def __repr__(self) -> str:  # the token and keys never reach a log or a traceback
+        return f"TwilioCredentials(account_sid={self.account_sid!r}, auth_token='**********')"
 
 
 def _secret(name: str) -> dict[str, Any]:
@@ -37,7 +40,7 @@ def _secret(name: str) -> dict[str, Any]:
 
 
 def twilio_credentials(secret_name: str) -> TwilioCredentials:
-    return TwilioCredentials.model_validate(_secret(secret_name))
+    return msgspec.convert(_secret(secret_name), TwilioCredentials)
 
 
 def tenant_twilio_credentials(account_sid: str) -> TwilioCredentials | None:

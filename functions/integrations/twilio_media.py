@@ -59,7 +59,7 @@ def fetch(url: str, credentials: TwilioCredentials, max_bytes: int, deadline: fl
         raise MediaUnavailable("not a media URL of the conversation's account on Twilio's media hosts")
     session = requests.Session()
     session.trust_env = False  # no .netrc credentials, no proxies from the environment
-    auth: tuple[str, str] | None = (credentials.account_sid, credentials.auth_token.get_secret_value())
+    auth: tuple[str, str] | None = (credentials.account_sid, credentials.auth_token)
     target = url
     try:
         for _ in range(MAX_REDIRECTS + 1):

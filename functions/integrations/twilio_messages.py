@@ -42,7 +42,7 @@ def client_for(credentials: TwilioCredentials) -> Client:
     settings = get_settings()
     return _client(
         credentials.account_sid,
-        credentials.auth_token.get_secret_value(),
+        credentials.auth_token,
         settings.twilio_timeout_seconds,
         settings.twilio_api_base_url,
     )

@@ -74,12 +74,12 @@ def signature_is_valid(
     if not signature.value:
         return False
     if not signature.settings:
-        validator, algorithm = RequestValidator(credentials.auth_token.get_secret_value()), None
+        validator, algorithm = RequestValidator(credentials.auth_token), None
     else:
         key = credentials.signing_keys.get(_shared_key_sid(signature.settings))
         if key is None:
             return False
-        validator = RequestValidator(key.get_secret_value())
+        validator = RequestValidator(key)
         algorithm = get_signature_algorithm(signature.settings)
     return any(validator.validate(signed, form, signature.value, algorithm) for signed in signed_urls(url))
 

@@ -12,9 +12,10 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+import msgspec
+from msgspec import Meta
 
 from functions.dal.models import BatchWindow
 from functions.models import Channel
@@ -25,32 +26,31 @@ from functions.models import Channel
 MAX_WAIT_LIMIT_SECONDS = 600
 
 
-class BatchingRules(BaseModel):
-    model_config = ConfigDict(extra="ignore", frozen=True)
+Positive = Annotated[float, Meta(gt=0)]
 
+
+class BatchingRules(msgspec.Struct, kw_only=True, frozen=True):
     mode: Literal["fixed", "quiet"] = "fixed"
-    window_seconds: float = Field(10, gt=0)
-    quiet_seconds: float = Field(3, gt=0)
-    typing_gap_seconds: float = Field(2, ge=0)
-    typing_quiet_seconds: float = Field(6, gt=0)
-    max_wait_seconds: float = Field(60, gt=0)
-    max_messages: int = Field(0, ge=0)  # 0: no limit
+    window_seconds: Positive = 10
+    quiet_seconds: Positive = 3
+    typing_gap_seconds: Annotated[float, Meta(ge=0)] = 2
+    typing_quiet_seconds: Positive = 6
+    max_wait_seconds: Positive = 60
+    max_messages: Annotated[int, Meta(ge=0)] = 0  # 0: no limit
     flush_keywords: tuple[str, ...] = ()
     answer: Literal["ai", "human"] = "ai"
 
-    @model_validator(mode="before")
-    @classmethod
-    def within_limits(cls, rules: Any) -> Any:
+    def __post_init__(self) -> None:
         """Clamped, not refused: a conversation's rules must never stop its messages."""
-        if not isinstance(rules, Mapping) or "max_wait_seconds" not in rules:
-            return rules
-        longest = min(float(rules["max_wait_seconds"]), MAX_WAIT_LIMIT_SECONDS)
-        bounded = ("window_seconds", "quiet_seconds", "typing_quiet_seconds")
-        return {
-            **rules,
-            "max_wait_seconds": longest,
-            **{k: min(float(rules[k]), longest) for k in bounded if k in rules},
-        }
+        longest = min(self.max_wait_seconds, MAX_WAIT_LIMIT_SECONDS)
+        msgspec.structs.force_setattr(self, "max_wait_seconds", longest)
+        for bounded in ("window_seconds", "quiet_seconds", "typing_quiet_seconds"):
+            msgspec.structs.force_setattr(self, bounded, min(getattr(self, bounded), longest))
+
+    @classmethod
+    def parse(cls, rules: Mapping[str, Any]) -> BatchingRules:
+        """Rules from a run's input or a record (numbers may be strings there)."""
+        return msgspec.convert(rules, cls, strict=False)
 
 
 def resolve_rules(
@@ -64,7 +64,7 @@ def resolve_rules(
             continue
         merged.update({k: v for k, v in layer.items() if k != "channels"})
         merged.update((layer.get("channels") or {}).get(channel.value) or {})
-    return BatchingRules.model_validate(merged)
+    return BatchingRules.parse(merged)
 
 
 def due_ms(rules: BatchingRules, opened_ms: int, last_ms: int, previous_ms: int | None) -> int:

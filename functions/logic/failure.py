@@ -9,8 +9,8 @@ from functions.config import get_settings
 from functions.contract import BatchRef, FailedInput, FailedOutput
 from functions.dal import conversations, staged_messages, turns
 from functions.errors import TwilioRetryableError
-from functions.integrations import secrets, twilio_messages
-from functions.logic import clock, delivery
+from functions.integrations import secrets
+from functions.logic import clock
 from functions.observability import count, logger
 
 PERMANENT_ERRORS = ("AIPermanentError", "TwilioPermanentError")
@@ -76,6 +76,11 @@ def _send_fallback(ref: BatchRef) -> None:
     turn = turns.get(ref.conversation_id, ref.user_turn_id)
     if turn is not None and turn.fallback_message_sid:
         return
+    # Twilio's REST client is loaded here, where it is used: most failed batches are kept
+    # for a later window and send nothing, and the function's cold start skips the SDK.
+    from functions.integrations import twilio_messages
+    from functions.logic import delivery
+
     try:
         conversation = conversations.require(ref.conversation_id)
         client = twilio_messages.client_for(secrets.twilio_credentials_for(conversation))

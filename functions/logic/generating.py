@@ -20,9 +20,12 @@ def generate_reply(task: GenerateInput) -> ReplySummary:
     the same messages (functions/logic/ai_requests.py). No AI call for an empty batch (an
     earlier run answered its messages) or one handed off to a person."""
     if task.batch.message_count == 0 or task.rules.answer == "human":
-        answered_by = "nobody" if task.batch.message_count == 0 else "human"
         return ReplySummary(
-            answered_by=answered_by, reply_chars=0, prompt_tokens=0, completion_tokens=0, total_tokens=0
+            answered_by="nobody" if task.batch.message_count == 0 else "human",
+            reply_chars=0,
+            prompt_tokens=0,
+            completion_tokens=0,
+            total_tokens=0,
         )
     turn = turns.get(task.conversation_id, task.assistant_turn_id) or _new_assistant_turn(task)
     return ReplySummary(

@@ -35,7 +35,11 @@ def record_turns(task: RecordInput) -> RecordOutput:
         assistant_turn_id=None if handed_off else task.assistant_turn_id,
         answered_at=clock.iso(moment),
         processing_time_ms=processing_ms,
-        tokens=task.reply.model_dump(include={"prompt_tokens", "completion_tokens", "total_tokens"}),
+        tokens={
+            "prompt_tokens": task.reply.prompt_tokens,
+            "completion_tokens": task.reply.completion_tokens,
+            "total_tokens": task.reply.total_tokens,
+        },
         last_message_sid=task.sent.message_sids[-1] if task.sent.message_sids else None,
         limited=limited,
     )

@@ -7,6 +7,8 @@ import re
 import secrets
 from datetime import datetime
 
+import msgspec
+
 from functions.config import get_settings
 from functions.contract import BurstStatus, RunInput
 from functions.dal import batch_windows
@@ -70,13 +72,14 @@ def new_window(
     )
     over = is_due_now(rules, window, now_ms)
     burst = BurstStatus(over=over, wait_seconds=seconds_until_due(rules, window, now_ms))
-    window.execution_input = RunInput(
+    run_input = RunInput(
         conversation_id=conversation_id,
         window_id=window_id,
         rules=rules,
         burst=burst,
         batch_limit=get_settings().max_batch_size,
-    ).model_dump_json()
+    )
+    window.execution_input = msgspec.json.encode(run_input).decode()
     return window
 
 

@@ -23,7 +23,7 @@ def _answer(harness, conversation_id: str) -> dict:
 
 def _stage(harness, conversation_id: str, user: str, our_address: str, body: str) -> None:
     form = inbound_form(body, user, our_address, harness.stack.config.twilio_account_sid)
-    staged_messages.stage(conversation_id, InboundMessage.model_validate(form), clock.iso(clock.now()))
+    staged_messages.stage(conversation_id, InboundMessage.from_form(form), clock.iso(clock.now()))
 
 
 def _user_turns(conversation_id: str) -> list:

@@ -4,6 +4,7 @@ collaborators (the dal modules' functions and the Twilio integration)."""
 
 from __future__ import annotations
 
+import copy
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
@@ -33,7 +34,7 @@ class InMemoryStore:
         return self.conversations[conversation_id]
 
     def require_turn(self, conversation_id: str, turn_id: str) -> Turn:
-        return self.turns[(conversation_id, turn_id)].model_copy(deep=True)
+        return copy.deepcopy(self.turns[(conversation_id, turn_id)])
 
     def begin_sending(self, conversation_id: str, turn_id: str, now: str) -> str:
         turn = self.turns[(conversation_id, turn_id)]
@@ -54,7 +55,7 @@ class InMemoryStore:
         turn = self.turns[(conversation_id, turn_id)]
         turn.template_owner = turn.template_owner or owner
         turn.template_since = turn.template_since or now
-        return turn.model_copy(deep=True)
+        return copy.deepcopy(turn)
 
     def record_template(self, conversation_id: str, turn_id: str, message_sid: str) -> None:
         self.turns[(conversation_id, turn_id)].template_sid = message_sid

@@ -104,7 +104,7 @@ class Harness:
         )
         for body in bodies:
             form = inbound_form(body, user, OUR_WHATSAPP, self.stack.config.twilio_account_sid)
-            message = InboundMessage.model_validate(form)
+            message = InboundMessage.from_form(form)
             staged_messages.stage(
                 conversation.conversation_id, message, received_at or clock.iso(clock.now())
             )

@@ -1,3 +1,5 @@
+import msgspec
+
 from functions.dal.models import BatchWindow
 from functions.logic.debounce import (
     BatchingRules,
@@ -40,11 +42,11 @@ def test_the_maximum_wait_caps_every_mode():
 
 
 def test_max_messages_and_a_flush_request_make_a_window_due_now():
-    rules = QUIET.model_copy(update={"max_messages": 3})
+    rules = msgspec.structs.replace(QUIET, max_messages=3)
     two = window(opened_ms=0, last_message_ms=1_000, message_count=2)
     assert not is_due_now(rules, two, now_ms=1_500)
-    assert is_due_now(rules, two.model_copy(update={"message_count": 3}), now_ms=1_500)
-    assert is_due_now(rules, two.model_copy(update={"flush_requested": True}), now_ms=1_500)
+    assert is_due_now(rules, msgspec.structs.replace(two, message_count=3), now_ms=1_500)
+    assert is_due_now(rules, msgspec.structs.replace(two, flush_requested=True), now_ms=1_500)
     assert is_due_now(rules, two, now_ms=4_000)
 
 

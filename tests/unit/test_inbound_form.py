@@ -1,5 +1,5 @@
 import pytest
-from pydantic import ValidationError
+from msgspec import ValidationError
 
 from functions.models import InboundMessage
 
@@ -21,7 +21,7 @@ def _form(**overrides: str) -> dict[str, str]:
 
 
 def test_a_twilio_form_parses():
-    message = InboundMessage.model_validate(_form(ProfileName="Ana"))
+    message = InboundMessage.from_form(_form(ProfileName="Ana"))
     assert (message.message_sid, message.from_address, message.body, message.profile_name) == (
         SID,
         "whatsapp:+15551230000",
@@ -31,7 +31,7 @@ def test_a_twilio_form_parses():
 
 
 def test_media_are_kept_with_their_types_for_a_message_without_body():
-    message = InboundMessage.model_validate(
+    message = InboundMessage.from_form(
         _form(
             Body="",
             NumMedia="2",
@@ -61,8 +61,8 @@ def test_media_are_kept_with_their_types_for_a_message_without_body():
 )
 def test_bad_forms_are_refused(overrides):
     with pytest.raises(ValidationError):
-        InboundMessage.model_validate(_form(**overrides))
+        InboundMessage.from_form(_form(**overrides))
 
 
 def test_a_ten_thousand_character_body_is_accepted():
-    assert len(InboundMessage.model_validate(_form(Body="y" * 10_000)).body) == 10_000
+    assert len(InboundMessage.from_form(_form(Body="y" * 10_000)).body) == 10_000

@@ -3,12 +3,9 @@ from functions.logic.merge import arrival_order, merged_body
 
 
 def _staged(sid: str, at: str, body: str = "", media: list[str] | None = None) -> StagedMessage:
-    return StagedMessage(
-        conversation_id="c",
-        message_sid=sid,
-        received_at=at,
-        body=body,
-        media=[{"url": url, "content_type": "image/jpeg"} for url in media or []],
+    media_items = [{"url": url, "content_type": "image/jpeg"} for url in media or []]
+    return StagedMessage.from_item(
+        {"conversation_id": "c", "message_sid": sid, "received_at": at, "body": body, "media": media_items}
     )
 
 

@@ -1,5 +1,6 @@
 """Send Reply as a use case, on in-memory fakes: each reply part goes out once, in order."""
 
+import msgspec
 import pytest
 
 from functions.contract import ReplySummary, SendInput
@@ -78,7 +79,7 @@ def test_a_closed_whatsapp_window_sends_the_template_once_and_records_why(world,
 
 def test_nothing_is_sent_for_a_batch_handed_off_to_a_person(world):
     _, twilio = world
-    human = TASK.model_copy(update={"reply": TASK.reply.model_copy(update={"answered_by": "human"})})
+    human = msgspec.structs.replace(TASK, reply=msgspec.structs.replace(TASK.reply, answered_by="human"))
 
     assert sending.send_reply(human).parts == 0
     assert twilio.attempts == 0
@@ -200,7 +201,7 @@ def test_another_owner_does_not_send_while_the_first_has_not_succeeded(world, te
 
 def test_no_template_without_one_configured_or_outside_whatsapp(world, template, monkeypatch):
     store, twilio = world
-    sms = store.conversations["c1"].model_copy(update={"channel": Channel.SMS})
+    sms = msgspec.structs.replace(store.conversations["c1"], channel=Channel.SMS)
     assert delivery.send_template_once(sms, "w1", owner="SM-part-1") is None
     monkeypatch.setenv("WHATSAPP_TEMPLATE_CONTENT_SID", "")
     from functions.config import get_settings

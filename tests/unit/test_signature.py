@@ -4,7 +4,6 @@ key). The tenant lookup and the credentials are replaced by tables here; the end
 tests use DynamoDB and Secrets Manager on the emulator."""
 
 import pytest
-from pydantic import SecretStr
 from twilio.request_validator import HMAC_SHA256, RequestValidator
 
 from functions.dal import tenants
@@ -21,11 +20,11 @@ OUR_NUMBER, TENANT_NUMBER = "whatsapp:+15550000001", "whatsapp:+15550000002"
 URL = "https://abc.execute-api.us-east-1.amazonaws.com/prod/whatsapp"
 KEY_SID = "webhooks_sharedkey_1"
 CREDENTIALS = {
-    OURS: TwilioCredentials(account_sid=OURS, auth_token=SecretStr("our-token")),
+    OURS: TwilioCredentials(account_sid=OURS, auth_token="our-token"),
     TENANT: TwilioCredentials(
         account_sid=TENANT,
-        auth_token=SecretStr("tenant-token"),
-        signing_keys={KEY_SID: SecretStr("shared-key-secret")},
+        auth_token="tenant-token",
+        signing_keys={KEY_SID: "shared-key-secret"},
     ),
 }
 TENANTS = {

@@ -35,13 +35,15 @@ def url(n: int) -> str:
 
 
 def staged(sid: int, body: str = "", message_type: str = "text", *media: str, **content) -> StagedMessage:
-    return StagedMessage(
-        conversation_id="c1",
-        message_sid=f"SM{sid:032x}",
-        body=body,
-        message_type=message_type,
-        media=[{"url": url(sid * 10 + i), "content_type": t} for i, t in enumerate(media)],
-        **content,
+    return StagedMessage.from_item(
+        {
+            "conversation_id": "c1",
+            "message_sid": f"SM{sid:032x}",
+            "body": body,
+            "message_type": message_type,
+            "media": [{"url": url(sid * 10 + i), "content_type": t} for i, t in enumerate(media)],
+            **content,
+        }
     )
 
 
