@@ -28,7 +28,7 @@ class Functions(Construct):
             code=lambda_.Code.from_asset(str(settings.dependencies_directory)),
             compatible_runtimes=[RUNTIME],
             compatible_architectures=[lambda_.Architecture.ARM_64],
-            description="boto3, aws-lambda-powertools, pydantic, openai, twilio",
+            description="boto3, aws-lambda-powertools, msgspec, openai, twilio",
         )
         self.by_logical_id: dict[str, lambda_.Function] = {}
         for definition in ALL_FUNCTIONS:

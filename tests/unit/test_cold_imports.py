@@ -1,0 +1,65 @@
+"""What each function loads at cold start: the heavy SDKs only where they are used. (The
+time each import takes is measured by `make bench`, not here; which modules load does not
+depend on the machine.)"""
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from functions.registry import ALL_FUNCTIONS
+
+ROOT = Path(__file__).resolve().parents[2]
+DEPLOYED_SETTINGS = {
+    name: "x"
+    for name in (
+        "CONVERSATIONS_TABLE",
+        "STAGED_MESSAGES_TABLE",
+        "BATCH_WINDOWS_TABLE",
+        "TURNS_TABLE",
+        "PROJECTS_TABLE",
+        "TENANTS_TABLE",
+        "USAGE_COUNTERS_TABLE",
+        "EVENT_BUS_NAME",
+    )
+}
+HEAVY = ("openai", "pydantic", "twilio.rest", "requests")
+MODULES = sorted({f.handler.rpartition(".")[0] for f in ALL_FUNCTIONS})
+
+
+def _loaded(module: str) -> set[str]:
+    """The heavy packages importing `module` loads, in a fresh interpreter."""
+    script = f"import json, sys; import {module}; print(json.dumps(sorted(sys.modules)))"
+    result = subprocess.run(
+        [sys.executable, "-c", script],
+        cwd=ROOT,
+        env={"PATH": "", "AWS_DEFAULT_REGION": "us-east-1", **DEPLOYED_SETTINGS},
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    names = json.loads(result.stdout)
+    return {h for h in HEAVY if any(n == h or n.startswith(h + ".") for n in names)}
+
+
+@pytest.fixture(scope="module")
+def loaded() -> dict[str, set[str]]:
+    return {module: _loaded(module) for module in MODULES}
+
+
+def test_only_generate_reply_loads_the_openai_sdk_and_pydantic(loaded):
+    for module, heavy in loaded.items():
+        if module != "functions.handlers.generating":
+            assert not heavy & {"openai", "pydantic"}, module
+    assert {"openai", "pydantic"} <= loaded["functions.handlers.generating"]
+
+
+def test_twilios_rest_client_loads_only_where_every_run_sends_through_it(loaded):
+    """Send Reply sends every reply, and a status callback may send the WhatsApp
+    template. Record Failed Batch sends a fallback only for a batch the AI could not
+    answer, and loads the client then."""
+    senders = {"functions.handlers.sending", "functions.handlers.status"}
+    for module, heavy in loaded.items():
+        assert ("twilio.rest" in heavy) == (module in senders), module
