@@ -156,11 +156,15 @@ class Settings(msgspec.Struct, kw_only=True, frozen=True, rename="upper"):
 def read_settings(environ: dict[str, str]) -> Settings:
     """The settings in `environ` (msgspec.ValidationError names the first one amiss)."""
     values: dict[str, Any] = dict(environ)
-    for field in msgspec.structs.fields(Settings):
-        value = values.get(field.encode_name)
-        if field.type is bool and isinstance(value, str) and value.strip().lower() in _TRUE | _FALSE:
-            values[field.encode_name] = value.strip().lower() in _TRUE
+    for name in _BOOLEANS:
+        value = values.get(name, "").strip().lower()
+        if value in _TRUE | _FALSE:
+            values[name] = value in _TRUE
     return msgspec.convert(values, Settings, strict=False)
+
+
+# The boolean settings' variables (the annotations are strings: `from __future__`).
+_BOOLEANS = tuple(name.upper() for name, kind in Settings.__annotations__.items() if kind == "bool")
 
 
 @cache
