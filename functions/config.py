@@ -153,6 +153,10 @@ class Settings(msgspec.Struct, kw_only=True, frozen=True, rename="upper"):
         }
 
 
+# The boolean settings' variables (the annotations are strings: `from __future__`).
+_BOOLEANS = tuple(name.upper() for name, kind in Settings.__annotations__.items() if kind == "bool")
+
+
 def read_settings(environ: dict[str, str]) -> Settings:
     """The settings in `environ` (msgspec.ValidationError names the first one amiss)."""
     values: dict[str, Any] = dict(environ)
@@ -161,10 +165,6 @@ def read_settings(environ: dict[str, str]) -> Settings:
         if value in _TRUE | _FALSE:
             values[name] = value in _TRUE
     return msgspec.convert(values, Settings, strict=False)
-
-
-# The boolean settings' variables (the annotations are strings: `from __future__`).
-_BOOLEANS = tuple(name.upper() for name, kind in Settings.__annotations__.items() if kind == "bool")
 
 
 @cache

@@ -53,7 +53,7 @@ def arrive(candidate: BatchWindow, now_ms: int, flush: bool) -> BatchWindow:
         },
         ReturnValues="ALL_NEW",
     )["Attributes"]
-    return BatchWindow.from_item(dynamo.from_dynamo(item))
+    return BatchWindow.from_item(item)
 
 
 # What a message that opens the window sets; a later one leaves them as they are.
@@ -89,17 +89,17 @@ def _update(conversation_id: str, condition: str, **update: Any) -> BatchWindow 
         if dynamo.condition_failed(error):
             return None
         raise
-    return BatchWindow.from_item(dynamo.from_dynamo(item))
+    return BatchWindow.from_item(item)
 
 
 def get(conversation_id: str) -> BatchWindow | None:
     item = _table().get_item(Key={"conversation_id": conversation_id}, ConsistentRead=True).get("Item")
-    return BatchWindow.from_item(dynamo.from_dynamo(item)) if item else None
+    return BatchWindow.from_item(item) if item else None
 
 
 def scan() -> list[BatchWindow]:
     """The open windows (the table holds nothing else)."""
-    return [BatchWindow.from_item(dynamo.from_dynamo(i)) for i in dynamo.all_items(_table().scan)]
+    return [BatchWindow.from_item(i) for i in dynamo.all_items(_table().scan)]
 
 
 def close(conversation_id: str, window_id: str) -> BatchWindow | None:
@@ -116,4 +116,4 @@ def close(conversation_id: str, window_id: str) -> BatchWindow | None:
         if dynamo.condition_failed(error):
             return None
         raise
-    return BatchWindow.from_item(dynamo.from_dynamo(old))
+    return BatchWindow.from_item(old)

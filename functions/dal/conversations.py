@@ -33,7 +33,7 @@ def find(
     )
     for item in response["Items"]:
         if not item.get("task_complete") and item.get("tenant_account_sid") == tenant_account_sid:
-            return Conversation.from_item(dynamo.from_dynamo(item))
+            return Conversation.from_item(item)
     return None
 
 
@@ -65,7 +65,7 @@ def create(
 
 def get(conversation_id: str) -> Conversation | None:
     item = _table().get_item(Key={"conversation_id": conversation_id}, ConsistentRead=True).get("Item")
-    return Conversation.from_item(dynamo.from_dynamo(item)) if item else None
+    return Conversation.from_item(item) if item else None
 
 
 def update(conversation_id: str, **fields: Any) -> None:

@@ -7,6 +7,7 @@ from typing import Any, Literal, TypeVar
 
 import msgspec
 
+from functions.dal.dynamo import from_dynamo
 from functions.models import Attachment, Channel, Consent, MessageContent
 
 ItemType = TypeVar("ItemType", bound="Item")
@@ -22,8 +23,8 @@ class Item(msgspec.Struct, kw_only=True):
 
     @classmethod
     def from_item(cls: type[ItemType], item: dict[str, Any]) -> ItemType:
-        """The model of an item read from its table (numbers already ints or floats)."""
-        return msgspec.convert(item, cls, strict=False)
+        """The model of an item read from its table (DynamoDB's Decimals become numbers)."""
+        return msgspec.convert(from_dynamo(item), cls, strict=False)
 
 
 def without_none(value: Any) -> Any:
@@ -98,7 +99,7 @@ class StagedMessage(MessageContent, Item, kw_only=True):
     def from_item(cls, item: dict[str, Any]) -> StagedMessage:
         if "media" not in item and item.get("media_urls"):  # staged before media had types
             item = {**item, "media": [{"url": url} for url in item["media_urls"]]}
-        return msgspec.convert(item, cls, strict=False)
+        return msgspec.convert(from_dynamo(item), cls, strict=False)
 
     @property
     def is_pending(self) -> bool:

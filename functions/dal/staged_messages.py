@@ -123,7 +123,7 @@ def pending(conversation_id: str) -> list[PendingKey]:
         ProjectionExpression="message_sid, received_at, attempts",
         ExpressionAttributeValues={":conversation": conversation_id},
     )
-    return [PendingKey.from_item(dynamo.from_dynamo(i)) for i in items]
+    return [PendingKey.from_item(i) for i in items]
 
 
 def scan_pending() -> list[dict[str, Any]]:

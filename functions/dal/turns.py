@@ -29,14 +29,14 @@ def get(conversation_id: str, turn_id: str) -> Turn | None:
         .get_item(Key={"conversation_id": conversation_id, "turn_id": turn_id}, ConsistentRead=True)
         .get("Item")
     )
-    return Turn.from_item(dynamo.from_dynamo(item)) if item else None
+    return Turn.from_item(item) if item else None
 
 
 def list_of(conversation_id: str) -> list[Turn]:
     items = dynamo.all_items(
         _table().query, KeyConditionExpression=Key("conversation_id").eq(conversation_id)
     )
-    return [Turn.from_item(dynamo.from_dynamo(i)) for i in items]
+    return [Turn.from_item(i) for i in items]
 
 
 def last_reply(conversation_id: str) -> Turn | None:
@@ -50,7 +50,7 @@ def last_reply(conversation_id: str) -> Turn | None:
     while True:
         response = _table().query(**request)
         if response["Items"]:
-            return Turn.from_item(dynamo.from_dynamo(response["Items"][0]))
+            return Turn.from_item(response["Items"][0])
         if "LastEvaluatedKey" not in response:
             return None
         request["ExclusiveStartKey"] = response["LastEvaluatedKey"]
@@ -61,7 +61,7 @@ def recent(conversation_id: str, limit: int) -> list[Turn]:
     items = _table().query(
         KeyConditionExpression=Key("conversation_id").eq(conversation_id), ScanIndexForward=False, Limit=limit
     )["Items"]
-    return [Turn.from_item(dynamo.from_dynamo(i)) for i in items]
+    return [Turn.from_item(i) for i in items]
 
 
 def record_transcripts(conversation_id: str, turn_id: str, transcripts: dict[str, str]) -> None:
@@ -159,7 +159,7 @@ def claim_template(conversation_id: str, turn_id: str, owner: str, now: str) -> 
         ExpressionAttributeValues={":owner": owner, ":now": now},
         ReturnValues="ALL_NEW",
     )
-    return Turn.from_item(dynamo.from_dynamo(updated["Attributes"]))
+    return Turn.from_item(updated["Attributes"])
 
 
 def record_template(conversation_id: str, turn_id: str, message_sid: str) -> None:

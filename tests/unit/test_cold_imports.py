@@ -9,22 +9,12 @@ from pathlib import Path
 
 import pytest
 
+from functions.dal.tables import ALL_TABLES
 from functions.registry import ALL_FUNCTIONS
 
 ROOT = Path(__file__).resolve().parents[2]
-DEPLOYED_SETTINGS = {
-    name: "x"
-    for name in (
-        "CONVERSATIONS_TABLE",
-        "STAGED_MESSAGES_TABLE",
-        "BATCH_WINDOWS_TABLE",
-        "TURNS_TABLE",
-        "PROJECTS_TABLE",
-        "TENANTS_TABLE",
-        "USAGE_COUNTERS_TABLE",
-        "EVENT_BUS_NAME",
-    )
-}
+# The settings the stack gives every function: its tables and its event bus.
+DEPLOYED_SETTINGS = {**{t.env_var: t.logical_id for t in ALL_TABLES}, "EVENT_BUS_NAME": "bus"}
 HEAVY = ("openai", "pydantic", "twilio.rest", "requests")
 MODULES = sorted({f.handler.rpartition(".")[0] for f in ALL_FUNCTIONS})
 

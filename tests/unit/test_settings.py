@@ -4,26 +4,14 @@ import msgspec
 import pytest
 
 from functions.config import read_settings
+from functions.dal.tables import ALL_TABLES
 
-TABLES = {
-    "CONVERSATIONS_TABLE": "conversations",
-    "STAGED_MESSAGES_TABLE": "staged",
-    "BATCH_WINDOWS_TABLE": "windows",
-    "TURNS_TABLE": "turns",
-    "PROJECTS_TABLE": "projects",
-    "TENANTS_TABLE": "tenants",
-    "USAGE_COUNTERS_TABLE": "usage",
-    "EVENT_BUS_NAME": "bus",
-}
+TABLES = {**{t.env_var: t.logical_id for t in ALL_TABLES}, "EVENT_BUS_NAME": "bus"}
 
 
 def test_each_setting_is_the_environment_variable_of_its_name_in_capitals():
     settings = read_settings({**TABLES, "MAX_BATCH_SIZE": "20", "QUIET_SECONDS": "1.5", "PATH": "/bin"})
-    assert (settings.conversations_table, settings.max_batch_size, settings.quiet_seconds) == (
-        "conversations",
-        20,
-        1.5,
-    )
+    assert (settings.turns_table, settings.max_batch_size, settings.quiet_seconds) == ("Turns", 20, 1.5)
     assert settings.fallback_reply  # a default
 
 
