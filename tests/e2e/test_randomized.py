@@ -332,26 +332,34 @@ def _undelivered(harness, conversation_ids: Any, timeout: float = 15) -> tuple[d
         }
         answered = _callbacks_answered(harness, NOT_DELIVERED)
         untold = {sid for sid in reported if sid not in answered and sid not in recorded}
-        if recorded == {s: c for s, c in reported.items() if s not in untold} or time.monotonic() > deadline:
+        settled = not _callbacks_pending(harness, NOT_DELIVERED)  # our answers, templates sent
+        if settled and recorded == {s: c for s, c in reported.items() if s not in untold}:
+            return reported, recorded, untold
+        if time.monotonic() > deadline:
             return reported, recorded, untold
         time.sleep(0.2)
 
 
-def _callbacks_answered(harness, statuses: tuple[str, ...]) -> set[str]:
-    """The MessageSids whose callback for one of `statuses` we answered 2xx (or that
-    Twilio is still trying: its attempts are listed once they are all made)."""
+def _callbacks_pending(harness, statuses: tuple[str, ...]) -> set[str]:
+    """The MessageSids in one of `statuses` whose callback Twilio is still making: the
+    stand-in lists a callback's attempts once they are all made and answered."""
     made = {
         c["params"]["MessageSid"]
         for c in harness.stack.twilio.callbacks
         if c["params"]["MessageStatus"] in statuses
     }
-    pending = {m["sid"] for m in harness.stack.twilio.messages if m["status"] in statuses} - made
+    return {m["sid"] for m in harness.stack.twilio.messages if m["status"] in statuses} - made
+
+
+def _callbacks_answered(harness, statuses: tuple[str, ...]) -> set[str]:
+    """The MessageSids whose callback for one of `statuses` we answered 2xx (or that
+    Twilio is still trying)."""
     answered = {
         c["params"]["MessageSid"]
         for c in harness.stack.twilio.callbacks
         if c["params"]["MessageStatus"] in statuses and c["status"] and c["status"] < 300
     }
-    return answered | pending
+    return answered | _callbacks_pending(harness, statuses)
 
 
 def _templates_sent_once(harness, conversation_ids: Any) -> int:

@@ -115,6 +115,7 @@ def test_a_response_whose_client_timed_out_still_completes_and_a_retry_meanwhile
     }
     # The first request's work completes anyway: its turn is in the conversation.
     wait_until(lambda: len(standin.conversation_items(conversation.id)) == 2)
+    wait_until(lambda: len(standin.calls) == 2)  # the timed-out call is listed once its work is done
     # A blind retry then adds the user's turn a second time.
     ai.responses.create(model="m", conversation=conversation.id, input="where is my order?")
     assert [role for role, _ in texts(standin.conversation_items(conversation.id))] == [

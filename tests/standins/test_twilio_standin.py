@@ -110,7 +110,9 @@ def test_status_callbacks_are_signed_and_follow_the_message(sms, twilio_standin,
     created = send(sms, status_callback=callback_url)
 
     wait_until(lambda: len(app.received) == 2)
-    time.sleep(0.2)
+    # The stand-in lists a callback once it has our answer, after the receiver has it.
+    wait_until(lambda: len(standin.callbacks) == 2)
+    time.sleep(0.2)  # and no third one
     assert app.statuses() == ["sent", "delivered"]  # none for the initial `queued`
     validator = RequestValidator(AUTH_TOKEN)
     for request in app.received:
