@@ -15,13 +15,16 @@ from functions.registry import ALL_FUNCTIONS
 ROOT = Path(__file__).resolve().parents[2]
 # The settings the stack gives every function: its tables and its event bus.
 DEPLOYED_SETTINGS = {**{t.env_var: t.logical_id for t in ALL_TABLES}, "EVENT_BUS_NAME": "bus"}
-HEAVY = ("openai", "pydantic", "twilio.rest", "requests")
+HEAVY = ("openai", "pydantic", "twilio.rest", "requests", "aiohttp")
 MODULES = sorted({f.handler.rpartition(".")[0] for f in ALL_FUNCTIONS})
 
 
 def _loaded(module: str) -> set[str]:
     """The heavy packages importing `module` loads, in a fresh interpreter."""
-    script = f"import json, sys; import {module}; print(json.dumps(sorted(sys.modules)))"
+    script = (  # a None in sys.modules is an import blocked, not a module loaded
+        f"import json, sys; import {module}; "
+        "print(json.dumps(sorted(n for n, m in sys.modules.items() if m is not None)))"
+    )
     result = subprocess.run(
         [sys.executable, "-c", script],
         cwd=ROOT,
@@ -53,3 +56,11 @@ def test_twilios_rest_client_loads_only_where_every_run_sends_through_it(loaded)
     senders = {"functions.handlers.sending", "functions.handlers.status"}
     for module, heavy in loaded.items():
         assert ("twilio.rest" in heavy) == (module in senders), module
+
+
+def test_no_function_loads_aiohttp_the_openai_sdks_asynchronous_transport(loaded):
+    """Generate Reply uses the SDK's synchronous client; aiohttp is installed (Twilio's SDK
+    requires it) but never loaded (functions/handlers/__init__.py)."""
+    assert "openai" in loaded["functions.handlers.generating"]
+    for module, heavy in loaded.items():
+        assert "aiohttp" not in heavy, module
