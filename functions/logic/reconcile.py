@@ -26,11 +26,16 @@ def reconcile() -> dict[str, Any]:
     settings = get_settings()
     now = clock.now()
     closed = 0
+    # A running run takes every pending message of its conversation (or leaves them to the
+    # next window it opens): nothing to do there, however long its burst.
+    running: set[str] = set()
     for window in batch_windows.scan():
         age = (now - clock.parse(window.opened_at)).total_seconds()
         if age < settings.reconcile_after_seconds + settings.batch_window_seconds:
             continue
-        if stepfunctions.status(window.execution_name) != "RUNNING":
+        if stepfunctions.status(window.execution_name) == "RUNNING":
+            running.add(window.conversation_id)
+        else:
             closed += batch_windows.close(window.conversation_id, window.window_id) is not None
 
     oldest: dict[str, str] = defaultdict(str)
@@ -44,7 +49,9 @@ def reconcile() -> dict[str, Any]:
     for conversation_id, since in oldest.items():
         age = (now - clock.parse(since)).total_seconds()
         oldest_age = max(oldest_age, age)
-        if age >= settings.reconcile_after_seconds and open_window_due_now(conversation_id):
+        if age < settings.reconcile_after_seconds or conversation_id in running:
+            continue
+        if open_window_due_now(conversation_id):
             opened += 1
     metrics.add_metric(name="OldestPendingMessageAge", unit=MetricUnit.Seconds, value=oldest_age)
     summary = {

@@ -12,6 +12,7 @@ import pytest
 from functions.dal import batch_windows, staged_messages, turns
 from functions.dal.models import BatchWindow
 from functions.logic import clock
+from functions.logic import reconcile as reconcile_module
 from functions.logic.reconcile import reconcile, redrive
 from functions.logic.windows import execution_name
 
@@ -150,6 +151,44 @@ def test_the_reconciler_leaves_recent_messages_to_their_window(harness):
     reconcile()
 
     assert harness.runs(conversation_id) == []
+
+
+def test_the_reconciler_leaves_a_conversation_whose_run_is_waiting_alone(harness, monkeypatch):
+    """A waiting run will take its conversation's pending messages: the reconciler checks
+    that it runs and does nothing more, however long its burst lasts (it used to open a
+    window and start a run for it again, three calls on every pass for every waiting run,
+    which held back the stranded conversations behind them)."""
+    user = harness.new_user()
+    conversation_id = harness.stage_directly(user, [])
+    harness.set_conversation(conversation_id, batching={"mode": "fixed", "window_seconds": 600})
+    assert harness.send(user, "a long burst").status_code == 200
+    (run,) = harness.runs(conversation_id)
+    (message,) = staged_messages.pending(conversation_id)
+    long_ago = clock.iso(clock.now() - timedelta(minutes=10))  # past the reconciler's threshold
+    dynamodb = harness.stack.client("dynamodb")
+    key = {"conversation_id": {"S": conversation_id}}
+    dynamodb.update_item(
+        TableName="BatchWindows", Key=key, UpdateExpression="SET opened_at = :t",
+        ExpressionAttributeValues={":t": {"S": long_ago}},
+    )  # fmt: skip
+    dynamodb.update_item(
+        TableName="StagedMessages", Key={**key, "message_sid": {"S": message.message_sid}},
+        UpdateExpression="SET pending_since = :t", ExpressionAttributeValues={":t": {"S": long_ago}},
+    )  # fmt: skip
+    window = harness.window_of(conversation_id)
+    tried: list[str] = []
+    original = reconcile_module.open_window_due_now
+    monkeypatch.setattr(
+        reconcile_module, "open_window_due_now", lambda cid: tried.append(cid) or original(cid)
+    )
+
+    reconcile()
+
+    assert conversation_id not in tried
+    assert [r["status"] for r in harness.runs(conversation_id)] == ["RUNNING"]
+    assert harness.window_of(conversation_id) == window
+    harness.stack.client("stepfunctions").stop_execution(executionArn=run["executionArn"])
+    batch_windows.close(conversation_id, window.window_id)
 
 
 def test_the_reconciler_closes_a_window_whose_run_has_ended(harness):
