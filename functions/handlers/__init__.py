@@ -11,4 +11,4 @@ import sys
 
 import boto3  # noqa: F401
 
-sys.modules.setdefault("openai._vendor.httpx_aiohttp", None)
+sys.modules.setdefault("openai._vendor.httpx_aiohttp", None)  # type: ignore[arg-type]  # None: blocked
