@@ -174,6 +174,38 @@ def test_a_message_staged_during_processing_gets_the_next_window(harness):
     assert staged_messages.pending(conversation_id) == []
 
 
+def test_a_message_counted_after_its_batch_took_it_opens_one_empty_window_not_an_endless_chain(harness):
+    """The webhook stages a message, then counts it in the window: between the two, the
+    run's query may take it. The window then counts more than its batch merged, with
+    nothing pending, and Close Batch Window opens the next window in case the message is
+    still on its way to the index. That window's run finds nothing and must stop there
+    (it used to open another on the same guess, and so on, every few seconds, for ever)."""
+    user = harness.new_user()
+    conversation_id = harness.stage_directly(user, ["hello"])
+    harness.stack.openai.inject({"delay": 1.0})  # hold the run inside Generate Reply
+    first = harness.start_run(conversation_id)
+    while not turns.list_of(conversation_id):  # merged: the batch has taken the message
+        time.sleep(0.05)
+    harness.stack.client("dynamodb").update_item(
+        TableName="BatchWindows",
+        Key={"conversation_id": {"S": conversation_id}},
+        UpdateExpression="ADD message_count :one",
+        ExpressionAttributeValues={":one": {"N": "1"}},
+    )  # the webhook's count, late
+
+    assert harness.wait_for_run(first)["status"] == "SUCCEEDED"
+    runs = harness.wait_until_quiet(conversation_id, runs=2, timeout=20)
+    time.sleep(2.5)  # a window and a run's length: no third run follows
+
+    assert (
+        [r["status"] for r in harness.runs(conversation_id)]
+        == ["SUCCEEDED", "SUCCEEDED"]
+        == [r["status"] for r in runs]
+    )
+    assert harness.ai_inputs(conversation_id) == ["hello"]
+    assert harness.window_of(conversation_id) is None
+
+
 def _answered_batch_event(harness, bodies: list[str]) -> tuple[str, str, dict]:
     """Run a batch of `bodies` with a queue subscribed to batch.answered; its event."""
     sqs, events = harness.stack.client("sqs"), harness.stack.client("events")
