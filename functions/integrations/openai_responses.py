@@ -16,7 +16,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from functools import cache
+from functools import cache, partial
 from typing import TYPE_CHECKING, Any, TypeVar
 
 import openai
@@ -132,22 +132,14 @@ def create_response(
 
 def retrieve_response(client: openai.OpenAI, response_id: str, budget: Budget) -> ResponseState | None:
     """The response as it is now; None if the API does not know it (any more)."""
-    try:
-        return _state(_call(lambda: client.responses.retrieve(response_id, timeout=budget.timeout())))
-    except AIPermanentError as error:
-        if isinstance(error.__cause__, openai.NotFoundError):
-            return None
-        raise
+    found = _unless_gone(lambda: client.responses.retrieve(response_id, timeout=budget.timeout()))
+    return None if found is None else _state(found)
 
 
 def cancel_response(client: openai.OpenAI, response_id: str, budget: Budget) -> ResponseState | None:
     """Cancel a background response (a finished one is returned as it is)."""
-    try:
-        return _state(_call(lambda: client.responses.cancel(response_id, timeout=budget.timeout())))
-    except AIPermanentError as error:
-        if isinstance(error.__cause__, openai.NotFoundError):
-            return None
-        raise
+    found = _unless_gone(lambda: client.responses.cancel(response_id, timeout=budget.timeout()))
+    return None if found is None else _state(found)
 
 
 def wait_for(client: openai.OpenAI, response: ResponseState, budget: Budget) -> ResponseState:
@@ -179,17 +171,9 @@ def newest_items(client: openai.OpenAI, conversation: str, budget: Budget, limit
 
 def delete_items(client: openai.OpenAI, conversation: str, item_ids: list[str], budget: Budget) -> None:
     """Delete items from the conversation (one already gone is fine)."""
-    for item_id in item_ids:
-        try:
-            _delete_item(client, conversation, item_id, budget)
-        except AIPermanentError as error:
-            if not isinstance(error.__cause__, openai.NotFoundError):
-                raise
-
-
-def _delete_item(client: openai.OpenAI, conversation: str, item_id: str, budget: Budget) -> None:
     items = client.conversations.items
-    _call(lambda: items.delete(item_id, conversation_id=conversation, timeout=budget.timeout()))
+    for item_id in item_ids:
+        _unless_gone(partial(items.delete, item_id, conversation_id=conversation, timeout=budget.timeout()))
 
 
 def outcome_unknown(error: BaseException) -> bool:
@@ -249,6 +233,16 @@ def _call(request: Callable[[], T], conversation_call: bool = False) -> T:
         raise AIPermanentError(described) from error
     finally:
         milliseconds("AILatency", (time.monotonic() - started) * 1000)
+
+
+def _unless_gone(request: Callable[[], T]) -> T | None:
+    """`_call(request)`, or None if the API does not know what it names (any more)."""
+    try:
+        return _call(request)
+    except AIPermanentError as error:
+        if isinstance(error.__cause__, openai.NotFoundError):
+            return None
+        raise
 
 
 def _names_conversation(error: openai.APIStatusError) -> bool:

@@ -16,6 +16,7 @@ from functions.logic import delivery
 from infra.local.webhooks import deliver_as_twilio
 from infra.runs import Runs
 from tests.support.local_stack import OUR_WHATSAPP
+from tests.support.waiting import wait_until
 
 pytestmark = pytest.mark.e2e
 
@@ -37,13 +38,7 @@ def _assistant(conversation_id: str) -> Any:
 
 
 def _eventually(condition, timeout: float = 5.0) -> Any:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        value = condition()
-        if value:
-            return value
-        time.sleep(0.05)
-    raise AssertionError("not in time")
+    return wait_until(condition, timeout=timeout, every=0.05)
 
 
 def _callback(

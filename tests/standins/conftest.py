@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -52,16 +52,6 @@ class Receiver:
 
     def statuses(self) -> list[str]:
         return [r["form"]["MessageStatus"] for r in self.received]
-
-
-def wait_until(condition: Callable[[], Any], timeout: float = 3.0) -> Any:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        value = condition()
-        if value:
-            return value
-        time.sleep(0.02)
-    raise AssertionError("condition not met in time")
 
 
 @pytest.fixture

@@ -7,7 +7,8 @@ from typing import Any
 
 import requests
 
-from tests.standins.conftest import ACCOUNT_SID, AUTH_TOKEN, wait_until
+from tests.standins.conftest import ACCOUNT_SID, AUTH_TOKEN
+from tests.support.waiting import wait_until
 
 OURS, USER = "+15550000001", "+15557654321"
 

@@ -9,7 +9,7 @@ import openai
 import pytest
 import requests
 
-from tests.standins.conftest import wait_until
+from tests.support.waiting import wait_until
 
 
 def texts(items: list[dict]) -> list[tuple[str, str]]:

@@ -11,7 +11,8 @@ import requests
 from twilio.base.exceptions import TwilioRestException
 from twilio.request_validator import RequestValidator
 
-from tests.standins.conftest import ACCOUNT_SID, AUTH_TOKEN, twilio_client, wait_until
+from tests.standins.conftest import ACCOUNT_SID, AUTH_TOKEN, twilio_client
+from tests.support.waiting import wait_until
 
 OURS = "+15550000001"
 USER = "+15557654321"
