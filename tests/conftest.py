@@ -46,3 +46,41 @@ def configure(monkeypatch: pytest.MonkeyPatch) -> Iterator[Any]:
     yield setter
     monkeypatch.undo()
     get_settings.cache_clear()
+
+
+# --- IAM, evaluated ------------------------------------------------------------------------
+# Every AWS call a function made on the local stack during this run is judged against the
+# synthesized template's policies (infra/iam). A call IAM would deny fails the run.
+
+
+def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+    import sys
+
+    recorder = sys.modules.get("infra.local.aws_calls")
+    if recorder is None or not recorder.RECORDER.calls() or hasattr(session.config, "workerinput"):
+        return
+    from infra.iam import CALLS_FILE, evaluate_recording, synthesize
+    from infra.local.aws_calls import load
+
+    recorder.RECORDER.dump(CALLS_FILE)
+    report = evaluate_recording(synthesize(), load(CALLS_FILE))
+    session.config.stash[_IAM_REPORT] = report
+    if not report.ok:
+        session.exitstatus = pytest.ExitCode.TESTS_FAILED
+
+
+def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pytest.Config) -> None:
+    report = config.stash.get(_IAM_REPORT, None)
+    if report is None:
+        return
+    terminalreporter.section("IAM, evaluated against the synthesized template")
+    for line in report.lines():
+        terminalreporter.write_line(line)
+    terminalreporter.write_line(
+        f"{len(report.evaluated)} requests evaluated: {len(report.denied)} denied, "
+        f"{len(report.unmapped)} unknown; {len(report.unused)} roles hold grants no recorded call used "
+        f"(calls kept in build/iam/aws-calls.json; python -m infra.iam prints this again)."
+    )
+
+
+_IAM_REPORT = pytest.StashKey[Any]()

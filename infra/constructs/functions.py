@@ -81,7 +81,8 @@ class Functions(Construct):
                 ),
                 NagPackSuppression(
                     id="AwsSolutions-IAM5",
-                    reason="X-Ray trace and telemetry actions support no resource-level permissions.",
+                    reason="X-Ray trace and telemetry actions, and states:SendTaskSuccess (a run is woken by "
+                    "its task token), support no resource-level permissions.",
                     applies_to=["Resource::*"],
                 ),
             ],

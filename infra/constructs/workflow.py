@@ -4,13 +4,12 @@ from __future__ import annotations
 
 from aws_cdk import ArnFormat, RemovalPolicy, Stack
 from aws_cdk import aws_iam as iam
-from aws_cdk import aws_lambda as lambda_
 from aws_cdk import aws_logs as logs
 from aws_cdk import aws_stepfunctions as sfn
 from cdk_nag import NagPackSuppression, NagSuppressions
 from constructs import Construct
 
-from functions.dal.tables import ALL_TABLES, BATCH_WINDOWS, CONVERSATIONS, STAGED_MESSAGES
+from functions.dal.tables import ALL_TABLES, BATCH_WINDOWS, CONVERSATIONS, PENDING_INDEX, STAGED_MESSAGES
 from functions.registry import TASKS, definition_substitutions
 from infra.constructs.functions import Functions
 from infra.constructs.tables import Tables
@@ -63,11 +62,18 @@ class BatchWorkflow(Construct):
             ),
         )
         role = self.state_machine.role
-        for task in TASKS:
-            functions[task.logical_id].grant_invoke(role)
+        # The definition invokes each task by its unqualified ARN (no version, no alias).
         role.add_to_principal_policy(
             iam.PolicyStatement(
-                actions=["dynamodb:Query"], resources=[tables[STAGED_MESSAGES.logical_id].table_arn]
+                actions=["lambda:InvokeFunction"],
+                resources=[functions[task.logical_id].function_arn for task in TASKS],
+            )
+        )
+        # "Query Staged Messages" queries the pending index: IAM authorizes that on the index.
+        role.add_to_principal_policy(
+            iam.PolicyStatement(
+                actions=["dynamodb:Query"],
+                resources=[f"{tables[STAGED_MESSAGES.logical_id].table_arn}/index/{PENDING_INDEX}"],
             )
         )
         role.add_to_principal_policy(
@@ -85,17 +91,10 @@ class BatchWorkflow(Construct):
             [
                 NagPackSuppression(
                     id="AwsSolutions-IAM5",
-                    reason="lambda:InvokeFunction on <function>:* covers its versions (CDK's grant); "
-                    "X-Ray and CloudWatch Logs delivery actions support no resource-level permissions.",
-                    applies_to=[
-                        *[f"Resource::<{_logical(functions[t.logical_id])}.Arn>:*" for t in TASKS],
-                        "Resource::*",
-                    ],
+                    reason="X-Ray and CloudWatch Logs delivery actions support no resource-level "
+                    "permissions.",
+                    applies_to=["Resource::*"],
                 )
             ],
             apply_to_children=True,
         )
-
-
-def _logical(function: lambda_.Function) -> str:
-    return Stack.of(function).get_logical_id(function.node.default_child)  # type: ignore[arg-type]

@@ -27,6 +27,7 @@ from werkzeug.wrappers import Request, Response
 
 from functions.observability import metrics
 from functions.registry import BY_NAME
+from infra.local.aws_calls import made_by
 
 # Locally, metrics are not published (POWERTOOLS_METRICS_DISABLED), and Powertools warns on
 # every invocation that emitted none: noise in `make demo` and `make local`.
@@ -69,7 +70,8 @@ def invoke(name: str, payload: Any) -> tuple[Any, str | None]:
     definition = BY_NAME[name.rsplit(":", 1)[-1]]
     context = LocalContext(definition.logical_id, definition.timeout_seconds, definition.memory_mb)
     try:
-        result = definition.load()(payload, context)
+        with made_by(definition.logical_id):  # its AWS calls, for infra.iam to evaluate
+            result = definition.load()(payload, context)
         if context.get_remaining_time_in_millis() <= 0:
             raise LambdaTimedOut("ran past its timeout")
         return result, None

@@ -18,6 +18,7 @@ from werkzeug.serving import BaseWSGIServer, make_server
 from functions.config import get_settings
 from functions.dal.tables import ALL_TABLES, TENANTS, TableDefinition
 from functions.registry import TASKS, definition_substitutions
+from infra.local.aws_calls import RECORDER
 from infra.local.gateway import Gateway
 from infra.local.lambdas import LambdaMiddleware, invoke
 from infra.local.standins import OpenAIStandIn, TwilioStandIn
@@ -132,6 +133,7 @@ class LocalStack:
 
     def start(self) -> LocalStack:
         c = self.config
+        RECORDER.install()  # every AWS call a function makes, for infra.iam
         moto_app = LambdaMiddleware(DomainDispatcherApplication(create_backend_app))
         self.aws = _Server(c.host, c.aws_port, moto_app)
         self.gateway = _Server(c.host, c.gateway_port, Gateway())

@@ -1,0 +1,54 @@
+"""Least privilege, evaluated: every AWS call the functions make on the local stack, and
+every direct integration of the state machine, judged against the synthesized template's
+policies as IAM would judge it (`python -m infra.iam`, and at the end of every test run)."""
+
+from __future__ import annotations
+
+import functools
+import json
+import tempfile
+from pathlib import Path
+from typing import Any
+
+from infra.iam.evaluate import Report, evaluate
+from infra.iam.template import Deployed
+from infra.local.aws_calls import Recording
+from infra.statemachine import DEFINITION_FILE
+
+ROOT = Path(__file__).resolve().parent.parent.parent
+# Where a test run leaves the calls its functions made, for `python -m infra.iam`.
+CALLS_FILE = ROOT / "build" / "iam" / "aws-calls.json"
+TEMPLATE_FILE = ROOT / "cdk.out" / "BurstReply.template.json"
+
+
+@functools.cache
+def synthesize_stack() -> tuple[Any, dict[str, Any], Path]:
+    """The stack, its template and its cdk.out folder, synthesized offline with empty assets (the code is not
+    what IAM evaluates); once per process."""
+    from aws_cdk.assertions import Template
+
+    from infra.app import build_app
+
+    root = Path(tempfile.mkdtemp(prefix="burst-reply-synth-"))
+    (root / "code" / "functions").mkdir(parents=True)
+    (root / "code" / "functions" / "__init__.py").write_text("")
+    (root / "dependencies" / "python").mkdir(parents=True)
+    _, stack = build_app(root / "code", root / "dependencies", outdir=str(root / "cdk.out"))
+    template = dict(Template.from_stack(stack).to_json())
+    return stack, template, root / "cdk.out"
+
+
+def synthesize() -> dict[str, Any]:
+    return synthesize_stack()[1]
+
+
+def evaluate_recording(template: dict[str, Any], recording: Recording) -> Report:
+    return evaluate(Deployed(template), DEFINITION_FILE.read_text(), recording)
+
+
+def load_template(path: Path = TEMPLATE_FILE) -> dict[str, Any]:
+    template: dict[str, Any] = json.loads(path.read_text())
+    return template
+
+
+__all__ = ["CALLS_FILE", "TEMPLATE_FILE", "Report", "evaluate_recording", "load_template", "synthesize"]

@@ -1,0 +1,172 @@
+"""IAM, evaluated (infra/iam): what a recorded call asks IAM for, and IAM's answer under a
+role's policies. The small templates here are CloudFormation as CDK writes it; the test
+run itself evaluates every call the functions made against the real synthesized template
+(tests/conftest.py)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from functions.registry import TASKS
+from infra.iam import evaluate_recording
+from infra.iam.template import ACCOUNT, REGION
+from infra.local.aws_calls import AwsCall, Recording, names_of
+
+pytestmark = pytest.mark.infra
+
+LOCAL = {"STAGED_MESSAGES_TABLE": "StagedMessages", "STATE_MACHINE_ARN": "arn:local:machine"}
+TABLE_ARN = f"arn:aws:dynamodb:{REGION}:{ACCOUNT}:table/staged-prod"
+REQUIRED = {
+    "CONVERSATIONS_TABLE": "c",
+    "BATCH_WINDOWS_TABLE": "b",
+    "TURNS_TABLE": "t",
+    "PROJECTS_TABLE": "p",
+    "TENANTS_TABLE": "te",
+    "USAGE_COUNTERS_TABLE": "u",
+    "EVENT_BUS_NAME": "bus",
+}
+
+
+def template(*statements: dict[str, Any]) -> dict[str, Any]:
+    """One function, its role, and a policy of `statements` on that role."""
+    return {
+        "Resources": {
+            "Staged": {"Type": "AWS::DynamoDB::Table", "Properties": {"TableName": "staged-prod"}},
+            "Role": {"Type": "AWS::IAM::Role", "Properties": {}},
+            "Policy": {
+                "Type": "AWS::IAM::Policy",
+                "Properties": {
+                    "PolicyDocument": {"Version": "2012-10-17", "Statement": list(statements)},
+                    "Roles": [{"Ref": "Role"}],
+                },
+            },
+            "Fn": {
+                "Type": "AWS::Lambda::Function",
+                "Metadata": {"aws:cdk:path": "BurstReply/Functions/CloseBatchWindow/Resource"},
+                "Properties": {
+                    "Role": {"Fn::GetAtt": ["Role", "Arn"]},
+                    "Environment": {
+                        "Variables": {
+                            **REQUIRED,
+                            "STAGED_MESSAGES_TABLE": {"Ref": "Staged"},
+                            "STATE_MACHINE_ARN": "arn:aws:states:us-east-1:123456789012:stateMachine:m",
+                        }
+                    },
+                },
+            },
+        }
+    }
+
+
+def allow(action: str, resource: Any) -> dict[str, Any]:
+    return {"Effect": "Allow", "Action": action, "Resource": resource}
+
+
+def call(operation: str, service: str = "dynamodb", **params: Any) -> AwsCall:
+    return AwsCall("CloseBatchWindow", service, operation, names_of(service, operation, params))
+
+
+def decide(tmpl: dict[str, Any], *calls: AwsCall) -> list[str]:
+    report = evaluate_recording(tmpl, Recording({**REQUIRED, **LOCAL}, list(calls)))
+    return [f"{r.action} {r.resource}: {why}" for r, why in report.denied] + report.unmapped
+
+
+QUERY_PENDING = call("Query", TableName="StagedMessages", IndexName="pending")
+
+
+def test_a_query_on_an_index_is_denied_by_a_grant_on_its_table_alone():
+    assert decide(template(allow("dynamodb:Query", {"Fn::GetAtt": ["Staged", "Arn"]})), QUERY_PENDING) == [
+        f"dynamodb:Query {TABLE_ARN}/index/pending: no statement allows it"
+    ]
+    on_index = allow(
+        "dynamodb:Query", {"Fn::Join": ["", [{"Fn::GetAtt": ["Staged", "Arn"]}, "/index/pending"]]}
+    )
+    assert decide(template(on_index), QUERY_PENDING) == []
+
+
+def test_send_task_success_names_no_resource_so_a_grant_on_the_state_machine_is_denied():
+    wake = call("SendTaskSuccess", "states", taskToken="t", output="{}")
+    machine = "arn:aws:states:us-east-1:123456789012:stateMachine:m"
+    assert decide(template(allow("states:SendTaskSuccess", machine)), wake) == [
+        "states:SendTaskSuccess *: no statement allows it"
+    ]
+    assert decide(template(allow("states:SendTaskSuccess", "*")), wake) == []
+
+
+def test_an_explicit_deny_wins_and_actions_match_without_regard_to_case():
+    on_index = f"{TABLE_ARN}/index/*"
+    assert decide(template(allow("DynamoDB:query", on_index)), QUERY_PENDING) == []
+    deny = {"Effect": "Deny", "Action": "dynamodb:*", "Resource": "*"}
+    assert decide(template(allow("dynamodb:Query", on_index), deny), QUERY_PENDING) == [
+        f"dynamodb:Query {TABLE_ARN}/index/pending: explicitly denied"
+    ]
+
+
+def test_each_item_of_a_transaction_needs_its_own_action():
+    transaction = call(
+        "TransactWriteItems",
+        TransactItems=[
+            {"Update": {"TableName": "StagedMessages"}},
+            {"ConditionCheck": {"TableName": "StagedMessages"}},
+        ],
+    )
+    assert decide(template(allow("dynamodb:UpdateItem", TABLE_ARN)), transaction) == [
+        f"dynamodb:ConditionCheckItem {TABLE_ARN}: no statement allows it"
+    ]
+
+
+def test_a_resource_the_deployed_function_is_not_told_of_is_reported():
+    assert decide(template(allow("dynamodb:*", "*")), call("GetItem", TableName="SomeOtherTable")) == [
+        "CloseBatchWindow: GetItem: no setting of the deployed function names 'SomeOtherTable'"
+    ]
+
+
+def test_a_condition_the_evaluator_cannot_judge_fails_the_evaluation_rather_than_passing():
+    conditional = {**allow("dynamodb:Query", "*"), "Condition": {"ArnLike": {"aws:SourceArn": "x"}}}
+    (line,) = decide(template(conditional), QUERY_PENDING)
+    assert "cannot be evaluated here" in line
+
+
+def test_a_grant_no_call_used_is_reported():
+    report = evaluate_recording(
+        template(allow("dynamodb:Query", f"{TABLE_ARN}/index/pending"), allow("dynamodb:PutItem", TABLE_ARN)),
+        Recording({**REQUIRED, **LOCAL}, [QUERY_PENDING]),
+    )
+    assert report.ok
+    assert report.unused == [
+        "CloseBatchWindow may, and no recorded call did: dynamodb:PutItem on table/staged-prod"
+    ]
+
+
+def test_the_state_machines_own_integrations_are_allowed_by_its_role(synthesized):
+    """Read from the deployed definition: each task's Lambda, the pending index's query,
+    the lock's release and the window's deletion."""
+    report = evaluate_recording(synthesized[1], Recording({}, []))
+    assert [r for r, _ in report.denied] == []
+    invoked = {r.resource for r in report.evaluated if r.action == "lambda:InvokeFunction"}
+    assert len(invoked) == len(TASKS)
+    assert any(
+        r.resource.endswith("/index/pending") for r in report.evaluated if r.action == "dynamodb:Query"
+    )
+
+
+def test_a_bus_policy_denying_everyone_but_one_role_is_judged_by_its_condition():
+    tmpl = template(allow("events:PutEvents", "*"))
+    tmpl["Resources"]["Bus"] = {"Type": "AWS::Events::EventBus", "Properties": {"Name": "prod-events"}}
+    tmpl["Resources"]["Fn"]["Properties"]["Environment"]["Variables"]["EVENT_BUS_NAME"] = {"Ref": "Bus"}
+    only = {"ArnNotEquals": {"aws:PrincipalArn": "arn:aws:iam::123456789012:role/announcer"}}
+    tmpl["Resources"]["BusPolicy"] = {
+        "Type": "AWS::Events::EventBusPolicy",
+        "Properties": {
+            "EventBusName": {"Ref": "Bus"},
+            "Statement": {"Effect": "Deny", "Principal": {"AWS": "*"}, "Action": "events:PutEvents",
+                          "Resource": {"Fn::GetAtt": ["Bus", "Arn"]}, "Condition": only},
+        },
+    }  # fmt: skip
+    announce = call("PutEvents", "events", Entries=[{"EventBusName": "bus"}])
+    bus = f"arn:aws:events:{REGION}:{ACCOUNT}:event-bus/prod-events"
+    assert decide(tmpl, announce) == [f"events:PutEvents {bus}: explicitly denied"]
+    tmpl["Resources"]["Role"]["Properties"]["RoleName"] = "announcer"
+    assert decide(tmpl, announce) == []
