@@ -24,10 +24,10 @@ def build_app(
     code_directory: Path,
     dependencies_directory: Path,
     outdir: str | None = None,
-    context: dict[str, object] | None = None,
+    extra_context: dict[str, object] | None = None,
 ) -> tuple[App, BurstReplyStack]:
     # Path metadata (as the CDK CLI adds) lets tests and the console name each resource.
-    app = App(outdir=outdir, context={"aws:cdk:enable-path-metadata": True, **(context or {})})
+    app = App(outdir=outdir, context={"aws:cdk:enable-path-metadata": True, **(extra_context or {})})
     context = app.node.try_get_context
     settings = StackSettings.from_context(context, code_directory, dependencies_directory)
     stack = BurstReplyStack(

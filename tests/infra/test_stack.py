@@ -247,7 +247,7 @@ def test_an_email_hears_the_alarms_only_when_the_deployment_names_one(synthesize
         tmp_path / "code",
         tmp_path / "dependencies",
         outdir=str(tmp_path / "cdk.out"),
-        context={"alarm_email": "oncall@example.com"},
+        extra_context={"alarm_email": "oncall@example.com"},
     )
     # An alarm added anywhere, after the topic, gets its actions too.
     metric = cloudwatch.Metric(namespace="Elsewhere", metric_name="Added")
