@@ -1,7 +1,8 @@
 """The CDK app: `make synth` runs this module; `make deploy` runs it through the CDK CLI.
 
 Context (cdk.json or `-c name=value`): batch_window_seconds, auto_create_conversations,
-state_machine_log_level, api_rate_limit, api_burst_limit, stack_name."""
+state_machine_log_level, api_rate_limit, api_burst_limit, webhook_base_url,
+twilio_connection_overrides, alarm_email, stack_name."""
 
 from __future__ import annotations
 
@@ -20,10 +21,13 @@ BUILD = ROOT / "build" / "lambda"
 
 
 def build_app(
-    code_directory: Path, dependencies_directory: Path, outdir: str | None = None
+    code_directory: Path,
+    dependencies_directory: Path,
+    outdir: str | None = None,
+    extra_context: dict[str, object] | None = None,
 ) -> tuple[App, BurstReplyStack]:
     # Path metadata (as the CDK CLI adds) lets tests and the console name each resource.
-    app = App(outdir=outdir, context={"aws:cdk:enable-path-metadata": True})
+    app = App(outdir=outdir, context={"aws:cdk:enable-path-metadata": True, **(extra_context or {})})
     context = app.node.try_get_context
     settings = StackSettings.from_context(context, code_directory, dependencies_directory)
     stack = BurstReplyStack(

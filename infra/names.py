@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import Any
@@ -10,11 +11,17 @@ from functions.observability import NAMESPACE, SERVICE
 
 __all__ = ["NAMESPACE", "SERVICE", "STACK_NAME", "StackSettings"]
 
+EMAIL = re.compile(r"[^@\s]+@[^@\s]+\.[^@\s]+")
 STACK_NAME = "BurstReply"  # the default; `-c stack_name=...` changes it
 
 
 def state_machine_name(stack_name: str) -> str:
     return f"{stack_name}-BatchWindow"
+
+
+def state_machine_log_group_name(machine_name: str) -> str:
+    """Under /aws/vendedlogs/ (docs/decisions.md): the state machine's run log."""
+    return f"/aws/vendedlogs/states/{machine_name}"
 
 
 def event_bus_name(stack_name: str) -> str:
@@ -51,6 +58,13 @@ class StackSettings:
     # The connection overrides the URLs given to Twilio carry (its "Webhooks connection
     # overrides"): without them Twilio does not retry a webhook that answered 5xx.
     twilio_connection_overrides: str = "rc=5&rp=all"
+    # Who hears the alarms: an email subscribed to the alarm topic (confirmed by a link
+    # AWS sends it). Empty: the topic has no subscriber; subscribe someone to it yourself.
+    alarm_email: str = ""
+
+    def __post_init__(self) -> None:
+        if self.alarm_email and not EMAIL.fullmatch(self.alarm_email):
+            raise ValueError(f"alarm_email is not an email address: {self.alarm_email!r}")
 
     def public_base_and_overrides(self) -> tuple[str, str]:
         """The configured base URL without its fragment, and the connection overrides."""

@@ -11,6 +11,7 @@ from constructs import Construct
 
 from functions.dal.tables import ALL_TABLES
 from functions.registry import RECONCILER, STATUS_CALLBACK, WEBHOOK
+from infra.constructs.alarm_topic import AlarmTopic
 from infra.constructs.api import WebhookApi
 from infra.constructs.credentials import Credentials
 from infra.constructs.event_bus import AnsweredBatchBusPolicy
@@ -65,6 +66,8 @@ class BurstReplyStack(Stack):
             functions[function_id].add_environment("WEBHOOK_BASE_URL", self.webhook_base_url)
             functions[function_id].add_environment("TWILIO_CONNECTION_OVERRIDES", self.connection_overrides)
         Monitoring(self, "Monitoring", workflow.state_machine, api.api, functions)
+        alarms = AlarmTopic(self, "Alarms", alarm_email=settings.alarm_email)
+        CfnOutput(self, "AlarmTopicArn", value=alarms.topic.topic_arn, description="every alarm notifies it")
         events.Rule(
             self,
             "ReconcileSchedule",

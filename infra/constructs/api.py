@@ -3,7 +3,7 @@
 
 from __future__ import annotations
 
-from aws_cdk import RemovalPolicy
+from aws_cdk import RemovalPolicy, Stack
 from aws_cdk import aws_apigateway as apigw
 from aws_cdk import aws_lambda as lambda_
 from aws_cdk import aws_logs as logs
@@ -15,7 +15,7 @@ from infra.names import StackSettings
 
 
 class WebhookApi(Construct):
-    """REST API with POST /whatsapp, POST /sms and the status callbacks' resource,
+    """Regional REST API with POST /whatsapp, POST /sms and the status callbacks' resource,
     throttled, access-logged."""
 
     def __init__(
@@ -34,9 +34,14 @@ class WebhookApi(Construct):
         self.api = apigw.RestApi(
             self,
             "Api",
+            # Its metrics' ApiName dimension: unique per stack, so that two deployments in one
+            # account and Region do not sum into each other's alarms.
+            rest_api_name=f"{Stack.of(self).stack_name}-webhooks",
             description="Twilio Messaging webhooks",
-            cloud_watch_role=True,
-            cloud_watch_role_removal_policy=RemovalPolicy.DESTROY,
+            # API Gateway's CloudWatch role is one per account and Region: the stack neither
+            # creates, replaces nor deletes it. Logging needs it set once (README, Deploy).
+            cloud_watch_role=False,
+            endpoint_types=[apigw.EndpointType.REGIONAL],  # Twilio calls from its own Regions
             deploy_options=apigw.StageOptions(
                 stage_name=self.stage_name,
                 throttling_rate_limit=settings.api_rate_limit,
@@ -85,14 +90,6 @@ class WebhookApi(Construct):
                 ),
                 NagPackSuppression(
                     id="AwsSolutions-COG4", reason="Same as APIG4: Twilio signs its requests."
-                ),
-                NagPackSuppression(
-                    id="AwsSolutions-IAM4",
-                    reason="API Gateway's account role for CloudWatch Logs uses the AWS managed policy.",
-                    applies_to=[
-                        "Policy::arn:<AWS::Partition>:iam::aws:policy/service-role/"
-                        "AmazonAPIGatewayPushToCloudWatchLogs"
-                    ],
                 ),
             ],
             apply_to_children=True,

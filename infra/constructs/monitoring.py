@@ -15,8 +15,10 @@ from infra.names import NAMESPACE, SERVICE
 
 
 class Monitoring(Construct):
-    """Alarms an operator needs: failed runs, throttling, webhook errors, messages waiting
-    too long, OpenAI out of quota, replies not delivered, batches set aside."""
+    """Alarms an operator needs: failed runs, throttling, webhook errors and refusals,
+    messages waiting too long, OpenAI out of quota, replies not delivered, batches set
+    aside. Each notifies the alarm topic (infra/constructs/alarm_topic.py gives every alarm
+    of the stack its actions, so an alarm added here needs nothing more)."""
 
     def __init__(
         self,
@@ -72,10 +74,28 @@ class Monitoring(Construct):
                 )
                 for group, start in enumerate(range(0, len(others), 10))
             ),
+            # API Gateway's metrics of the stage Twilio calls (dimensions ApiName and Stage).
             alarm(
                 "Webhook5xx",
-                "The webhook answered 5xx: Twilio retries, but look at the webhook's logs.",
-                api.metric_server_error(period=five_minutes, statistic="Sum"),
+                "The API answered 5xx: Twilio retries (the URLs carry its connection overrides), but "
+                "look at the webhook's logs.",
+                api.deployment_stage.metric_server_error(period=five_minutes, statistic="Sum"),
+            ),
+            alarm(
+                "Webhook4xx",
+                "The API answered 4xx a handful of times in 5 minutes: Twilio never retries a 4xx, so "
+                "those messages are lost. Refused signatures (see WebhooksRefused), a wrong path in the "
+                "URL given to Twilio (403 from API Gateway), throttling (429) or unreadable forms.",
+                api.deployment_stage.metric_client_error(period=five_minutes, statistic="Sum"),
+                threshold=5,
+            ),
+            alarm(
+                "WebhooksRefused",
+                "The webhook refused a handful of messages in 5 minutes (403: bad signature, unknown "
+                "account, not the tenant's number): Twilio does not retry them. After a deploy or a token "
+                "rotation, check the tenant's auth token secret and the URL Twilio calls (WebhookBaseUrl).",
+                _service_metric("WebhooksRefused", "Sum", five_minutes),
+                threshold=5,
             ),
             alarm(
                 "OldestPendingMessage",

@@ -13,7 +13,7 @@ from functions.dal.tables import ALL_TABLES, BATCH_WINDOWS, CONVERSATIONS, PENDI
 from functions.registry import TASKS, definition_substitutions
 from infra.constructs.functions import Functions
 from infra.constructs.tables import Tables
-from infra.names import StackSettings, state_machine_name
+from infra.names import StackSettings, state_machine_log_group_name, state_machine_name
 from infra.statemachine import DEFINITION_FILE, placeholders
 
 
@@ -44,8 +44,14 @@ class BatchWorkflow(Construct):
             {f.logical_id: functions[f.logical_id].function_arn for f in TASKS},
         )
         self.substitutions = {name: every[name] for name in placeholders()}
+        # Under /aws/vendedlogs/: Step Functions adds the log group to the account's CloudWatch
+        # Logs resource policy, limited to 5,120 characters, unless it is under this prefix.
         log_group = logs.LogGroup(
-            self, "Logs", retention=logs.RetentionDays.ONE_MONTH, removal_policy=RemovalPolicy.DESTROY
+            self,
+            "Logs",
+            log_group_name=state_machine_log_group_name(self.name),
+            retention=logs.RetentionDays.ONE_MONTH,
+            removal_policy=RemovalPolicy.DESTROY,
         )
         self.state_machine = sfn.StateMachine(
             self,

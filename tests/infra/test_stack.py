@@ -7,6 +7,7 @@ import json
 from typing import Any
 
 import pytest
+from aws_cdk import aws_cloudwatch as cloudwatch
 from aws_cdk.assertions import Annotations, Match, Template
 from cfnlint.api import ManualArgs, lint
 
@@ -15,6 +16,7 @@ from functions.dal.tables import ALL_TABLES
 from functions.registry import ALL_FUNCTIONS, TASKS
 from infra.iam.requests import resource_types
 from infra.local.stack import create_table_request
+from infra.names import NAMESPACE, SERVICE
 from infra.statemachine import DEFINITION_FILE, placeholders
 
 pytestmark = pytest.mark.infra
@@ -112,6 +114,25 @@ def test_the_api_has_the_two_webhooks_and_the_status_callbacks_throttled_and_acc
     )
 
 
+def test_the_api_is_regional_and_leaves_the_accounts_cloudwatch_role_alone(synthesized, template):
+    template.has_resource_properties(
+        "AWS::ApiGateway::RestApi", {"EndpointConfiguration": {"Types": ["REGIONAL"]}}
+    )
+    template.resource_count_is("AWS::ApiGateway::Account", 0)
+    for role in resources(synthesized[1], "AWS::IAM::Role").values():
+        assert "apigateway.amazonaws.com" not in json.dumps(role["Properties"]["AssumeRolePolicyDocument"])
+
+
+def test_the_state_machine_logs_under_vendedlogs(synthesized):
+    stack_json = synthesized[1]
+    log_group = logical_id_of(stack_json, "AWS::Logs::LogGroup", "/Workflow/Logs/")
+    name = stack_json["Resources"][log_group]["Properties"]["LogGroupName"]
+    assert name == "/aws/vendedlogs/states/BurstReply-BatchWindow"
+    (machine,) = resources(stack_json, "AWS::StepFunctions::StateMachine").values()
+    (destination,) = machine["Properties"]["LoggingConfiguration"]["Destinations"]
+    assert destination["CloudWatchLogsLogGroup"]["LogGroupArn"] == {"Fn::GetAtt": [log_group, "Arn"]}
+
+
 def test_the_state_machine_is_standard_traced_and_logged(template):
     template.has_resource_properties(
         "AWS::StepFunctions::StateMachine",
@@ -126,7 +147,7 @@ def test_the_state_machine_is_standard_traced_and_logged(template):
 def test_secrets_alarms_bus_and_outputs_exist(template):
     template.resource_count_is("AWS::SecretsManager::Secret", 1)  # the tenants' are not the stack's
     template.resource_count_is("AWS::Events::EventBus", 1)
-    template.resource_count_is("AWS::CloudWatch::Alarm", 9)
+    template.resource_count_is("AWS::CloudWatch::Alarm", 11)
     for name in (
         "UndeliveredReplies",
         "FailedRuns",
@@ -134,6 +155,8 @@ def test_secrets_alarms_bus_and_outputs_exist(template):
         "WebhookThrottles",
         "TaskThrottles1",
         "Webhook5xx",
+        "Webhook4xx",
+        "WebhooksRefused",
         "OldestPendingMessage",
         "AIQuotaExhausted",
         "DeadLetteredBatches",
@@ -152,9 +175,123 @@ def test_secrets_alarms_bus_and_outputs_exist(template):
         "TwilioTenantSecretPrefix",
         "OpenAITenantSecretPrefix",
         "EventBusName",
+        "AlarmTopicArn",
         *(f"{t.logical_id}TableName" for t in ALL_TABLES),  # what infra.runs and the functions read
     ):
         assert output in outputs
+
+
+def _alarm_topic(stack_json: dict[str, Any]) -> str:
+    (topic,) = resources(stack_json, "AWS::SNS::Topic")
+    return topic
+
+
+def test_every_alarm_notifies_the_alarm_topic_when_it_fires_and_when_it_clears(synthesized):
+    """Every alarm the template holds, whoever added it."""
+    stack_json = synthesized[1]
+    topic = {"Ref": _alarm_topic(stack_json)}
+    alarms = resources(stack_json, "AWS::CloudWatch::Alarm")
+    assert alarms
+    for logical_id, alarm in alarms.items():
+        properties = alarm["Properties"]
+        assert properties.get("AlarmActions") == [topic], logical_id
+        assert properties.get("OKActions") == [topic], logical_id
+        assert properties.get("ActionsEnabled", True) is True, logical_id
+
+
+def test_the_alarm_topic_is_encrypted_ssl_only_and_open_to_this_accounts_alarms(synthesized):
+    stack_json = synthesized[1]
+    topic_id = _alarm_topic(stack_json)
+    (key_id,) = resources(stack_json, "AWS::KMS::Key")
+    key = stack_json["Resources"][key_id]["Properties"]
+    assert stack_json["Resources"][topic_id]["Properties"]["KmsMasterKeyId"] == {
+        "Fn::GetAtt": [key_id, "Arn"]
+    }
+    assert key["EnableKeyRotation"] is True
+    cloudwatch = {"Service": "cloudwatch.amazonaws.com"}
+    assert any(
+        s["Effect"] == "Allow"
+        and s["Principal"] == cloudwatch
+        and set(s["Action"]) == {"kms:Decrypt", "kms:GenerateDataKey*"}
+        for s in key["KeyPolicy"]["Statement"]
+    )
+    (policy,) = resources(stack_json, "AWS::SNS::TopicPolicy").values()
+    assert policy["Properties"]["Topics"] == [{"Ref": topic_id}]
+    statements = policy["Properties"]["PolicyDocument"]["Statement"]
+    assert any(
+        s["Effect"] == "Deny" and s["Condition"] == {"Bool": {"aws:SecureTransport": "false"}}
+        for s in statements
+    )
+    (publish,) = [s for s in statements if s.get("Principal") == cloudwatch]
+    assert (publish["Effect"], publish["Action"]) == ("Allow", "sns:Publish")
+    assert publish["Condition"]["StringEquals"] == {"aws:SourceAccount": {"Ref": "AWS::AccountId"}}
+    assert ":alarm:*" in json.dumps(publish["Condition"]["ArnLike"]["aws:SourceArn"])
+
+
+def test_an_email_hears_the_alarms_only_when_the_deployment_names_one(synthesized, tmp_path):
+    assert resources(synthesized[1], "AWS::SNS::Subscription") == {}
+    (tmp_path / "code" / "functions").mkdir(parents=True)
+    (tmp_path / "dependencies" / "python").mkdir(parents=True)
+    _, stack = build_app(
+        tmp_path / "code",
+        tmp_path / "dependencies",
+        outdir=str(tmp_path / "cdk.out"),
+        extra_context={"alarm_email": "oncall@example.com"},
+    )
+    # An alarm added anywhere, after the topic, gets its actions too.
+    metric = cloudwatch.Metric(namespace="Elsewhere", metric_name="Added")
+    cloudwatch.Alarm(stack.api, "AddedLater", metric=metric, threshold=1, evaluation_periods=1)
+    stack_json = Template.from_stack(stack).to_json()
+    added = logical_id_of(stack_json, "AWS::CloudWatch::Alarm", "/AddedLater/")
+    assert stack_json["Resources"][added]["Properties"]["AlarmActions"] == [{"Ref": _alarm_topic(stack_json)}]
+    (subscription,) = resources(stack_json, "AWS::SNS::Subscription").values()
+    assert subscription["Properties"] == {
+        "Protocol": "email",
+        "Endpoint": "oncall@example.com",
+        "TopicArn": {"Ref": _alarm_topic(stack_json)},
+    }
+
+
+def test_an_alarm_email_that_is_not_one_is_refused_at_synth():
+    from pathlib import Path
+
+    from infra.names import StackSettings
+
+    with pytest.raises(ValueError, match="alarm_email"):
+        StackSettings.from_context({"alarm_email": "oncall at example"}.get, Path("."), Path("."))
+    assert StackSettings.from_context({"alarm_email": "a@b.example"}.get, Path("."), Path(".")).alarm_email
+
+
+def _alarm(stack_json: dict[str, Any], name: str) -> dict[str, Any]:
+    return stack_json["Resources"][
+        logical_id_of(stack_json, "AWS::CloudWatch::Alarm", f"/Monitoring/{name}/")
+    ]["Properties"]
+
+
+def test_refused_webhooks_alarm_on_the_metric_the_webhook_emits(synthesized):
+    """The namespace and dimension are the ones Powertools gives the webhook's metrics
+    (tests/e2e/test_webhook_metrics.py reads them from the emitted EMF)."""
+    properties = _alarm(synthesized[1], "WebhooksRefused")
+    assert (properties["Namespace"], properties["MetricName"]) == (NAMESPACE, "WebhooksRefused")
+    assert properties["Dimensions"] == [{"Name": "service", "Value": SERVICE}]
+    assert (properties["Statistic"], properties["Period"], properties["Threshold"]) == ("Sum", 300, 5)
+    assert properties["ComparisonOperator"] == "GreaterThanOrEqualToThreshold"
+
+
+@pytest.mark.parametrize(
+    ("alarm", "metric", "threshold"), [("Webhook4xx", "4XXError", 5), ("Webhook5xx", "5XXError", 1)]
+)
+def test_the_apis_4xx_and_5xx_are_alarmed_on_its_stage(synthesized, alarm, metric, threshold):
+    stack_json = synthesized[1]
+    properties = _alarm(stack_json, alarm)
+    api = stack_json["Resources"][logical_id_of(stack_json, "AWS::ApiGateway::RestApi", "/Webhook/Api/")]
+    assert (properties["Namespace"], properties["MetricName"]) == ("AWS/ApiGateway", metric)
+    dimensions = {d["Name"]: d["Value"] for d in properties["Dimensions"]}
+    assert dimensions["ApiName"] == api["Properties"]["Name"] == "BurstReply-webhooks"
+    assert dimensions["Stage"] == {
+        "Ref": logical_id_of(stack_json, "AWS::ApiGateway::Stage", "/Webhook/Api/")
+    }
+    assert (properties["Statistic"], properties["Threshold"]) == ("Sum", threshold)
 
 
 # --- least privilege ----------------------------------------------------------------------
