@@ -6,6 +6,7 @@ from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import Any
 
+from functions.integrations.openai_models import DEFAULT_MODEL
 from functions.observability import NAMESPACE, SERVICE
 
 __all__ = ["NAMESPACE", "SERVICE", "STACK_NAME", "StackSettings"]
@@ -51,6 +52,10 @@ class StackSettings:
     # The connection overrides the URLs given to Twilio carry (its "Webhooks connection
     # overrides"): without them Twilio does not retry a webhook that answered 5xx.
     twilio_connection_overrides: str = "rc=5&rp=all"
+    # The functions' OPENAI_MODEL, and OPENAI_FALLBACK_MODEL (empty: none), which answers
+    # when OpenAI does not serve the first (`make synth` warns 30 days before a shutdown).
+    openai_model: str = DEFAULT_MODEL
+    openai_fallback_model: str = ""
 
     def public_base_and_overrides(self) -> tuple[str, str]:
         """The configured base URL without its fragment, and the connection overrides."""
