@@ -12,6 +12,8 @@ from typing import Annotated, Any
 import msgspec
 from msgspec import Meta
 
+from functions.integrations.openai_models import DEFAULT_MODEL
+
 # How a boolean setting may be written (as pydantic read them before): any case.
 _TRUE = {"1", "true", "t", "yes", "y", "on"}
 _FALSE = {"0", "false", "f", "no", "n", "off"}
@@ -101,7 +103,12 @@ class Settings(msgspec.Struct, kw_only=True, frozen=True, rename="upper"):
     media_time_budget_seconds: Annotated[float, Meta(gt=0, le=30)] = 20
     twilio_media_hosts: str = "api.twilio.com,mms.twiliocdn.com"
 
-    openai_model: str = "gpt-5-mini"
+    # The model, unless the conversation names one (functions/integrations/openai_models.py
+    # lists OpenAI's announced shutdowns). When OpenAI does not serve it (404
+    # model_not_found), the fallback model answers if one is set; otherwise the batch is
+    # kept pending and the run fails with AIModelUnavailable (alarmed).
+    openai_model: Annotated[str, Meta(min_length=1)] = DEFAULT_MODEL
+    openai_fallback_model: str = ""
     openai_instructions: str = (
         "You are a helpful assistant replying on WhatsApp or SMS. The user may have sent "
         "several short messages in a row; answer them together, briefly."

@@ -30,6 +30,13 @@ class AIPermanentError(Exception):
     """OpenAI rejected the request; retrying the same request cannot succeed."""
 
 
+class AIModelUnavailable(Exception):
+    """OpenAI does not serve the model asked for (404 `model_not_found`: shut down,
+    misspelt, or not open to the key's project), nor the fallback model if one is set. The
+    configuration is at fault, not the user: the batch is kept pending, no attempt is
+    counted against it, and the run ends FAILED (alarmed) until the model is changed."""
+
+
 class TwilioRetryableError(Exception):
     """Twilio is rate limiting, failing or unreachable."""
 

@@ -7,11 +7,14 @@ from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import Any
 
+from functions.integrations.openai_models import DEFAULT_MODEL
 from functions.observability import NAMESPACE, SERVICE
 
 __all__ = ["NAMESPACE", "SERVICE", "STACK_NAME", "StackSettings"]
 
 EMAIL = re.compile(r"[^@\s]+@[^@\s]+\.[^@\s]+")
+# Context keys also accepted in CDK's own camelCase spelling (`-c alarmEmail=...`).
+CAMEL_CASE = {"alarm_email": "alarmEmail"}
 STACK_NAME = "BurstReply"  # the default; `-c stack_name=...` changes it
 
 
@@ -61,6 +64,10 @@ class StackSettings:
     # Who hears the alarms: an email subscribed to the alarm topic (confirmed by a link
     # AWS sends it). Empty: the topic has no subscriber; subscribe someone to it yourself.
     alarm_email: str = ""
+    # The functions' OPENAI_MODEL, and OPENAI_FALLBACK_MODEL (empty: none), which answers
+    # when OpenAI does not serve the first (`make synth` warns 30 days before a shutdown).
+    openai_model: str = DEFAULT_MODEL
+    openai_fallback_model: str = ""
 
     def __post_init__(self) -> None:
         if self.alarm_email and not EMAIL.fullmatch(self.alarm_email):
@@ -77,6 +84,8 @@ class StackSettings:
         chosen: dict[str, Any] = {}
         for field in fields(cls):
             value = context(field.name)
+            if value is None and field.name in CAMEL_CASE:
+                value = context(CAMEL_CASE[field.name])
             if value is None or field.name.endswith("_directory"):
                 continue
             if field.type == "bool":

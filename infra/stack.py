@@ -28,6 +28,7 @@ class BurstReplyStack(Stack):
         self, scope: Construct, construct_id: str, settings: StackSettings, **kwargs: object
     ) -> None:
         super().__init__(scope, construct_id, **kwargs)  # type: ignore[arg-type]
+        self.settings = settings
         tables = Tables(self, "Tables")
         credentials = Credentials(self, "Credentials")
         bus = events.EventBus(self, "Events", event_bus_name=event_bus_name(self.stack_name))
@@ -39,7 +40,10 @@ class BurstReplyStack(Stack):
             "TWILIO_TENANT_SECRET_PREFIX": credentials.twilio_prefix,
             "OPENAI_TENANT_SECRET_PREFIX": credentials.openai_prefix,
             "EVENT_BUS_NAME": bus.event_bus_name,
+            "OPENAI_MODEL": settings.openai_model,
         }
+        if settings.openai_fallback_model:
+            environment["OPENAI_FALLBACK_MODEL"] = settings.openai_fallback_model
         functions = Functions(self, "Functions", settings, environment)
         workflow = BatchWorkflow(self, "Workflow", settings, tables, functions)
         Permissions(

@@ -8,8 +8,8 @@ running then is an AIRetryableError, and the state machine's Retry polls again l
 
 The SDK's own retries are off: the state machine's Retry owns them, so each attempt is
 visible in the run history. Errors become AIRetryableError or AIPermanentError (quota and
-billing errors are permanent), or OpenAIConversationGone for a conversation the API no
-longer knows."""
+billing errors are permanent), AIModelUnavailable for a model OpenAI does not serve (404
+`model_not_found`), or OpenAIConversationGone for a conversation the API no longer knows."""
 
 from __future__ import annotations
 
@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 import openai
 
-from functions.errors import AIPermanentError, AIRetryableError
+from functions.errors import AIModelUnavailable, AIPermanentError, AIRetryableError
 from functions.observability import count, logger, milliseconds
 
 if TYPE_CHECKING:
@@ -30,6 +30,8 @@ if TYPE_CHECKING:
 T = TypeVar("T")
 
 _RETRYABLE_CODES = {"conversation_locked"}
+# The model is shut down, misspelt or not open to the key's project: the configuration's fault.
+MODEL_NOT_FOUND = "model_not_found"
 # Out of credits, spend limit reached, billing not set up: retrying cannot help.
 QUOTA_CODES = {"insufficient_quota", "billing_hard_limit_reached", "billing_not_active"}
 # A background response that ended `failed` with one of these may be created again.
@@ -222,6 +224,10 @@ def _call(request: Callable[[], T], conversation_call: bool = False) -> T:
     except openai.APIStatusError as error:
         count("AIErrors")
         described = f"OpenAI HTTP {error.status_code} {error.code or ''}".strip()
+        if error.code == MODEL_NOT_FOUND:
+            count("AIModelUnavailable")
+            logger.error("OpenAI does not serve the model", extra={"status": error.status_code})
+            raise AIModelUnavailable(described) from error
         if conversation_call and error.status_code == 404 and _names_conversation(error):
             raise OpenAIConversationGone(described) from error
         if is_quota_error(error.status_code, error.code, error.type):
@@ -246,7 +252,7 @@ def _unless_gone(request: Callable[[], T]) -> T | None:
 
 
 def _names_conversation(error: openai.APIStatusError) -> bool:
-    return error.code != "model_not_found" and (
+    return error.code != MODEL_NOT_FOUND and (
         error.param == "conversation" or "conversation" in str(error.message).lower()
     )
 

@@ -29,7 +29,7 @@ import msgspec
 from functions.contract import assistant_turn_id, user_turn_id
 from functions.dal import staged_messages, turns
 from functions.dal.models import AIRequest
-from functions.errors import AIPermanentError, AIRetryableError
+from functions.errors import AIModelUnavailable, AIPermanentError, AIRetryableError
 from functions.integrations import openai_responses as ai
 from functions.integrations.openai_responses import Budget, OpenAIConversationGone, ResponseState
 from functions.logic import clock
@@ -113,7 +113,7 @@ class BatchRequest:
                 max_output_tokens=self.max_output_tokens,
                 budget=self.budget,
             )
-        except (AIRetryableError, AIPermanentError, OpenAIConversationGone) as error:
+        except (AIRetryableError, AIPermanentError, AIModelUnavailable, OpenAIConversationGone) as error:
             if not recovered and not ai.outcome_unknown(error):  # refused: nothing was asked
                 staged_messages.drop_ai_request(self.conversation_id, self.key)
             raise

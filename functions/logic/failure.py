@@ -14,17 +14,26 @@ from functions.logic import clock
 from functions.observability import count, logger
 
 PERMANENT_ERRORS = ("AIPermanentError", "TwilioPermanentError")
+# The deployment's configuration is at fault, not the batch: its messages stay pending and
+# uncounted (the reconciler's next window answers them once the configuration is fixed),
+# and the user is not told anything failed.
+CONFIGURATION_ERRORS = ("AIModelUnavailable",)
 
 
 def record_failed_batch(task: FailedInput) -> FailedOutput:
     """A permanent error sets the batch aside at once (with the fallback reply, for the
-    AI); any other failure counts an attempt on the pending messages, which stay staged
-    for a later window until they have failed `max_batch_attempts` times and are set
-    aside too (dead-lettered)."""
+    AI); a configuration error keeps it pending without counting an attempt; any other
+    failure counts an attempt on the pending messages, which stay staged for a later
+    window until they have failed `max_batch_attempts` times and are set aside too
+    (dead-lettered)."""
     error = task.run.error
     error_name = error.error if error else "Unknown"
     cause = error_message(error.cause if error else "")
     message_sids = task.run.batch.message_sids if task.run.batch else []
+    if error_name in CONFIGURATION_ERRORS:
+        kept = staged_messages.pending(task.conversation_id)
+        logger.error("Batch kept: the configuration is at fault", extra={"error": error_name})
+        return FailedOutput(outcome="kept", message_count=len(kept))
     if error_name in PERMANENT_ERRORS and message_sids:
         if error_name == "AIPermanentError":
             _send_fallback(task)

@@ -6,9 +6,9 @@ from functions.config import get_settings
 from functions.contract import GenerateInput, ReplySummary
 from functions.dal import conversations, turns
 from functions.dal.models import Turn
-from functions.errors import AIPermanentError
+from functions.errors import AIModelUnavailable, AIPermanentError
 from functions.integrations import openai_responses, secrets
-from functions.integrations.openai_responses import Budget, OpenAIConversationGone
+from functions.integrations.openai_responses import Budget, OpenAIConversationGone, ResponseState
 from functions.logic import clock, consent, limits, turn_input
 from functions.logic.ai_requests import BatchRequest
 from functions.observability import count, logger
@@ -64,18 +64,7 @@ def _new_assistant_turn(task: GenerateInput) -> Turn:
     )
     if not request.openai_conversation:
         request.openai_conversation = _start_conversation(request)
-    try:
-        reply = request.reply()
-    except OpenAIConversationGone:
-        # Deleted, or the key now belongs to another project: a new conversation, and the
-        # batch is answered on it.
-        logger.warning("OpenAI conversation not found: starting a new one")
-        count("AIConversationsReplaced")
-        request.openai_conversation = _start_conversation(request)
-        try:
-            reply = request.reply()
-        except OpenAIConversationGone as error:
-            raise AIPermanentError("OpenAI: a new conversation is not found either") from error
+    reply = _reply_with_a_served_model(request, settings.openai_fallback_model)
     text, capped = limits.cap_reply_parts(reply.text)
     turn = Turn(
         conversation_id=task.conversation_id,
@@ -97,6 +86,45 @@ def _new_assistant_turn(task: GenerateInput) -> Turn:
     turns.put(turn)
     logger.info("Reply generated", extra={"reply_chars": len(reply.text), "total_tokens": reply.total_tokens})
     return turn
+
+
+def _reply_with_a_served_model(request: BatchRequest, fallback_model: str) -> ResponseState:
+    """The reply from the configured model; from the fallback model (if set) when OpenAI
+    does not serve the configured one. AIModelUnavailable when neither is served."""
+    try:
+        return _reply(request)
+    except AIModelUnavailable as error:
+        unavailable = request.model
+        if not fallback_model or fallback_model == unavailable:
+            raise AIModelUnavailable(
+                f"OpenAI does not serve the model {unavailable!r} (no other OPENAI_FALLBACK_MODEL): {error}"
+            ) from error
+        logger.error(
+            "OpenAI does not serve the model: answering with the fallback model",
+            extra={"model": unavailable, "fallback_model": fallback_model},
+        )
+        request.model = fallback_model
+    try:
+        return _reply(request)
+    except AIModelUnavailable as error:
+        raise AIModelUnavailable(
+            f"OpenAI serves neither the model {unavailable!r} nor the fallback {fallback_model!r}: {error}"
+        ) from error
+
+
+def _reply(request: BatchRequest) -> ResponseState:
+    try:
+        return request.reply()
+    except OpenAIConversationGone:
+        # Deleted, or the key now belongs to another project: a new conversation, and the
+        # batch is answered on it.
+        logger.warning("OpenAI conversation not found: starting a new one")
+        count("AIConversationsReplaced")
+        request.openai_conversation = _start_conversation(request)
+        try:
+            return request.reply()
+        except OpenAIConversationGone as error:
+            raise AIPermanentError("OpenAI: a new conversation is not found either") from error
 
 
 def _start_conversation(request: BatchRequest) -> str:

@@ -16,9 +16,9 @@ from infra.names import NAMESPACE, SERVICE
 
 class Monitoring(Construct):
     """Alarms an operator needs: failed runs, throttling, webhook errors and refusals,
-    messages waiting too long, OpenAI out of quota, replies not delivered, batches set
-    aside. Each notifies the alarm topic (infra/constructs/alarm_topic.py gives every alarm
-    of the stack its actions, so an alarm added here needs nothing more)."""
+    messages waiting too long, OpenAI out of quota or not serving the model, replies not
+    delivered, batches set aside. Each notifies the alarm topic (infra/constructs/alarm_topic.py
+    gives every alarm of the stack its actions, so an alarm added here needs nothing more)."""
 
     def __init__(
         self,
@@ -109,6 +109,13 @@ class Monitoring(Construct):
                 "OpenAI refused a request for quota or billing (429 insufficient_quota, spend limit): "
                 "every batch gets the fallback reply until the account is topped up; then redrive.",
                 _service_metric("AIQuotaExhausted", "Sum", five_minutes),
+            ),
+            alarm(
+                "AIModelUnavailable",
+                "OpenAI does not serve the configured model (404 model_not_found: shut down, misspelt "
+                "or not open to the key's project). With no OPENAI_FALLBACK_MODEL, batches stay pending "
+                "and their runs fail until OPENAI_MODEL (or the conversation's ai_model) is changed.",
+                _service_metric("AIModelUnavailable", "Sum", five_minutes),
             ),
             alarm(
                 "UndeliveredReplies",

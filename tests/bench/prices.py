@@ -2,7 +2,8 @@
 
 Prices: us-east-1 list prices as known to the project on 2026-11-26 (Step Functions,
 Lambda arm64, DynamoDB on-demand after its November 2024 reduction, API Gateway REST,
-Secrets Manager, EventBridge custom events; OpenAI gpt-5-mini; Twilio's per-message fee).
+Secrets Manager, EventBridge custom events; OpenAI gpt-6.1-terra, the default model;
+Twilio's per-message fee).
 Check the vendors' pricing pages before relying on them: the counts that multiply them
 are measured, the prices are not."""
 
@@ -20,8 +21,11 @@ DYNAMODB_PER_READ_UNIT = 0.125 / 1_000_000
 API_GATEWAY_REST_PER_REQUEST = 3.50 / 1_000_000
 SECRETS_MANAGER_PER_CALL = 0.05 / 10_000
 EVENTBRIDGE_PER_EVENT = 1.00 / 1_000_000
-OPENAI_GPT5_MINI_PER_INPUT_TOKEN = 0.25 / 1_000_000
-OPENAI_GPT5_MINI_PER_OUTPUT_TOKEN = 2.00 / 1_000_000
+# gpt-6.1-terra, standard tier, prompts up to 272K input tokens: $1.00 / $5.00 per million
+# input / output tokens (https://developers.openai.com/api/docs/models/gpt-6.1-terra).
+OPENAI_MODEL_PRICED = "gpt-6.1-terra"
+OPENAI_PER_INPUT_TOKEN = 1.00 / 1_000_000
+OPENAI_PER_OUTPUT_TOKEN = 5.00 / 1_000_000
 # Twilio's fee; Meta charges nothing for a reply within the 24-hour window.
 TWILIO_WHATSAPP_PER_MESSAGE = 0.005
 TWILIO_SMS_US_PER_SEGMENT = 0.0083
@@ -63,4 +67,4 @@ def aws_cost(burst: Burst) -> dict[str, float]:
 
 
 def ai_cost(input_tokens: int, output_tokens: int) -> float:
-    return input_tokens * OPENAI_GPT5_MINI_PER_INPUT_TOKEN + output_tokens * OPENAI_GPT5_MINI_PER_OUTPUT_TOKEN
+    return input_tokens * OPENAI_PER_INPUT_TOKEN + output_tokens * OPENAI_PER_OUTPUT_TOKEN

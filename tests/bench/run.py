@@ -425,7 +425,7 @@ def report(results: dict) -> tuple[str, str]:
         ),
         (f"AWS per 1,000 bursts of {measured.messages} messages: total", money(aws_per_burst * 1000, 3)),
         (
-            f"OpenAI gpt-5-mini per burst ({ASSUMED_INPUT_TOKENS:,} tokens in, "
+            f"OpenAI {prices.OPENAI_MODEL_PRICED} per burst ({ASSUMED_INPUT_TOKENS:,} tokens in, "
             f"{ASSUMED_OUTPUT_TOKENS} out, assumed)",
             money(ai, 5),
         ),
@@ -540,7 +540,7 @@ def main() -> int:
         "Standard $0.025 per 1,000 state transitions; Lambda arm64 $0.20 per million requests and "
         "$0.0000133334 per GB-second; DynamoDB on-demand $0.625 per million write and $0.125 per million "
         "read request units; API Gateway REST $3.50 per million requests; Secrets Manager $0.05 per "
-        "10,000 calls; EventBridge $1.00 per million events; OpenAI gpt-5-mini $0.25 / $2.00 per million "
+        "10,000 calls; EventBridge $1.00 per million events; OpenAI gpt-6.1-terra $1.00 / $5.00 per million "
         "input / output tokens; Twilio $0.005 per WhatsApp message (Meta charges nothing for a reply "
         "within 24 hours of the user's message), $0.0083 per US SMS segment.\n\n"
         "## Batching: delay against AI calls\n\n"

@@ -14,6 +14,7 @@ from cfnlint.api import ManualArgs, lint
 from functions.dal import expressions
 from functions.dal.tables import ALL_TABLES
 from functions.registry import ALL_FUNCTIONS, TASKS
+from infra.app import build_app
 from infra.iam.requests import resource_types
 from infra.local.stack import create_table_request
 from infra.names import NAMESPACE, SERVICE
@@ -147,7 +148,7 @@ def test_the_state_machine_is_standard_traced_and_logged(template):
 def test_secrets_alarms_bus_and_outputs_exist(template):
     template.resource_count_is("AWS::SecretsManager::Secret", 1)  # the tenants' are not the stack's
     template.resource_count_is("AWS::Events::EventBus", 1)
-    template.resource_count_is("AWS::CloudWatch::Alarm", 11)
+    template.resource_count_is("AWS::CloudWatch::Alarm", 12)
     for name in (
         "UndeliveredReplies",
         "FailedRuns",
@@ -159,6 +160,7 @@ def test_secrets_alarms_bus_and_outputs_exist(template):
         "WebhooksRefused",
         "OldestPendingMessage",
         "AIQuotaExhausted",
+        "AIModelUnavailable",
         "DeadLetteredBatches",
     ):
         assert any(name in k for k in template.find_resources("AWS::CloudWatch::Alarm"))
@@ -236,7 +238,7 @@ def test_an_email_hears_the_alarms_only_when_the_deployment_names_one(synthesize
         tmp_path / "code",
         tmp_path / "dependencies",
         outdir=str(tmp_path / "cdk.out"),
-        extra_context={"alarm_email": "oncall@example.com"},
+        context={"alarm_email": "oncall@example.com"},
     )
     # An alarm added anywhere, after the topic, gets its actions too.
     metric = cloudwatch.Metric(namespace="Elsewhere", metric_name="Added")
@@ -260,6 +262,8 @@ def test_an_alarm_email_that_is_not_one_is_refused_at_synth():
     with pytest.raises(ValueError, match="alarm_email"):
         StackSettings.from_context({"alarm_email": "oncall at example"}.get, Path("."), Path("."))
     assert StackSettings.from_context({"alarm_email": "a@b.example"}.get, Path("."), Path(".")).alarm_email
+    camel = StackSettings.from_context({"alarmEmail": "a@b.example"}.get, Path("."), Path("."))
+    assert camel.alarm_email == "a@b.example"  # CDK's own spelling of the same setting
 
 
 def _alarm(stack_json: dict[str, Any], name: str) -> dict[str, Any]:

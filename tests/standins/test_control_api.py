@@ -7,6 +7,7 @@ from typing import Any
 
 import requests
 
+from functions.integrations.openai_models import DEFAULT_MODEL as MODEL
 from tests.standins.conftest import ACCOUNT_SID, AUTH_TOKEN
 from tests.support.waiting import wait_until
 
@@ -25,7 +26,7 @@ def create_message(url: str, **form: str) -> requests.Response:
 def create_response(url: str, conversation: str | None = None, **body: Any) -> requests.Response:
     return requests.post(
         f"{url}/v1/responses",
-        json={"model": "m", "input": "hi", "conversation": conversation, **body},
+        json={"model": MODEL, "input": "hi", "conversation": conversation, **body},
         timeout=3,
     )
 

@@ -12,6 +12,7 @@ import openai
 import pytest
 import requests
 
+from functions.integrations.openai_models import DEFAULT_MODEL as MODEL
 from tests.standins.conftest import ACCOUNT_SID, AUTH_TOKEN
 from tests.support.media import PDF, PHOTO, VOICE_NOTE
 
@@ -135,7 +136,7 @@ def _image(data: bytes, mime: str = "image/jpeg") -> dict[str, str]:
 
 def test_an_image_is_read_where_it_stands_among_the_text(ai):
     response = ai.responses.create(
-        model="m",
+        model=MODEL,
         input=[
             {
                 "role": "user",
@@ -170,5 +171,5 @@ def test_an_image_is_read_where_it_stands_among_the_text(ai):
 )
 def test_an_image_the_model_cannot_read_fails_the_request(ai, part, code):
     with pytest.raises(openai.BadRequestError) as refused:
-        ai.responses.create(model="m", input=[{"role": "user", "content": [part]}])
+        ai.responses.create(model=MODEL, input=[{"role": "user", "content": [part]}])
     assert refused.value.code == code

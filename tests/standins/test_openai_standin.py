@@ -9,6 +9,7 @@ import openai
 import pytest
 import requests
 
+from functions.integrations.openai_models import DEFAULT_MODEL as MODEL
 from tests.support.waiting import wait_until
 
 
@@ -21,7 +22,7 @@ def test_a_response_on_a_conversation_adds_its_turn_to_the_conversation(ai, open
     conversation = ai.conversations.create(metadata={"conversation_id": "c1"})
 
     response = ai.responses.create(
-        model="gpt-5-mini", conversation=conversation.id, input="hello", instructions="be brief"
+        model=MODEL, conversation=conversation.id, input="hello", instructions="be brief"
     )
 
     assert response.output_text == "You said: hello"
@@ -40,7 +41,7 @@ def test_a_response_on_a_conversation_adds_its_turn_to_the_conversation(ai, open
 def test_list_input_joins_its_text_parts(ai):
     conversation = ai.conversations.create()
     response = ai.responses.create(
-        model="m",
+        model=MODEL,
         conversation=conversation.id,
         input=[
             {"role": "user", "content": "first"},
@@ -55,7 +56,7 @@ def test_list_input_joins_its_text_parts(ai):
 def test_items_page_through_the_sdk_in_both_orders_and_can_be_deleted(ai):
     conversation = ai.conversations.create()
     for n in range(4):
-        ai.responses.create(model="m", conversation=conversation.id, input=f"turn {n}")
+        ai.responses.create(model=MODEL, conversation=conversation.id, input=f"turn {n}")
 
     ascending = list(ai.conversations.items.list(conversation.id, limit=3, order="asc"))
     descending = list(ai.conversations.items.list(conversation.id, limit=3))  # desc by default
@@ -76,7 +77,7 @@ def test_items_page_through_the_sdk_in_both_orders_and_can_be_deleted(ai):
 def test_an_unknown_or_deleted_conversation_is_not_found(ai, openai_standin):
     standin, url = openai_standin
     with pytest.raises(openai.NotFoundError):
-        ai.responses.create(model="m", conversation="conv_never_created", input="hi")
+        ai.responses.create(model=MODEL, conversation="conv_never_created", input="hi")
     with pytest.raises(openai.NotFoundError):
         ai.conversations.retrieve("conv_never_created")
 
@@ -87,7 +88,7 @@ def test_an_unknown_or_deleted_conversation_is_not_found(ai, openai_standin):
 
     for conversation_id in (deleted.id, forgotten.id):
         with pytest.raises(openai.NotFoundError) as raised:
-            ai.responses.create(model="m", conversation=conversation_id, input="hi")
+            ai.responses.create(model=MODEL, conversation=conversation_id, input="hi")
         assert raised.value.status_code == 404 and raised.value.body["param"] == "conversation"
     assert [c["status"] for c in standin.calls] == [404, 404, 404]
 
@@ -101,9 +102,9 @@ def test_a_response_whose_client_timed_out_still_completes_and_a_retry_meanwhile
     impatient = ai.with_options(timeout=0.2)
 
     with pytest.raises(openai.APITimeoutError):
-        impatient.responses.create(model="m", conversation=conversation.id, input="where is my order?")
+        impatient.responses.create(model=MODEL, conversation=conversation.id, input="where is my order?")
     with pytest.raises(openai.BadRequestError) as locked:
-        ai.responses.create(model="m", conversation=conversation.id, input="where is my order?")
+        ai.responses.create(model=MODEL, conversation=conversation.id, input="where is my order?")
 
     assert locked.value.code == "conversation_locked"
     assert locked.value.body == {
@@ -117,7 +118,7 @@ def test_a_response_whose_client_timed_out_still_completes_and_a_retry_meanwhile
     wait_until(lambda: len(standin.conversation_items(conversation.id)) == 2)
     wait_until(lambda: len(standin.calls) == 2)  # the timed-out call is listed once its work is done
     # A blind retry then adds the user's turn a second time.
-    ai.responses.create(model="m", conversation=conversation.id, input="where is my order?")
+    ai.responses.create(model=MODEL, conversation=conversation.id, input="where is my order?")
     assert [role for role, _ in texts(standin.conversation_items(conversation.id))] == [
         "user",
         "assistant",
@@ -131,11 +132,11 @@ def test_background_mode_answers_at_once_and_completes_later(ai, openai_standin)
     standin.inject({"delay": 0.4})
 
     started = time.monotonic()
-    created = ai.responses.create(model="m", conversation=conversation.id, input="slow", background=True)
+    created = ai.responses.create(model=MODEL, conversation=conversation.id, input="slow", background=True)
 
     assert time.monotonic() - started < 0.3 and created.status == "queued" and created.background
     with pytest.raises(openai.BadRequestError) as locked:
-        ai.responses.create(model="m", conversation=conversation.id, input="again")
+        ai.responses.create(model=MODEL, conversation=conversation.id, input="again")
     assert locked.value.code == "conversation_locked"
     done = wait_until(lambda: (r := ai.responses.retrieve(created.id)).status == "completed" and r)
     assert done.output_text == "You said: slow"
@@ -151,7 +152,7 @@ def test_a_cancelled_background_response_adds_nothing_and_frees_the_conversation
     conversation = ai.conversations.create()
     standin.inject({"delay": 1})
     created = ai.responses.create(
-        model="m", conversation=conversation.id, input="never mind", background=True
+        model=MODEL, conversation=conversation.id, input="never mind", background=True
     )
 
     cancelled = ai.responses.cancel(created.id)
@@ -159,8 +160,8 @@ def test_a_cancelled_background_response_adds_nothing_and_frees_the_conversation
     assert cancelled.status == "cancelled"
     assert ai.responses.cancel(created.id).status == "cancelled"  # idempotent
     assert standin.conversation_items(conversation.id) == []
-    assert ai.responses.create(model="m", conversation=conversation.id, input="now").status == "completed"
-    foreground = ai.responses.create(model="m", input="x")
+    assert ai.responses.create(model=MODEL, conversation=conversation.id, input="now").status == "completed"
+    foreground = ai.responses.create(model=MODEL, input="x")
     with pytest.raises(openai.BadRequestError):
         ai.responses.cancel(foreground.id)
 
@@ -170,26 +171,28 @@ def test_a_background_response_can_be_made_to_fail_after_acceptance(ai, openai_s
     conversation = ai.conversations.create()
     standin.inject({"fail": "server_error", "delay": 0.2})
 
-    created = ai.responses.create(model="m", conversation=conversation.id, input="doomed", background=True)
+    created = ai.responses.create(model=MODEL, conversation=conversation.id, input="doomed", background=True)
 
     assert created.status == "queued"
     failed = wait_until(lambda: (r := ai.responses.retrieve(created.id)).status == "failed" and r)
     assert failed.error.code == "server_error" and failed.output_text == ""
     assert standin.conversation_items(conversation.id) == []  # a failed response adds nothing
-    assert ai.responses.create(model="m", conversation=conversation.id, input="again").status == "completed"
+    assert ai.responses.create(model=MODEL, conversation=conversation.id, input="again").status == "completed"
     assert standin.request_counts["create_response"] == 2 and standin.request_counts["retrieve_response"] >= 1
 
 
 def test_a_conversation_over_the_context_window_fails_unless_truncation_is_auto(ai, openai_standin):
     standin, url = openai_standin
     conversation = ai.conversations.create()
-    ai.responses.create(model="m", conversation=conversation.id, input="one two three")
-    full = ai.responses.create(model="m", conversation=conversation.id, input="four")
+    ai.responses.create(model=MODEL, conversation=conversation.id, input="one two three")
+    full = ai.responses.create(model=MODEL, conversation=conversation.id, input="four")
     requests.post(f"{url}/_control/context_window", json={"max_items": 4}, timeout=2).raise_for_status()
 
     with pytest.raises(openai.BadRequestError) as overflow:
-        ai.responses.create(model="m", conversation=conversation.id, input="five")
-    truncated = ai.responses.create(model="m", conversation=conversation.id, input="five", truncation="auto")
+        ai.responses.create(model=MODEL, conversation=conversation.id, input="five")
+    truncated = ai.responses.create(
+        model=MODEL, conversation=conversation.id, input="five", truncation="auto"
+    )
 
     assert overflow.value.code == "context_length_exceeded" and overflow.value.body["param"] == "input"
     assert truncated.status == "completed" and truncated.truncation == "auto"
@@ -197,7 +200,7 @@ def test_a_conversation_over_the_context_window_fails_unless_truncation_is_auto(
     assert len(standin.conversation_items(conversation.id)) == 6  # the stored items all stay
     standin.set_context_window(max_chars=10)
     with pytest.raises(openai.BadRequestError):
-        ai.responses.create(model="m", input="more than ten characters")
+        ai.responses.create(model=MODEL, input="more than ten characters")
 
 
 @pytest.mark.parametrize(
@@ -241,26 +244,26 @@ def test_injected_faults_answer_with_openais_error_bodies_and_do_nothing(
     standin.inject(fault)
 
     with pytest.raises(error) as raised:
-        ai.responses.create(model="m", conversation=conversation.id, input="hi")
+        ai.responses.create(model=MODEL, conversation=conversation.id, input="hi")
 
     assert raised.value.code == code and raised.value.body["type"] == kind
     assert standin.conversation_items(conversation.id) == []
     assert standin.calls[0]["status"] == fault["status"]
-    assert ai.responses.create(model="m", conversation=conversation.id, input="hi").status == "completed"
+    assert ai.responses.create(model=MODEL, conversation=conversation.id, input="hi").status == "completed"
 
 
 def test_max_output_tokens_cuts_the_reply_and_is_checked(ai):
     long_input = " ".join(f"w{n}" for n in range(40))
-    cut = ai.responses.create(model="m", input=long_input, max_output_tokens=16)
+    cut = ai.responses.create(model=MODEL, input=long_input, max_output_tokens=16)
     assert cut.status == "incomplete" and cut.incomplete_details.reason == "max_output_tokens"
     assert len(cut.output_text.split()) == 16
     with pytest.raises(openai.BadRequestError):
-        ai.responses.create(model="m", input="hi", max_output_tokens=5)
+        ai.responses.create(model=MODEL, input="hi", max_output_tokens=5)
 
 
 def test_responses_are_retrievable_unless_not_stored(ai):
-    stored = ai.responses.create(model="m", input="keep")
-    unstored = ai.responses.create(model="m", input="forget", store=False)
+    stored = ai.responses.create(model=MODEL, input="keep")
+    unstored = ai.responses.create(model=MODEL, input="forget", store=False)
     assert ai.responses.retrieve(stored.id).output_text == "You said: keep"
     with pytest.raises(openai.NotFoundError):
         ai.responses.retrieve(unstored.id)
@@ -269,7 +272,7 @@ def test_responses_are_retrievable_unless_not_stored(ai):
 def test_reset_forgets_conversations_and_calls(ai, openai_standin):
     standin, _ = openai_standin
     conversation = ai.conversations.create()
-    ai.responses.create(model="m", conversation=conversation.id, input="hi")
+    ai.responses.create(model=MODEL, conversation=conversation.id, input="hi")
     standin.reset()
     assert standin.calls == []
     with pytest.raises(openai.NotFoundError):
@@ -287,7 +290,7 @@ def test_items_can_be_added_and_metadata_changed_but_not_while_a_response_runs(a
     assert texts(standin.conversation_items(conversation.id)) == [("user", "seed"), ("assistant", "noted")]
 
     standin.inject({"delay": 0.5})
-    ai.responses.create(model="m", conversation=conversation.id, input="busy", background=True)
+    ai.responses.create(model=MODEL, conversation=conversation.id, input="busy", background=True)
     with pytest.raises(openai.BadRequestError) as locked:
         ai.conversations.items.create(
             conversation.id, items=[{"type": "message", "role": "user", "content": "x"}]

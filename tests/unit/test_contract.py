@@ -186,3 +186,19 @@ def test_every_task_retries_its_integrations_transient_errors(name):
 def test_a_conflicting_transaction_is_retried_where_the_turns_are_recorded():
     retried = {e for r in STATES["Record Turns And Release Lock"]["Retry"] for e in r["ErrorEquals"]}
     assert "TransactionConflict" in retried
+
+
+# A Lambda timeout or out-of-memory surfaces as `Sandbox.Timedout` or as `Lambda.Unknown`
+# ("Unhandled errors in Lambda are reported as Lambda.Unknown ... These include
+# out-of-memory errors and function timeouts":
+# https://docs.aws.amazon.com/step-functions/latest/dg/bp-lambda-serviceexception.html).
+@pytest.mark.parametrize("name", sorted(n for n, s in STATES.items() if s["Type"] == "Task"))
+def test_a_retrier_of_lambda_timeouts_retries_them_under_both_names(name):
+    for retry in STATES[name].get("Retry", []):
+        if "Sandbox.Timedout" in retry["ErrorEquals"]:
+            assert "Lambda.Unknown" in retry["ErrorEquals"], f"{name} retries Sandbox.Timedout only"
+
+
+def test_send_reply_retries_an_attempt_that_timed_out():
+    retried = {e for r in STATES["Send Reply"]["Retry"] for e in r["ErrorEquals"]}
+    assert {"Sandbox.Timedout", "Lambda.Unknown"} <= retried

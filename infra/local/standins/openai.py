@@ -12,13 +12,18 @@ Faults (see base.py for the queue) are used by `POST /v1/responses`:
   - `{"status": 503}`, `{"status": 429}`, `{"status": 429, "code": "insufficient_quota"}`,
     `{"status": 400, "code": "conversation_locked"}`, `{"status": 400, "code":
     "context_length_exceeded"}`, `{"status": 401, "code": "invalid_api_key"}`, `{"status":
-    404}` (the conversation is not found): answered at once (after `delay`, if given), with
-    OpenAI's error body, and nothing is done;
+    404}` (the conversation is not found), `{"status": 404, "code": "model_not_found"}`:
+    answered at once (after `delay`, if given), with OpenAI's error body, and nothing is
+    done;
   - `{"delay": 30}`: the response is generated in 30 s, then answered (or, in background
     mode, it completes 30 s later);
   - `{"fail": "server_error"}` (with a `delay`, if given): the response is accepted and
     then ends `failed` with that error code, as a background response can; it adds nothing
     to its conversation.
+A model OpenAI does not serve (one past its shutdown date by the stand-in's `today`, or one
+not in functions/integrations/openai_models.py) is refused with 404 `model_not_found`, as
+OpenAI refuses it; `POST /_control/today {"today": "2026-12-11"}` moves that date (null:
+the clock's UTC date again).
 The conversations and the control calls on them are in openai_conversations.py; speech
 to text in openai_transcriptions.py. An `input_image` must be a data URL of a PNG, JPEG,
 WEBP or GIF image (openai_model.py); the echoed reply shows each image it received.
@@ -29,17 +34,21 @@ from __future__ import annotations
 import copy
 import threading
 import time
+from collections.abc import Callable
+from datetime import UTC, date, datetime
 from typing import Any
 
 from werkzeug.routing import Rule
 from werkzeug.wrappers import Request, Response
 
+from functions.integrations import openai_models
 from infra.local.standins.base import Fault, json_response
 from infra.local.standins.openai_model import (
     error,
     image_refusal,
     input_items,
     item_text,
+    model_not_found,
     not_found,
     output_message,
     response_resource,
@@ -57,6 +66,7 @@ class OpenAIStandIn(TranscriptionsStandIn):
         Rule("/v1/responses", endpoint="create_response", methods=["POST"]),
         Rule("/v1/responses/<response_id>", endpoint="retrieve_response", methods=["GET"]),
         Rule("/v1/responses/<response_id>/cancel", endpoint="cancel_response", methods=["POST"]),
+        Rule("/_control/today", endpoint="control_today", methods=["POST"]),
     ]
 
     def __init__(self, background_seconds: float = 0.05) -> None:
@@ -64,10 +74,13 @@ class OpenAIStandIn(TranscriptionsStandIn):
         self.responses: dict[str, dict[str, Any]] = {}
         # How long a background response takes without a delay fault.
         self.background_seconds = background_seconds
+        # The day the served models are judged by (their shutdown dates).
+        self.today: Callable[[], date] = _utc_today
 
     def _reset(self) -> None:
         super()._reset()
         self.responses.clear()
+        self.today = _utc_today
 
     # --- responses ------------------------------------------------------------------------
 
@@ -91,7 +104,7 @@ class OpenAIStandIn(TranscriptionsStandIn):
         }
         if fault.get("status"):
             time.sleep(float(fault.get("delay") or 0))
-            return self._answer(call, _fault_error(fault, conversation_id))
+            return self._answer(call, _fault_error(fault, conversation_id, str(body.get("model") or "")))
         inputs = input_items(body.get("input"))
         with self._lock:
             refusal = self._refusal(body, conversation_id, inputs)
@@ -121,6 +134,9 @@ class OpenAIStandIn(TranscriptionsStandIn):
         self, body: dict[str, Any], conversation_id: str | None, inputs: list[dict[str, Any]]
     ) -> Response | None:
         """Why the request is refused before any work, if it is (lock held)."""
+        model = str(body.get("model") or "")
+        if not openai_models.served(model, self.today()):
+            return model_not_found(model)
         max_output_tokens = body.get("max_output_tokens")
         if max_output_tokens is not None and int(max_output_tokens) < 16:
             message = "Invalid 'max_output_tokens': integer below minimum value. Expected a value >= 16."
@@ -212,10 +228,24 @@ class OpenAIStandIn(TranscriptionsStandIn):
                     conversation.busy_with = None
             return json_response(copy.deepcopy(response))
 
+    def control_today(self, request: Request) -> Response:
+        """Set the day the models' shutdown dates are compared with (null: today's)."""
+        given = request.get_json(force=True).get("today")
+        if given:
+            fixed = date.fromisoformat(given)
+            self.today = lambda: fixed
+        else:
+            self.today = _utc_today
+        return json_response({"today": self.today().isoformat()})
+
     def _answer(self, call: dict[str, Any], response: Response) -> Response:
         call["status"] = response.status_code
         self._record(call)
         return response
+
+
+def _utc_today() -> date:
+    return datetime.now(UTC).date()
 
 
 def _conversation_id(value: Any) -> str | None:
@@ -225,8 +255,10 @@ def _conversation_id(value: Any) -> str | None:
     return value or None
 
 
-def _fault_error(fault: Fault, conversation_id: str | None) -> Response:
+def _fault_error(fault: Fault, conversation_id: str | None, model: str) -> Response:
     status, code = int(fault["status"]), fault.get("code")
+    if code == "model_not_found":
+        return model_not_found(model)
     if status == 404:
         return not_found("Conversation", conversation_id or "", "conversation", code)
     return error(status, code)

@@ -254,6 +254,14 @@ def error(
     return json_response({"error": body}, status)
 
 
+def model_not_found(model: str) -> Response:
+    """A model OpenAI does not serve (shut down, misspelt, or not open to the project): 404
+    with this body (as quoted in github.com/openai/openai-agents-python/issues/458 and
+    github.com/Aider-AI/aider/issues/2030)."""
+    message = f"The model `{model}` does not exist or you do not have access to it."
+    return error(404, "model_not_found", message)
+
+
 def not_found(what: str, identifier: str, param: str | None = None, code: str | None = None) -> Response:
     """The API answers 404 for an id it does not know (or no longer knows). The body of
     that 404 is not in the API reference: this one has the shape of OpenAI's other errors."""

@@ -1,0 +1,87 @@
+"""The models the project knows: the default one is served on the day of deploy and long
+after; the announced shutdowns match the `openai` SDK's own notes; a model within 30 days
+of its shutdown, or past it, is warned about."""
+
+from __future__ import annotations
+
+import inspect
+import re
+import typing
+from datetime import UTC, date, datetime
+
+import pytest
+from openai.types.shared import chat_model
+
+from functions.config import read_settings
+from functions.dal.tables import ALL_TABLES
+from functions.integrations import openai_models
+from functions.integrations.openai_models import (
+    CURRENT_MODELS,
+    SHUTDOWNS,
+    served,
+    shutdown_of,
+    warn_if_retiring,
+)
+
+TABLES = {**{t.env_var: t.logical_id for t in ALL_TABLES}, "EVENT_BUS_NAME": "bus"}
+DEPLOY_DAY = date(2026, 11, 26)
+
+
+def _sdk_shutdowns() -> dict[str, date]:
+    """The SDK's notes on ChatModel: `- "a", "b": Announced shutdown date: YYYY-MM-DD.`"""
+    notes = inspect.getsource(chat_model).split('"""Deprecated values:', 1)[1]
+    found = {}
+    for entry in re.split(r"\n- ", notes):
+        dated = re.search(r"Announced\s+shutdown\s+date:\s+(\d{4}-\d{2}-\d{2})", entry)
+        if dated:
+            names = re.findall(r'"([^"]+)"', entry.split(":", 1)[0])
+            found.update(dict.fromkeys(names, date.fromisoformat(dated.group(1))))
+    return found
+
+
+def test_the_default_model_is_served_on_the_day_of_deploy_and_not_retiring():
+    model = read_settings(TABLES).openai_model
+    for day in (DEPLOY_DAY, datetime.now(UTC).date()):
+        assert served(model, day), model
+        assert warn_if_retiring(model, day) is None, warn_if_retiring(model, day)
+    assert model in typing.get_args(chat_model.ChatModel)  # a model the pinned SDK knows
+
+
+def test_every_shutdown_the_sdk_announces_is_in_the_list_with_its_date():
+    announced = _sdk_shutdowns()
+    assert announced["gpt-5-mini"] == date(2026, 12, 11)  # the notes were read
+    assert {m: SHUTDOWNS.get(m) for m in announced} == announced
+
+
+def test_every_model_the_sdk_lists_is_current_announced_or_not_a_model():
+    listed = set(typing.get_args(chat_model.ChatModel))
+    assert listed - CURRENT_MODELS - set(SHUTDOWNS) == {"gpt-5.1-mini"}  # "Not a supported model ID"
+    assert not CURRENT_MODELS & set(SHUTDOWNS)
+
+
+@pytest.mark.parametrize(
+    ("today", "warned"),
+    [
+        (date(2026, 11, 10), None),  # 31 days before
+        (date(2026, 11, 11), "is shut down by OpenAI on 2026-12-11, in 30 days"),
+        (DEPLOY_DAY, "is shut down by OpenAI on 2026-12-11, in 15 days"),
+        (date(2026, 12, 10), "is shut down by OpenAI on 2026-12-11, in 1 day."),
+        (date(2026, 12, 11), "was shut down by OpenAI on 2026-12-11"),
+        (date(2027, 3, 1), "was shut down by OpenAI on 2026-12-11"),
+    ],
+)
+def test_a_model_within_30_days_of_its_shutdown_or_past_it_is_warned_about(today, warned):
+    warning = warn_if_retiring("gpt-5-mini", today)
+    if warned is None:
+        assert warning is None
+    else:
+        assert warning is not None and warned in warning and openai_models.SOURCE in warning
+        assert warning.startswith("OPENAI_MODEL gpt-5-mini ")
+
+
+def test_served_follows_the_shutdown_date_and_fine_tuned_models_follow_their_base():
+    assert served("gpt-5-mini", date(2026, 12, 10)) and not served("gpt-5-mini", date(2026, 12, 11))
+    assert not served("gpt-5.1-mini", DEPLOY_DAY) and not served("m", DEPLOY_DAY)
+    assert shutdown_of("ft:gpt-4o-mini-2024-07-18:acme::abc123") == date(2027, 1, 14)
+    assert served("ft:gpt-4.1-mini-2025-04-14:acme::abc123", DEPLOY_DAY)
+    assert warn_if_retiring("some-model-of-our-own", DEPLOY_DAY) is None
