@@ -62,8 +62,11 @@ def status_callback_url(conversation_id: str, window_id: str, message: str) -> s
     base = settings.public_base_url()
     if not base:
         return None
-    segments = {"conversation": conversation_id, "window": window_id, "message": message}
-    path = STATUS_CALLBACK_RESOURCE.format(**{name: quote(value, safe="") for name, value in segments.items()})
+    path = STATUS_CALLBACK_RESOURCE.format(
+        conversation=quote(conversation_id, safe=""),
+        window=quote(window_id, safe=""),
+        message=quote(message, safe=""),
+    )
     fragment = settings.connection_overrides()
     return f"{base}{path}#{fragment}" if fragment else f"{base}{path}"
 

@@ -33,7 +33,11 @@ def test_on_the_stage_url_the_stage_is_in_the_request_context_only_and_parameter
     assert event["path"] == "/twilio/status/whatsapp%3A%2B1555%20x/1795-ab/0"
     assert event["requestContext"]["path"] == f"/{STAGE}/twilio/status/whatsapp%3A%2B1555%20x/1795-ab/0"
     assert event["requestContext"]["stage"] == STAGE == "prod"
-    assert event["pathParameters"] == {"conversation": "whatsapp%3A%2B1555%20x", "window": "1795-ab", "message": "0"}
+    assert event["pathParameters"] == {
+        "conversation": "whatsapp%3A%2B1555%20x",
+        "window": "1795-ab",
+        "message": "0",
+    }
 
 
 def test_at_the_root_as_on_a_custom_domain_both_paths_are_the_path_requested():
