@@ -87,7 +87,7 @@ def proxy_event(request: Request, binary_media_types: tuple[str, ...] = BINARY_M
     """The REST API proxy event of `request` (its route's, or none matched: resource and
     pathParameters None)."""
     path, context_path = _staged(raw_path(request))
-    function, resource, parameters = route_of(path) or (None, None, None)
+    _, resource, parameters = route_of(path) or (None, None, None)
     headers = Headers(request.headers)
     headers.setdefault("X-Forwarded-For", request.remote_addr or "")
     headers.setdefault("X-Forwarded-Port", str(request.environ.get("SERVER_PORT", "")))
