@@ -37,6 +37,12 @@ def find(
     return None
 
 
+def new_conversation_id(tenant_account_sid: str, key: str) -> str:
+    """The id of the tenant's conversation of an address key. Code takes any string as a
+    conversation id (URLs, execution names and logs encode it where needed)."""
+    return "c" + hashlib.sha256(f"{tenant_account_sid}#{key}".encode()).hexdigest()[:24]
+
+
 def create(
     channel: Channel, user_address: str, our_address: str, now: str, tenant_account_sid: str
 ) -> Conversation:
@@ -44,7 +50,7 @@ def create(
     tenant and the addresses, so two webhooks racing to create it agree on one record."""
     key = address_key(channel, user_address, our_address)
     conversation = Conversation(
-        conversation_id="c" + hashlib.sha256(f"{tenant_account_sid}#{key}".encode()).hexdigest()[:24],
+        conversation_id=new_conversation_id(tenant_account_sid, key),
         channel=channel,
         user_address=user_address,
         our_address=our_address,

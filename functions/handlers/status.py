@@ -4,6 +4,7 @@ messages we send (functions/logic/delivery.py). One route: no router (see webhoo
 from __future__ import annotations
 
 from typing import Any
+from urllib.parse import unquote
 
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
@@ -25,7 +26,8 @@ def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
         return response(404, "text/plain", "Not found")
     try:
         form = twilio_form(event)
-        conversation, window, message = (parameters[name] for name in names)
+        # API Gateway (REST) does not decode path parameters: decode them once, here.
+        conversation, window, message = (unquote(parameters[name]) for name in names)
         outcome = record_status(conversation, window, message, form, public_url(event), signature_of(event))
     except Refused as refused:
         return refused.response

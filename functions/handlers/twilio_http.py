@@ -4,7 +4,7 @@ headers, and the public URL the signature covers."""
 from __future__ import annotations
 
 from typing import Any
-from urllib.parse import quote, urlencode
+from urllib.parse import urlencode
 
 from twilio.request_validator import SIGNATURE_HEADER, SIGNATURE_SETTINGS_HEADER
 
@@ -90,9 +90,11 @@ def public_url(event: dict[str, Any]) -> str:
 
 
 def _filled(resource: str, parameters: dict[str, str] | None) -> str:
-    """The resource (`/twilio/status/{conversation}/...`) with its path parameters."""
+    """The resource (`/twilio/status/{conversation}/...`) with its path parameters as
+    requested: API Gateway (REST) passes them on without decoding them, so this is the
+    path Twilio called, percent-encoding included (see docs/decisions.md)."""
     for name, value in (parameters or {}).items():
-        resource = resource.replace("{" + name + "}", quote(value, safe=""))
+        resource = resource.replace("{" + name + "}", value)
     return resource
 
 

@@ -13,6 +13,7 @@ replaces a status of the same or a later rank."""
 from __future__ import annotations
 
 from enum import StrEnum
+from urllib.parse import quote
 
 from functions.config import get_settings
 from functions.dal import conversations, turns
@@ -53,12 +54,19 @@ class Outcome(StrEnum):
 
 def status_callback_url(conversation_id: str, window_id: str, message: str) -> str | None:
     """The StatusCallback of a message we send, with our connection overrides, so that
-    Twilio retries a callback we could not take; None without a public base URL."""
+    Twilio retries a callback we could not take; None without a public base URL. Each path
+    segment is percent-encoded (`whatsapp:+1555 x` → `whatsapp%3A%2B1555%20x`), so any
+    conversation id makes one segment that no client or proxy rewrites; API Gateway hands
+    it over still encoded, and the handler decodes it once (functions/handlers/status.py)."""
     settings = get_settings()
     base = settings.public_base_url()
     if not base:
         return None
-    path = STATUS_CALLBACK_RESOURCE.format(conversation=conversation_id, window=window_id, message=message)
+    path = STATUS_CALLBACK_RESOURCE.format(
+        conversation=quote(conversation_id, safe=""),
+        window=quote(window_id, safe=""),
+        message=quote(message, safe=""),
+    )
     fragment = settings.connection_overrides()
     return f"{base}{path}#{fragment}" if fragment else f"{base}{path}"
 

@@ -7,11 +7,12 @@ from __future__ import annotations
 
 import time
 from typing import Any
+from urllib.parse import quote
 
 import pytest
 import requests
 
-from functions.dal import turns
+from functions.dal import conversations, turns
 from functions.logic import delivery
 from infra.local.webhooks import deliver_as_twilio
 from infra.runs import Runs
@@ -211,3 +212,30 @@ def test_the_fallback_reply_carries_its_status_callback_and_is_reported_on_the_u
     _eventually(lambda: [d.status for d in turns.list_of(conversation_id)[0].deliveries.values()] == ["read"])
     assert list(turns.list_of(conversation_id)[0].deliveries) == [fallback["sid"]]
     assert user_turn.role == "user"
+
+
+def test_any_conversation_id_gets_its_callbacks_taken_through_the_stage_url(harness, configure, monkeypatch):
+    """A conversation id holding `:`, `+`, a space and `%`: its StatusCallback percent-encodes
+    each path segment; Twilio calls it on the API's stage URL (as on execute-api), API
+    Gateway hands the segments over still encoded, the handler decodes them once and checks
+    the signature over the URL Twilio called: every callback answers 204 and is kept."""
+    api = f"{harness.stack.gateway.url}/prod"  # the API's URL as deployed: with its stage
+    configure(WEBHOOK_BASE_URL=api)
+    user = harness.new_user()
+    conversation_id = f"{user} at 100%25"  # `%25` too: decoded once, never twice
+    monkeypatch.setattr(conversations, "new_conversation_id", lambda tenant, key: conversation_id)
+
+    assert harness.send(user, "hello", url=f"{api}/whatsapp").status_code == 200
+    assert harness.conversation_of(user).conversation_id == conversation_id
+    (sent,) = _eventually(lambda: [m for m in harness.stack.twilio.messages if m["to"] == user], timeout=20)
+    encoded = quote(conversation_id, safe="")
+    assert "%3A%2B" in encoded and "%20" in encoded and "%2525" in encoded
+    assert sent["status_callback"].startswith(f"{api}/twilio/status/{encoded}/")
+
+    def answers() -> list[int]:
+        return [c["status"] for c in harness.stack.twilio.callbacks if c["params"].get("To") == user]
+
+    assert _eventually(lambda: len(answers()) >= 3 and answers()) == [204, 204, 204]  # sent, delivered, read
+    turn = _assistant(conversation_id)
+    assert [d.status for d in turn.deliveries.values()] == ["read"]
+    assert list(turn.deliveries) == [sent["sid"]]

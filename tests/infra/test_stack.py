@@ -16,6 +16,7 @@ from functions.dal.tables import ALL_TABLES
 from functions.registry import ALL_FUNCTIONS, TASKS
 from infra.app import build_app
 from infra.iam.requests import resource_types
+from infra.local import gateway
 from infra.local.stack import create_table_request
 from infra.names import NAMESPACE, SERVICE
 from infra.statemachine import DEFINITION_FILE, placeholders
@@ -90,6 +91,14 @@ def test_functions_are_arm64_current_python_traced_and_match_the_registry(synthe
         assert not any(
             k in environment for k in ("TWILIO_AUTH_TOKEN", "OPENAI_API_KEY")
         )  # secrets by name only
+
+
+def test_the_local_gateway_has_the_deployed_apis_stage_and_binary_media_types(template):
+    """What the local gateway reproduces of the API (infra/local/gateway.py) is read off the
+    synthesized template: its stage, and its binary media types (none: forms arrive as text)."""
+    template.has_resource_properties("AWS::ApiGateway::Stage", {"StageName": gateway.STAGE})
+    (api,) = template.find_resources("AWS::ApiGateway::RestApi").values()
+    assert tuple(api["Properties"].get("BinaryMediaTypes", ())) == gateway.BINARY_MEDIA_TYPES
 
 
 def test_the_api_has_the_two_webhooks_and_the_status_callbacks_throttled_and_access_logged(template):
