@@ -24,10 +24,10 @@ export JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION := 20
 
 .PHONY: install lock test unit chaos bench demo local runs lint format clean build synth deploy destroy
 
-ifneq ($(PYTHON_VERSION),)
-ifneq ($(PYTHON_VERSION),$(VENV_VERSION))
+# A .venv made by another Python than the one found (or, none found, by another than 3.13) is
+# made again.
+ifneq ($(VENV_VERSION),$(or $(PYTHON_VERSION),$(filter $(LAMBDA_PYTHON).%,$(VENV_VERSION))))
 .PHONY: $(UV)
-endif
 endif
 
 ## The venv, made with Python 3.13, and uv in it (from the registry, with that Python's pip).

@@ -82,6 +82,10 @@ class Functions(Construct):
                     ],
                 ),
                 NagPackSuppression(
+                    id="AwsSolutions-L1",
+                    reason="Python 3.13, the Python the tests run on; Lambda supports it until 2029.",
+                ),
+                NagPackSuppression(
                     id="AwsSolutions-IAM5",
                     reason="X-Ray trace and telemetry actions support no resource-level permissions.",
                     applies_to=["Resource::*"],
