@@ -1,22 +1,57 @@
 # The developer's interface. Every target installs what it needs first.
-PYTHON ?= python3
+#
+# The tests run on the Python Lambda runs (infra/constructs/functions.py): Python 3.13, the
+# first that runs of `python3.13` on PATH (a pyenv shim runs only where 3.13 is selected) and
+# pyenv's installed 3.13 versions, newest first. Or name one: make install PYTHON=/path/to/python3.13
+LAMBDA_PYTHON := 3.13
+PYTHON ?= $(shell for p in python$(LAMBDA_PYTHON) $$(ls -d "$$(pyenv root 2>/dev/null || echo "$${PYENV_ROOT:-$$HOME/.pyenv}")"/versions/$(LAMBDA_PYTHON)*/bin/python$(LAMBDA_PYTHON) 2>/dev/null | sort -rV); do "$$p" -c '' 2>/dev/null && { echo "$$p"; break; }; done)
+PYTHON := $(PYTHON)
+PYTHON_VERSION := $(if $(PYTHON),$(shell $(PYTHON) -c 'import platform; print(platform.python_version())' 2>/dev/null))
 VENV   := .venv
 BIN    := $(VENV)/bin
+UV     := $(BIN)/uv
 STAMP  := $(VENV)/.installed
 CDK    := npx --no-install cdk
+# The version of uv that installs everything else: the one the lock pins.
+UV_VERSION := $(shell sed -n 's/^ *"uv==\([0-9.]*\)".*/\1/p' pyproject.toml)
+# The Python the existing .venv was made with: another one (an older clone's 3.11) remakes it.
+VENV_VERSION := $(shell sed -n 's/^version\(_info\)\? *= *//p' $(VENV)/pyvenv.cfg 2>/dev/null)
 
+# uv uses the Python it is given, never one it downloads; it reads the registry only.
+export UV_PYTHON_DOWNLOADS := never
 # jsii (under aws-cdk-lib) warns at length that Node 20 is past its end of life; synth works.
 export JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION := 20
 
-.PHONY: install test unit chaos bench demo local runs lint format clean build synth deploy destroy
+.PHONY: install lock test unit chaos bench demo local runs lint format clean build synth deploy destroy
 
+# A .venv made by another Python than the one found (or, none found, by another than 3.13) is
+# made again.
+ifneq ($(VENV_VERSION),$(or $(PYTHON_VERSION),$(filter $(LAMBDA_PYTHON).%,$(VENV_VERSION))))
+.PHONY: $(UV)
+endif
+
+## The venv, made with Python 3.13, and uv in it (from the registry, with that Python's pip).
+$(UV):
+	@test -n "$(PYTHON_VERSION)" || { echo "No Python $(LAMBDA_PYTHON) found (tried python$(LAMBDA_PYTHON) and pyenv's" \
+		"versions/$(LAMBDA_PYTHON)*). Install it, e.g. 'pyenv install $(LAMBDA_PYTHON)', or name it:" \
+		"make install PYTHON=/path/to/python$(LAMBDA_PYTHON)" >&2; exit 1; }
+	@case "$(PYTHON_VERSION)" in $(LAMBDA_PYTHON).*) ;; *) echo "$(PYTHON) is Python $(PYTHON_VERSION); the" \
+		"tests run on Lambda's Python, $(LAMBDA_PYTHON) (e.g. 'pyenv install $(LAMBDA_PYTHON)')" >&2; exit 1;; esac
+	rm -rf $(VENV)
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --disable-pip-version-check uv==$(UV_VERSION)
+
+## The runtime and development dependencies, exactly as uv.lock pins them (make lock updates it).
 install: $(STAMP)
 
-$(STAMP): pyproject.toml
-	$(PYTHON) -m venv $(VENV)
-	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet -e '.[dev]'
+$(STAMP): $(UV) pyproject.toml uv.lock
+	@$(UV) sync --quiet --locked --extra dev || { echo "make install failed; if uv says that uv.lock" \
+		"needs updating (pyproject.toml changed), run 'make lock' and commit uv.lock" >&2; exit 1; }
 	touch $(STAMP)
+
+## Re-resolve uv.lock after a change to the dependencies in pyproject.toml (make lock UPGRADE=1: newest allowed).
+lock: $(UV)
+	$(UV) lock --python $(BIN)/python $(if $(UPGRADE),--upgrade)
 
 ## Every test: unit, state machine on the emulator, end to end over HTTP.
 test: install
@@ -48,7 +83,8 @@ local: install
 runs: install
 	$(BIN)/python -m infra.runs $(or $(ARGS),list)
 
-## Lambda assets in build/lambda: our code, and the dependencies for arm64 (pip, no Docker).
+## Lambda assets in build/lambda: our code, and the dependencies from uv.lock for arm64 and Python 3.13
+## (wheels, no Docker, no bytecode); then checks them (infra/checks.py).
 build: install
 	$(BIN)/python -m infra.build_lambda
 

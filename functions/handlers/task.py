@@ -7,7 +7,7 @@ and pydantic each added a quarter to half an `import boto3` to every cold start.
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any, TypeVar, get_type_hints
+from typing import Any, get_type_hints
 
 import msgspec
 from aws_lambda_powertools.utilities.typing import LambdaContext
@@ -16,11 +16,10 @@ from functions.config import get_settings
 from functions.contract import BatchRef
 from functions.observability import lambda_entry_point, logger
 
-Task = TypeVar("Task", bound=BatchRef)
 Handler = Callable[[dict[str, Any], LambdaContext], dict[str, Any]]
 
 
-def task(model: type[Task], step: Callable[[Task], msgspec.Struct]) -> Handler:
+def task[Task: BatchRef](model: type[Task], step: Callable[[Task], msgspec.Struct]) -> Handler:
     """A Lambda handler that parses the task's input into `model` and runs `step`."""
     get_settings()  # fail at cold start, not at the first run, if the stack left a setting out
 

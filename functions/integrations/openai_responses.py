@@ -17,7 +17,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from functools import cache, partial
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any
 
 import openai
 
@@ -27,7 +27,6 @@ from functions.observability import count, logger, milliseconds
 if TYPE_CHECKING:
     from openai.types.responses import ResponseInputParam
 
-T = TypeVar("T")
 
 _RETRYABLE_CODES = {"conversation_locked"}
 # The model is shut down, misspelt or not open to the key's project: the configuration's fault.
@@ -212,7 +211,7 @@ def _item(item: Any) -> Item:
     return Item(id=item.id, role=item.role, text="\n".join(p for p in parts if p))
 
 
-def _call(request: Callable[[], T], conversation_call: bool = False) -> T:
+def _call[T](request: Callable[[], T], conversation_call: bool = False) -> T:
     """Make one OpenAI request, timed, with its error classified. `conversation_call`: a
     404 means the conversation named in the request is gone."""
     started = time.monotonic()
@@ -241,7 +240,7 @@ def _call(request: Callable[[], T], conversation_call: bool = False) -> T:
         milliseconds("AILatency", (time.monotonic() - started) * 1000)
 
 
-def _unless_gone(request: Callable[[], T]) -> T | None:
+def _unless_gone[T](request: Callable[[], T]) -> T | None:
     """`_call(request)`, or None if the API does not know what it names (any more)."""
     try:
         return _call(request)
