@@ -22,7 +22,7 @@ export UV_PYTHON_DOWNLOADS := never
 # jsii (under aws-cdk-lib) warns at length that Node 20 is past its end of life; synth works.
 export JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION := 20
 
-.PHONY: install lock test unit chaos bench demo local runs lint format clean build synth deploy destroy
+.PHONY: install lock test unit chaos bench demo local runs lint format clean build synth preflight deploy destroy
 
 # A .venv made by another Python than the one found (or, none found, by another than 3.13) is
 # made again.
@@ -53,9 +53,11 @@ $(STAMP): $(UV) pyproject.toml uv.lock
 lock: $(UV)
 	$(UV) lock --python $(BIN)/python $(if $(UPGRADE),--upgrade)
 
-## Every test: unit, state machine on the emulator, end to end over HTTP.
+## Every test: unit, state machine on the emulator, end to end over HTTP; then make preflight
+## (IAM judges the AWS calls the tests recorded).
 test: install
 	$(BIN)/python -m pytest
+	@$(MAKE) --no-print-directory preflight
 
 ## The randomized fault test at a larger size: make chaos CONVERSATIONS=60 SEED=7 AT_ONCE=40
 chaos: install
@@ -96,8 +98,13 @@ synth: build
 node_modules/.package-lock.json: package.json package-lock.json
 	npm ci --no-audit --no-fund
 
-## Deploy to the AWS account and region of your credentials (the pinned CDK CLI).
-deploy: build node_modules/.package-lock.json
+## What AWS checks and the emulator does not: synthesizes, builds the asset, prints a checklist
+## (IAM on the calls the last test run recorded, runtime, bytecode, lock, alarms, model, bus policy).
+preflight: synth
+	$(BIN)/python -m infra.preflight
+
+## Deploy to the AWS account and region of your credentials (the pinned CDK CLI), after make preflight.
+deploy: preflight node_modules/.package-lock.json
 	$(CDK) deploy --require-approval broadening
 
 destroy: node_modules/.package-lock.json

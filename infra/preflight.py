@@ -1,0 +1,154 @@
+"""`make preflight` (which `make deploy` runs first, and `make test` runs last): what AWS
+will check and the emulator does not, checked on the synthesized template (cdk.out) and the
+built asset (build/lambda). Prints a checklist; any red line fails it.
+
+- IAM: every AWS call the functions made in the last test run, and every direct
+  integration of the state machine, allowed by the deployed roles (infra/iam).
+- Runtime: every function runs the Python this check (and the tests) run on.
+- Bytecode: the asset holds no bytecode or native code for another Python or machine, and
+  every handler imports from it alone.
+- Lock: uv.lock matches pyproject.toml, and the layer holds what it pins.
+- Alarms: every alarm notifies someone.
+- Model: no configured OpenAI model is within 30 days of its announced shutdown.
+- Bus policy: the event bus's policy is in the form EventBridge accepts."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import UTC, date, datetime
+from pathlib import Path
+from typing import Any
+
+from functions.integrations.openai_models import warn_if_retiring
+from infra import build_lambda
+from infra.iam import CALLS_FILE, TEMPLATE_FILE, evaluate_recording, load_template
+from infra.iam.template import Deployed
+from infra.local.aws_calls import load
+
+ROOT = Path(__file__).resolve().parent.parent
+# What a recording of calls must be newer than: the code that makes the calls and the
+# definitions of the grants.
+SOURCES = ("functions", "infra", "statemachines")
+
+
+@dataclass(frozen=True)
+class Line:
+    ok: bool
+    what: str
+    detail: str
+
+    def __str__(self) -> str:
+        return f"[{'ok' if self.ok else 'RED'}] {self.what}: {self.detail}"
+
+
+def _functions(template: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    """Our functions (not CDK's own helpers), by their registry name."""
+    found = {}
+    for resource in Deployed(template).of_type("AWS::Lambda::Function").values():
+        path = resource.get("Metadata", {}).get("aws:cdk:path", "")
+        if "/Functions/" in path:
+            found[path.split("/Functions/")[1].split("/")[0]] = resource
+    return found
+
+
+def iam(template: dict[str, Any]) -> Line:
+    if not CALLS_FILE.exists():
+        return Line(False, "IAM", "no calls recorded: run make test (the tests record them)")
+    sources = [p for d in SOURCES for p in (ROOT / d).rglob("*") if p.suffix in (".py", ".json")]
+    newest = max(p.stat().st_mtime for p in sources)
+    if CALLS_FILE.stat().st_mtime < newest:
+        return Line(False, "IAM", "the code changed after the calls were recorded: run make test")
+    recording = load(CALLS_FILE)
+    report = evaluate_recording(template, recording)
+    if not report.ok:
+        return Line(False, "IAM", "; ".join(report.lines()[: len(report.denied) + len(report.unmapped)]))
+    return Line(
+        True, "IAM", f"{len(report.evaluated)} requests from {len(recording.calls)} calls, all allowed"
+    )
+
+
+def runtime(template: dict[str, Any]) -> Line:
+    tested = f"python{sys.version_info.major}.{sys.version_info.minor}"
+    runtimes = {r["Properties"]["Runtime"] for r in _functions(template).values()}
+    return Line(runtimes == {tested}, "Runtime", f"functions on {sorted(runtimes)}, tests on {tested}")
+
+
+def bytecode(_: dict[str, Any]) -> Line:
+    problems = build_lambda.verify()
+    return Line(not problems, "Asset", "; ".join(problems) or "no foreign bytecode, every handler imports")
+
+
+def lock(_: dict[str, Any]) -> Line:
+    uv = ROOT / ".venv" / "bin" / "uv"
+    checked = subprocess.run(
+        [str(uv), "lock", "--locked", "--python", sys.executable], cwd=ROOT, capture_output=True, text=True
+    )
+    detail = "uv.lock matches pyproject.toml" if checked.returncode == 0 else checked.stderr.strip()
+    return Line(checked.returncode == 0, "Lock", detail)
+
+
+def alarms(template: dict[str, Any]) -> Line:
+    every = Deployed(template).of_type("AWS::CloudWatch::Alarm")
+    silent = sorted(k for k, v in every.items() if not v["Properties"].get("AlarmActions"))
+    detail = f"{len(every) - len(silent)} of {len(every)} alarms notify" + (
+        f"; silent: {silent}" if silent else ""
+    )
+    return Line(bool(every) and not silent, "Alarms", detail)
+
+
+def model(template: dict[str, Any], today: date | None = None) -> Line:
+    today = today or datetime.now(UTC).date()
+    variables = _functions(template)["GenerateReply"]["Properties"]["Environment"]["Variables"]
+    chosen = {k: variables.get(k, "") for k in ("OPENAI_MODEL", "OPENAI_FALLBACK_MODEL")}
+    warnings = [w for k, m in chosen.items() if m for w in [warn_if_retiring(m, today, setting=k)] if w]
+    shown = ", ".join(f"{k}={m}" for k, m in chosen.items() if m)
+    return Line(not warnings, "Model", "; ".join(warnings) or f"{shown}: no shutdown within 30 days")
+
+
+def bus_policy(template: dict[str, Any]) -> Line:
+    """Each statement in `Statement` (the properties Principal, Action and Condition are
+    deprecated), Allow or Deny (EventBridge's own examples hold a Deny), on the bus."""
+    deployed = Deployed(template)
+    problems = []
+    policies = deployed.of_type("AWS::Events::EventBusPolicy")
+    for logical_id, policy in policies.items():
+        properties = policy["Properties"]
+        statements = properties.get("Statement")
+        if statements is None or {"Principal", "Action", "Condition"} & properties.keys():
+            problems.append(f"{logical_id}: not in the Statement form")
+            continue
+        for statement in statements if isinstance(statements, list) else [statements]:
+            if statement.get("Effect") not in ("Allow", "Deny") or "Principal" not in statement:
+                problems.append(f"{logical_id}: a statement without Effect or Principal")
+    detail = "; ".join(problems) or f"{len(policies)} policy in the Statement form"
+    return Line(bool(policies) and not problems, "Bus policy", detail)
+
+
+CHECKS: tuple[Callable[[dict[str, Any]], Line], ...] = (
+    iam,
+    runtime,
+    bytecode,
+    lock,
+    alarms,
+    model,
+    bus_policy,
+)
+
+
+def main() -> int:
+    if not TEMPLATE_FILE.exists():
+        print("No template in cdk.out: run make synth (make preflight does).", file=sys.stderr)
+        return 2
+    template = load_template()
+    lines = [check(template) for check in CHECKS]
+    print("Preflight (what AWS checks and the emulator does not):")
+    for line in lines:
+        print(f"  {line}")
+    return 0 if all(line.ok for line in lines) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,64 @@
+"""make preflight's checklist on the synthesized template: each line goes red for what it
+names (the asset and lock lines run in `make preflight` itself, on the built asset)."""
+
+from __future__ import annotations
+
+import copy
+from datetime import date
+from typing import Any
+
+import pytest
+
+from functions.integrations.openai_models import shutdown_of
+from infra import preflight
+
+pytestmark = pytest.mark.infra
+
+
+def test_the_runtime_line_is_green_only_for_the_python_the_tests_run(synthesized):
+    assert preflight.runtime(synthesized[1]).ok
+    other = copy.deepcopy(synthesized[1])
+    for resource in other["Resources"].values():
+        if resource["Type"] == "AWS::Lambda::Function":
+            resource["Properties"]["Runtime"] = "python3.14"
+    assert not preflight.runtime(other).ok
+
+
+def test_the_alarms_line_is_red_for_a_silent_alarm(synthesized):
+    assert preflight.alarms(synthesized[1]).ok
+    silent = copy.deepcopy(synthesized[1])
+    alarm = next(r for r in silent["Resources"].values() if r["Type"] == "AWS::CloudWatch::Alarm")
+    alarm["Properties"].pop("AlarmActions")
+    assert not preflight.alarms(silent).ok
+
+
+def _with_model(template: dict[str, Any], model: str) -> dict[str, Any]:
+    changed = copy.deepcopy(template)
+    for resource in changed["Resources"].values():
+        path = resource.get("Metadata", {}).get("aws:cdk:path", "")
+        if resource["Type"] == "AWS::Lambda::Function" and "/Functions/GenerateReply/" in path:
+            resource["Properties"]["Environment"]["Variables"]["OPENAI_MODEL"] = model
+    return changed
+
+
+def test_the_model_line_is_red_within_30_days_of_a_shutdown(synthesized):
+    assert preflight.model(synthesized[1], date(2026, 11, 26)).ok
+    retiring = _with_model(synthesized[1], "gpt-5-mini")
+    shutdown = shutdown_of("gpt-5-mini")
+    assert shutdown is not None
+    assert not preflight.model(retiring, shutdown.replace(day=1)).ok
+    assert preflight.model(retiring, date(shutdown.year - 1, 1, 1)).ok
+
+
+def test_the_bus_policy_line_reads_the_statement_form(synthesized):
+    assert preflight.bus_policy(synthesized[1]).ok
+    old = copy.deepcopy(synthesized[1])
+    policy = next(r for r in old["Resources"].values() if r["Type"] == "AWS::Events::EventBusPolicy")
+    policy["Properties"] = {"Action": "events:PutEvents", "Principal": "*", "StatementId": "x"}
+    assert not preflight.bus_policy(old).ok
+
+
+def test_the_iam_line_is_red_without_a_recording(synthesized, tmp_path, monkeypatch):
+    monkeypatch.setattr(preflight, "CALLS_FILE", tmp_path / "none.json")
+    line = preflight.iam(synthesized[1])
+    assert not line.ok and "make test" in line.detail
