@@ -34,7 +34,7 @@ class Settings(msgspec.Struct, kw_only=True, frozen=True, rename="upper"):
     state_machine_arn: str = ""
     event_bus_name: Annotated[str, Meta(min_length=1)]
 
-    # The global batching rules (functions/logic/debounce.py); a project's or a
+    # The global batching rules (functions/logic/rules/debounce.py); a project's or a
     # conversation's own rules override them.
     batch_mode: str = "fixed"
     batch_window_seconds: Annotated[int, Meta(ge=1, le=3600)] = 10
@@ -80,7 +80,7 @@ class Settings(msgspec.Struct, kw_only=True, frozen=True, rename="upper"):
     tenant_cache_seconds: Annotated[float, Meta(ge=0)] = 60
     unknown_tenant_cache_seconds: Annotated[float, Meta(ge=0)] = 300
 
-    # Cost limits (functions/logic/limits.py); 0 means no limit. Defaults that a normal
+    # Cost limits (functions/logic/shared/limits.py); 0 means no limit. Defaults that a normal
     # conversation never meets.
     max_ai_calls_per_hour_per_conversation: Annotated[int, Meta(ge=0)] = 60
     max_ai_calls_per_hour_per_sender: Annotated[int, Meta(ge=0)] = 120
@@ -90,7 +90,7 @@ class Settings(msgspec.Struct, kw_only=True, frozen=True, rename="upper"):
     # when this is on.
     event_includes_texts: bool = False
 
-    # What people send besides text (functions/logic/media.py): photos reach the model as
+    # What people send besides text (functions/logic/shared/media.py): photos reach the model as
     # images, voice notes as their transcripts; each can be turned off (then the model is
     # told that a photo or a voice note was sent). Media are fetched from Twilio's media
     # hosts only (https), at most MEDIA_MAX_BYTES each and MEDIA_MAX_BATCH_BYTES a batch,

@@ -12,7 +12,7 @@ from typing import Any, Literal
 
 import msgspec
 
-from functions.logic.debounce import BatchingRules
+from functions.logic.rules.debounce import BatchingRules
 
 
 class Contract(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):

@@ -208,7 +208,7 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     runs = Runs(state_machine_arn, os.environ.get("TURNS_TABLE", "Turns"))
     if args.command == "redrive":
-        from functions.logic.reconcile import redrive  # needs the functions' settings
+        from functions.logic.entry_points.reconciler import redrive  # needs the functions' settings
 
         print(json.dumps(redrive(args.conversation)))
         return 0

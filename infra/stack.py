@@ -55,7 +55,9 @@ class BurstReplyStack(Stack):
             functions=functions,
             state_machine_arn=workflow.arn,
         )
-        AnsweredBatchBusPolicy(self, "EventsPolicy", bus=bus, publisher=functions["RecordTurns"])
+        AnsweredBatchBusPolicy(
+            self, "EventsPolicy", bus=bus, publisher=functions["RecordTurnsAndReleaseLock"]
+        )
         api = WebhookApi(
             self, "Webhook", settings, functions[WEBHOOK.logical_id], functions[STATUS_CALLBACK.logical_id]
         )

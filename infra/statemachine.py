@@ -26,3 +26,18 @@ def render(substitutions: dict[str, str]) -> dict[str, Any]:
         raise KeyError(f"no value for placeholders {sorted(missing)}")
     rendered: dict[str, Any] = json.loads(_PLACEHOLDER.sub(lambda m: substitutions[m.group(1)], text))
     return rendered
+
+
+def definition_substitutions(table_names: dict[str, str], function_arns: dict[str, str]) -> dict[str, str]:
+    """The `${Placeholder}` map of the state machine: table names and task function ARNs,
+    keyed by logical id, and the DynamoDB expressions of its direct integrations. CDK
+    passes the same map as `definition_substitutions`; the local stack renders with it."""
+    from functions.dal import expressions
+    from functions.dal.tables import ALL_TABLES, PENDING_INDEX
+    from functions.registry import TASKS
+
+    values = {t.placeholder: table_names[t.logical_id] for t in ALL_TABLES}
+    values.update(expressions.SUBSTITUTIONS)
+    values["PendingIndexName"] = PENDING_INDEX
+    values.update({f.placeholder: function_arns[f.logical_id] for f in TASKS if f.placeholder})
+    return values

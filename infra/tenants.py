@@ -40,7 +40,7 @@ from functions.config import Settings
 from functions.dal import tenants
 from functions.dal.models import Tenant
 from functions.dal.tables import TENANTS
-from functions.logic import clock
+from functions.logic.rules import clock
 from functions.models import ACCOUNT_SID
 from infra.names import STACK_NAME
 

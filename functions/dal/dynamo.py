@@ -11,6 +11,8 @@ import boto3
 from boto3.dynamodb.types import TypeDeserializer
 from botocore.exceptions import ClientError
 
+from functions.dal.models import from_dynamo
+
 _DESERIALIZER = TypeDeserializer()
 
 
@@ -57,15 +59,4 @@ def to_dynamo(value: Any) -> Any:
         return {k: to_dynamo(v) for k, v in value.items() if v is not None}
     if isinstance(value, list | tuple):
         return [to_dynamo(v) for v in value]
-    return value
-
-
-def from_dynamo(value: Any) -> Any:
-    """Decimals become ints or floats."""
-    if isinstance(value, Decimal):
-        return int(value) if value == value.to_integral_value() else float(value)
-    if isinstance(value, dict):
-        return {k: from_dynamo(v) for k, v in value.items()}
-    if isinstance(value, list):
-        return [from_dynamo(v) for v in value]
     return value

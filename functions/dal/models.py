@@ -3,14 +3,25 @@ return these; nothing outside `functions/dal/` sees a raw DynamoDB item."""
 
 from __future__ import annotations
 
+from decimal import Decimal
 from typing import Any, Literal, TypeVar
 
 import msgspec
 
-from functions.dal.dynamo import from_dynamo
 from functions.models import Attachment, Channel, Consent, MessageContent
 
 ItemType = TypeVar("ItemType", bound="Item")
+
+
+def from_dynamo(value: Any) -> Any:
+    """Decimals become ints or floats."""
+    if isinstance(value, Decimal):
+        return int(value) if value == value.to_integral_value() else float(value)
+    if isinstance(value, dict):
+        return {k: from_dynamo(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [from_dynamo(v) for v in value]
+    return value
 
 
 class Item(msgspec.Struct, kw_only=True):
@@ -62,10 +73,10 @@ class Conversation(Item, kw_only=True):
     project_status: str = "active"
     allowed_channels: list[Channel] | None = None  # None: every channel
     project_id: str | None = None
-    # Batching rules of this conversation (functions/logic/debounce.py), partial.
+    # Batching rules of this conversation (functions/logic/rules/debounce.py), partial.
     batching: dict[str, Any] | None = None
     # The user sent an opt-out keyword (STOP...) and no opt-in keyword since: its batches
-    # are recorded, not answered (functions/logic/consent.py).
+    # are recorded, not answered (functions/logic/shared/consent.py).
     opted_out: bool = False
 
 
@@ -110,7 +121,7 @@ class StagedMessage(MessageContent, Item, kw_only=True):
 
 class TurnMedia(Attachment, kw_only=True, frozen=True):
     """A media item of a user turn: where its line is in the turn's body (the text the
-    model is told in its place), and what kind of media it is (functions/logic/content.py)."""
+    model is told in its place), and what kind of media it is (functions/logic/rules/content.py)."""
 
     kind: str
     number: int  # 1, 2, ... within the turn
@@ -206,7 +217,7 @@ class Turn(Item, kw_only=True):
     total_tokens: int = 0
     sent_at: str | None = None
     processing_time_ms: int | None = None
-    # The cost limit that applied to this batch, if any (functions/logic/limits.py).
+    # The cost limit that applied to this batch, if any (functions/logic/shared/limits.py).
     limited: str | None = None
 
 

@@ -94,7 +94,7 @@ TENANTS = TableDefinition(
     partition_key="tenant_key",
 )
 
-# Usage counters for the cost limits (functions/logic/limits.py): one item per conversation
+# Usage counters for the cost limits (functions/logic/shared/limits.py): one item per conversation
 # or sender and hour, removed by TTL once the hour is over.
 USAGE_COUNTERS = TableDefinition(
     logical_id="UsageCounters",

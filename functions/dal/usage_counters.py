@@ -1,5 +1,5 @@
 """The UsageCounters table: how many AI calls a conversation and a sender made this hour
-(the cost limits of functions/logic/limits.py). One item per counter and hour, removed by
+(the cost limits of functions/logic/shared/limits.py). One item per counter and hour, removed by
 TTL once the hour is over."""
 
 from __future__ import annotations

@@ -7,7 +7,7 @@ and pydantic each added a quarter to half an `import boto3` to every cold start.
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any, get_type_hints
+from typing import Any
 
 import msgspec
 from aws_lambda_powertools.utilities.typing import LambdaContext
@@ -15,13 +15,16 @@ from aws_lambda_powertools.utilities.typing import LambdaContext
 from functions.config import get_settings
 from functions.contract import BatchRef
 from functions.observability import lambda_entry_point, logger
+from functions.registry import BY_STATE
 
 Handler = Callable[[dict[str, Any], LambdaContext], dict[str, Any]]
 
 
-def task[Task: BatchRef](model: type[Task], step: Callable[[Task], msgspec.Struct]) -> Handler:
-    """A Lambda handler that parses the task's input into `model` and runs `step`."""
+def task[Task: BatchRef](state: str, step: Callable[[Task], msgspec.Struct]) -> Handler:
+    """The Lambda handler of a task state: it parses the input into the state's input
+    model (functions/registry.py names it) and runs `step`."""
     get_settings()  # fail at cold start, not at the first run, if the stack left a setting out
+    model: type[Task] = BY_STATE[state].input_model  # type: ignore[assignment]
 
     @lambda_entry_point
     def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
@@ -31,5 +34,4 @@ def task[Task: BatchRef](model: type[Task], step: Callable[[Task], msgspec.Struc
         )
         return msgspec.to_builtins(step(task_input))  # type: ignore[no-any-return]
 
-    handler.contract = (model, get_type_hints(step)["return"])  # type: ignore[attr-defined]  # contract test
     return handler  # type: ignore[no-any-return]

@@ -9,7 +9,7 @@ from urllib.parse import urlencode
 from twilio.request_validator import SIGNATURE_HEADER, SIGNATURE_SETTINGS_HEADER
 
 from functions.config import get_settings
-from functions.logic.admission import Signature
+from functions.logic.shared.admission import Signature
 from functions.models import UnreadableForm, read_form
 from functions.observability import logger
 

@@ -12,7 +12,7 @@ from twilio.twiml.messaging_response import MessagingResponse
 
 from functions.config import get_settings
 from functions.handlers.twilio_http import Refused, public_url, response, signature_of, twilio_form
-from functions.logic.intake import Outcome, accept_message
+from functions.logic.entry_points.webhook import Outcome, accept_message
 from functions.models import Channel
 from functions.observability import lambda_entry_point, logger
 

@@ -2,7 +2,7 @@
 
 A response is created with `background=True`: the API answers at once with its id, which
 the caller stores before it waits, and any later attempt polls `responses.retrieve(id)`
-instead of creating another (functions/logic/generating.py). Every request of one attempt
+instead of creating another (functions/logic/states/generate_reply.py). Every request of one attempt
 shares its time (`Budget`), so an attempt ends inside the Lambda timeout; a response still
 running then is an AIRetryableError, and the state machine's Retry polls again later.
 
@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any
 import openai
 
 from functions.errors import AIModelUnavailable, AIPermanentError, AIRetryableError
+from functions.logic.rules.conversation_items import ConversationItem
 from functions.observability import count, logger, milliseconds
 
 if TYPE_CHECKING:
@@ -80,15 +81,6 @@ class ResponseState:
         return self.status not in UNFINISHED
 
 
-@dataclass(frozen=True)
-class Item:
-    """A conversation item, as far as the service compares them."""
-
-    id: str
-    role: str  # user, assistant, or "" for items that are not messages
-    text: str
-
-
 @cache
 def client_for(api_key: str) -> openai.OpenAI:
     return openai.OpenAI(api_key=api_key, max_retries=0)
@@ -107,7 +99,7 @@ def create_response(
     client: openai.OpenAI,
     *,
     conversation: str,
-    user_turn: str | ResponseInputParam,  # text, or text and images (functions/logic/turn_input.py)
+    user_turn: str | ResponseInputParam,  # text, or text and images (functions/logic/shared/turn_input.py)
     model: str,
     instructions: str,
     max_output_tokens: int,
@@ -159,7 +151,9 @@ def wait_for(client: openai.OpenAI, response: ResponseState, budget: Budget) -> 
     return response
 
 
-def newest_items(client: openai.OpenAI, conversation: str, budget: Budget, limit: int = 20) -> list[Item]:
+def newest_items(
+    client: openai.OpenAI, conversation: str, budget: Budget, limit: int = 20
+) -> list[ConversationItem]:
     """The conversation's newest items, newest first (one page)."""
     page = _call(
         lambda: client.conversations.items.list(
@@ -204,11 +198,11 @@ def _state(response: Any) -> ResponseState:
     )
 
 
-def _item(item: Any) -> Item:
+def _item(item: Any) -> ConversationItem:
     if getattr(item, "type", "") != "message":
-        return Item(id=item.id, role="", text="")
+        return ConversationItem(id=item.id, role="", text="")
     parts = [getattr(part, "text", "") for part in item.content or []]
-    return Item(id=item.id, role=item.role, text="\n".join(p for p in parts if p))
+    return ConversationItem(id=item.id, role=item.role, text="\n".join(p for p in parts if p))
 
 
 def _call[T](request: Callable[[], T], conversation_call: bool = False) -> T:

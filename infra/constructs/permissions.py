@@ -48,7 +48,7 @@ GRANTS: dict[str, Grants] = {
         (("dynamodb:UpdateItem",), ("Turns",)),  # the statuses, the template's claim
         *TWILIO_SECRETS,  # the signature; the template
     ],
-    "ParkUntilDue": [
+    "WaitForTheBurstToEnd": [
         (("dynamodb:UpdateItem",), ("BatchWindows",)),
         *WAKE_RUNS,
     ],
@@ -76,7 +76,7 @@ GRANTS: dict[str, Grants] = {
         (("dynamodb:GetItem", "dynamodb:UpdateItem"), ("Conversations", "Turns")),
         *TWILIO_SECRETS,
     ],
-    "RecordTurns": [
+    "RecordTurnsAndReleaseLock": [
         (("dynamodb:BatchWriteItem",), ("StagedMessages",)),
         (("dynamodb:UpdateItem", "dynamodb:GetItem"), ("Turns",)),
         (("dynamodb:UpdateItem", "dynamodb:GetItem"), ("Conversations",)),

@@ -10,11 +10,11 @@ from cdk_nag import NagPackSuppression, NagSuppressions
 from constructs import Construct
 
 from functions.dal.tables import ALL_TABLES, BATCH_WINDOWS, CONVERSATIONS, PENDING_INDEX, STAGED_MESSAGES
-from functions.registry import TASKS, definition_substitutions
+from functions.registry import TASKS
 from infra.constructs.functions import Functions
 from infra.constructs.tables import Tables
 from infra.names import StackSettings, state_machine_log_group_name, state_machine_name
-from infra.statemachine import DEFINITION_FILE, placeholders
+from infra.statemachine import DEFINITION_FILE, definition_substitutions, placeholders
 
 
 class BatchWorkflow(Construct):

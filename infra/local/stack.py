@@ -17,12 +17,12 @@ from werkzeug.serving import BaseWSGIServer, make_server
 
 from functions.config import get_settings
 from functions.dal.tables import ALL_TABLES, TENANTS, TableDefinition
-from functions.registry import TASKS, definition_substitutions
+from functions.registry import TASKS
 from infra.local.aws_calls import RECORDER
 from infra.local.gateway import Gateway
 from infra.local.lambdas import LambdaMiddleware, invoke
 from infra.local.standins import OpenAIStandIn, TwilioStandIn
-from infra.statemachine import render
+from infra.statemachine import definition_substitutions, render
 from infra.tenants import Names, TenantAdmin
 
 REGION = "us-east-1"

@@ -37,8 +37,8 @@ os.environ.setdefault("POWERTOOLS_METRICS_DISABLED", "true")
 from functions.config import get_settings  # noqa: E402
 from functions.dal import conversations as conversation_table  # noqa: E402
 from functions.dal import staged_messages  # noqa: E402
-from functions.logic import clock  # noqa: E402
-from functions.logic.debounce import BatchingRules, due_ms  # noqa: E402
+from functions.logic.rules import clock  # noqa: E402
+from functions.logic.rules.debounce import BatchingRules, due_ms  # noqa: E402
 from functions.models import Channel  # noqa: E402
 from functions.observability import logger  # noqa: E402
 from functions.registry import ALL_FUNCTIONS, BY_NAME, TASKS, WEBHOOK  # noqa: E402
@@ -545,7 +545,7 @@ def main() -> int:
         "within 24 hours of the user's message), $0.0083 per US SMS segment.\n\n"
         "## Batching: delay against AI calls\n\n"
         "5,000 synthetic bursts (1-8 fragments; gaps mostly under 3 s, some 5-15 s pauses), replayed "
-        "through the production rule code (`functions/logic/debounce.py`) with whole-second waits.\n\n"
+        "through the production rule code (`functions/logic/rules/debounce.py`) with whole-second waits.\n\n"
         f"{batching}\n\n"
         "![delay against AI calls](benchmarks.png)\n"
     )

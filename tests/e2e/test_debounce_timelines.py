@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 import pytest
 
 from functions.dal import projects, staged_messages, turns
-from functions.logic import clock
+from functions.logic.rules import clock
 
 pytestmark = pytest.mark.e2e
 

@@ -13,7 +13,7 @@ import pytest
 import requests
 
 from functions.dal import conversations, turns
-from functions.logic import delivery
+from functions.logic.entry_points import status_callback
 from infra.local.webhooks import deliver_as_twilio
 from infra.runs import Runs
 from tests.support.local_stack import OUR_WHATSAPP
@@ -46,7 +46,7 @@ def _callback(
     harness, conversation_id: str, window_id: str, message: str, form: dict, token: str | None = None
 ):
     """A status callback POSTed as Twilio does, to the URL a message was given."""
-    url = delivery.status_callback_url(conversation_id, window_id, message)
+    url = status_callback.status_callback_url(conversation_id, window_id, message)
     return deliver_as_twilio(url, form, token or harness.stack.config.twilio_auth_token)
 
 
@@ -83,7 +83,7 @@ def test_every_part_carries_its_status_callback_and_its_latest_status_is_kept_an
 
 def test_a_failure_reported_after_acceptance_is_recorded_counted_and_shown(harness, monkeypatch):
     counted: list[str] = []
-    monkeypatch.setattr(delivery, "count", lambda name, value=1: counted.append(name))
+    monkeypatch.setattr(status_callback, "count", lambda name, value=1: counted.append(name))
     harness.stack.twilio.inject({"outcome": "undelivered", "error_code": 30003, "after": 0.3})
 
     user, conversation_id = _answered(harness)
@@ -103,7 +103,7 @@ def test_a_failure_reported_after_acceptance_is_recorded_counted_and_shown(harne
 
 def test_a_late_or_repeated_callback_never_replaces_a_later_status(harness, monkeypatch):
     counted: list[str] = []
-    monkeypatch.setattr(delivery, "count", lambda name, value=1: counted.append(name))
+    monkeypatch.setattr(status_callback, "count", lambda name, value=1: counted.append(name))
     user, conversation_id = _answered(harness)
     turn = _eventually(lambda: (t := _assistant(conversation_id)).deliveries and t)
     (sid,) = turn.message_sids

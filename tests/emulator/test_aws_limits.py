@@ -9,9 +9,9 @@ import time
 import pytest
 
 from functions.dal import batch_windows, staged_messages
-from functions.logic import clock
-from functions.logic.debounce import BatchingRules
-from functions.logic.windows import new_window
+from functions.logic.rules import clock
+from functions.logic.rules.debounce import BatchingRules
+from functions.logic.shared.windows import new_window
 
 pytestmark = pytest.mark.emulator
 

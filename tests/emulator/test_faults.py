@@ -11,10 +11,10 @@ import pytest
 
 from functions.dal import batch_windows, staged_messages, turns
 from functions.dal.models import BatchWindow
-from functions.logic import clock
-from functions.logic import reconcile as reconcile_module
-from functions.logic.reconcile import redrive
-from functions.logic.windows import execution_name
+from functions.logic.entry_points import reconciler as reconcile_module
+from functions.logic.entry_points.reconciler import redrive
+from functions.logic.rules import clock
+from functions.logic.shared.windows import execution_name
 from infra.local.lambdas import invoke
 
 pytestmark = pytest.mark.emulator

@@ -410,7 +410,7 @@ def test_only_the_announcing_function_may_put_events_on_the_bus(synthesized):
     stack_json = synthesized[1]
     (policy,) = resources(stack_json, "AWS::Events::EventBusPolicy").values()
     statement = policy["Properties"]["Statement"]
-    role = logical_id_of(stack_json, "AWS::IAM::Role", "/Functions/RecordTurns/ServiceRole/")
+    role = logical_id_of(stack_json, "AWS::IAM::Role", "/Functions/RecordTurnsAndReleaseLock/ServiceRole/")
     assert (statement["Effect"], statement["Action"], statement["Principal"]) == (
         "Deny",
         "events:PutEvents",

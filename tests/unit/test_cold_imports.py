@@ -44,16 +44,16 @@ def loaded() -> dict[str, set[str]]:
 
 def test_only_generate_reply_loads_the_openai_sdk_and_pydantic(loaded):
     for module, heavy in loaded.items():
-        if module != "functions.handlers.generating":
+        if module != "functions.handlers.generate_reply":
             assert not heavy & {"openai", "pydantic"}, module
-    assert {"openai", "pydantic"} <= loaded["functions.handlers.generating"]
+    assert {"openai", "pydantic"} <= loaded["functions.handlers.generate_reply"]
 
 
 def test_twilios_rest_client_loads_only_where_every_run_sends_through_it(loaded):
     """Send Reply sends every reply, and a status callback may send the WhatsApp
     template. Record Failed Batch sends a fallback only for a batch the AI could not
     answer, and loads the client then."""
-    senders = {"functions.handlers.sending", "functions.handlers.status"}
+    senders = {"functions.handlers.send_reply", "functions.handlers.status_callback"}
     for module, heavy in loaded.items():
         assert ("twilio.rest" in heavy) == (module in senders), module
 
@@ -61,6 +61,6 @@ def test_twilios_rest_client_loads_only_where_every_run_sends_through_it(loaded)
 def test_no_function_loads_aiohttp_the_openai_sdks_asynchronous_transport(loaded):
     """Generate Reply uses the SDK's synchronous client; aiohttp is installed (Twilio's SDK
     requires it) but never loaded (functions/handlers/__init__.py)."""
-    assert "openai" in loaded["functions.handlers.generating"]
+    assert "openai" in loaded["functions.handlers.generate_reply"]
     for module, heavy in loaded.items():
         assert "aiohttp" not in heavy, module

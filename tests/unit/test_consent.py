@@ -7,8 +7,8 @@ import pytest
 
 from functions.dal import conversations
 from functions.dal.models import Conversation, StagedMessage, Turn
-from functions.logic import consent
-from functions.logic.merge import last_consent
+from functions.logic.rules.merge import last_consent
+from functions.logic.shared import consent
 
 
 def _conversation(opted_out: bool) -> Conversation:

@@ -28,7 +28,9 @@ def _lambda_tasks() -> dict[str, tuple[type[msgspec.Struct], type[msgspec.Struct
     for name, state in STATES.items():
         if state["Type"] == "Task" and state["Resource"].startswith("arn:aws:states:::lambda:invoke"):
             placeholder = re.fullmatch(r"\$\{(\w+)\}", state["Parameters"]["FunctionName"]).group(1)  # type: ignore[union-attr]
-            tasks[name] = BY_PLACEHOLDER[placeholder].load().contract  # type: ignore[attr-defined]
+            function = BY_PLACEHOLDER[placeholder]
+            assert function.state == name, (function.logical_id, name)  # one name per state
+            tasks[name] = (function.input_model, function.output_model)
     return tasks
 
 

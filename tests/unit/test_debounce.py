@@ -1,7 +1,7 @@
 import msgspec
 
 from functions.dal.models import BatchWindow
-from functions.logic.debounce import (
+from functions.logic.rules.debounce import (
     BatchingRules,
     due_ms,
     is_due_now,

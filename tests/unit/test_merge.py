@@ -1,5 +1,5 @@
 from functions.dal.models import StagedMessage
-from functions.logic.merge import arrival_order, merged_body
+from functions.logic.rules.merge import arrival_order, merged_body
 
 
 def _staged(sid: str, at: str, body: str = "", media: list[str] | None = None) -> StagedMessage:

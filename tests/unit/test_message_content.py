@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from functions.logic.content import render
+from functions.logic.rules.content import render
 from functions.models import InboundMessage
 from tests.support.events import event_names, load_event
 

@@ -11,8 +11,13 @@ import pytest
 
 from functions.config import Settings
 from functions.errors import AIRetryableError
-from functions.integrations.openai_responses import Budget, Item, is_quota_error, is_retryable
-from functions.logic.conversation_items import exchange_of, exchanges, unanswered_copies
+from functions.integrations.openai_responses import Budget, is_quota_error, is_retryable
+from functions.logic.rules.conversation_items import (
+    ConversationItem,
+    exchange_of,
+    exchanges,
+    unanswered_copies,
+)
 from functions.registry import BY_NAME
 
 
@@ -58,21 +63,26 @@ def test_an_attempt_ends_inside_the_generate_functions_timeout():
     assert longest + 10 <= BY_NAME["GenerateReply"].timeout_seconds
 
 
-def user(item_id: str, text: str) -> Item:
-    return Item(item_id, "user", text)
+def user(item_id: str, text: str) -> ConversationItem:
+    return ConversationItem(item_id, "user", text)
 
 
-def assistant(item_id: str, text: str) -> Item:
-    return Item(item_id, "assistant", text)
+def assistant(item_id: str, text: str) -> ConversationItem:
+    return ConversationItem(item_id, "assistant", text)
 
 
-def page(*oldest_first: Item) -> list[Item]:
+def page(*oldest_first: ConversationItem) -> list[ConversationItem]:
     return list(reversed(oldest_first))  # listed newest first
 
 
 def test_items_are_read_as_exchanges_newest_first():
     found = exchanges(
-        page(assistant("a0", "cut off"), user("u1", "hi"), Item("r1", "", ""), assistant("a1", "hello"))
+        page(
+            assistant("a0", "cut off"),
+            user("u1", "hi"),
+            ConversationItem("r1", "", ""),
+            assistant("a1", "hello"),
+        )
     )
     (only,) = found  # the reply whose question is on the next page is left out
     assert only.item_ids == ["u1", "r1", "a1"] and only.reply_text == "hello"

@@ -8,8 +8,8 @@ from botocore.stub import Stubber
 from functions.dal import dynamo, turns
 from functions.dal.models import StagedMessage
 from functions.errors import TransactionConflict
-from functions.logic.debounce import MAX_WAIT_LIMIT_SECONDS, BatchingRules, resolve_rules
-from functions.logic.merge import within_bytes
+from functions.logic.rules.debounce import MAX_WAIT_LIMIT_SECONDS, BatchingRules, resolve_rules
+from functions.logic.rules.merge import within_bytes
 from functions.models import Channel
 
 

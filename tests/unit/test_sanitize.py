@@ -2,7 +2,7 @@
 
 import pytest
 
-from functions.logic.sanitize import model_input
+from functions.logic.rules.sanitize import model_input
 
 
 @pytest.mark.parametrize(

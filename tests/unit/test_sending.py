@@ -6,8 +6,9 @@ import pytest
 from functions.contract import ReplySummary, SendInput
 from functions.dal.models import Conversation, Turn
 from functions.errors import TwilioPermanentError, TwilioRetryableError
-from functions.logic import delivery, sending
-from functions.logic.replies import split_reply
+from functions.logic.entry_points import status_callback
+from functions.logic.rules.replies import split_reply
+from functions.logic.states import send_reply
 from functions.models import Channel
 from tests.support.fakes import FakeTwilio, InMemoryStore, install
 
@@ -42,8 +43,8 @@ def test_a_retry_after_a_failed_part_sends_only_the_parts_not_yet_sent(world):
     twilio.refuse[1] = TwilioRetryableError("503")
 
     with pytest.raises(TwilioRetryableError):
-        sending.send_reply(TASK)
-    sent = sending.send_reply(TASK)  # the state machine's retry
+        send_reply.send_reply(TASK)
+    sent = send_reply.send_reply(TASK)  # the state machine's retry
 
     assert sent.parts == 3 and len(sent.message_sids) == 3
     assert [m["body"] for m in twilio.sent] == split_reply(LONG_REPLY)  # each part once, in order
@@ -53,9 +54,9 @@ def test_a_retry_after_a_failed_part_sends_only_the_parts_not_yet_sent(world):
 
 def test_a_retry_after_everything_was_sent_sends_nothing(world):
     _, twilio = world
-    first = sending.send_reply(TASK)
+    first = send_reply.send_reply(TASK)
 
-    again = sending.send_reply(TASK)
+    again = send_reply.send_reply(TASK)
 
     assert again == first and len(twilio.sent) == 3
 
@@ -68,7 +69,7 @@ def test_a_closed_whatsapp_window_sends_the_template_once_and_records_why(world,
     get_settings.cache_clear()
     twilio.refuse[0] = TwilioPermanentError("window closed", 63016)
     try:
-        sent = sending.send_reply(TASK)
+        sent = send_reply.send_reply(TASK)
     finally:
         monkeypatch.undo()
         get_settings.cache_clear()
@@ -81,7 +82,7 @@ def test_nothing_is_sent_for_a_batch_handed_off_to_a_person(world):
     _, twilio = world
     human = msgspec.structs.replace(TASK, reply=msgspec.structs.replace(TASK.reply, answered_by="human"))
 
-    assert sending.send_reply(human).parts == 0
+    assert send_reply.send_reply(human).parts == 0
     assert twilio.attempts == 0
 
 
@@ -91,7 +92,7 @@ def test_nothing_is_sent_for_a_batch_handed_off_to_a_person(world):
 def test_a_first_attempt_that_goes_well_makes_no_lookup(world):
     store, twilio = world
 
-    sending.send_reply(TASK)
+    send_reply.send_reply(TASK)
 
     assert twilio.lookups == 0 and twilio.attempts == 3
     assert store.turns[("c1", TASK.assistant_turn_id)].sending_since is not None
@@ -102,8 +103,8 @@ def test_a_part_accepted_whose_answer_was_lost_is_found_not_sent_again(world):
     twilio.lose_answer.add(1)  # part 2 reaches Twilio; its answer never comes back
 
     with pytest.raises(TwilioRetryableError):
-        sending.send_reply(TASK)
-    sent = sending.send_reply(TASK)
+        send_reply.send_reply(TASK)
+    sent = send_reply.send_reply(TASK)
 
     assert [m["body"] for m in twilio.sent] == split_reply(LONG_REPLY)  # part 2 once
     assert sent.message_sids == [m["sid"] for m in twilio.sent]
@@ -115,8 +116,8 @@ def test_a_task_that_died_after_twilio_accepted_a_part_does_not_send_it_again(wo
     store.die_after["append_sent_part"] = RuntimeError("the sandbox was stopped")
 
     with pytest.raises(RuntimeError):
-        sending.send_reply(TASK)  # part 1 accepted, not recorded
-    sent = sending.send_reply(TASK)
+        send_reply.send_reply(TASK)  # part 1 accepted, not recorded
+    sent = send_reply.send_reply(TASK)
 
     assert [m["body"] for m in twilio.sent] == split_reply(LONG_REPLY)
     assert sent.message_sids == [m["sid"] for m in twilio.sent]
@@ -128,8 +129,8 @@ def test_a_retry_after_a_refused_part_looks_once_then_sends_it(world):
     twilio.refuse[2] = TwilioRetryableError("Twilio HTTP 429 code 20429")
 
     with pytest.raises(TwilioRetryableError):
-        sending.send_reply(TASK)
-    sending.send_reply(TASK)
+        send_reply.send_reply(TASK)
+    send_reply.send_reply(TASK)
 
     assert [m["body"] for m in twilio.sent] == split_reply(LONG_REPLY)
     assert twilio.lookups == 1 and twilio.attempts == 4  # part 3: refused, looked up, sent
@@ -140,8 +141,8 @@ def test_only_the_first_missing_part_is_looked_up(world):
     twilio.refuse[0] = TwilioRetryableError("Twilio HTTP 503 code None")
 
     with pytest.raises(TwilioRetryableError):
-        sending.send_reply(TASK)
-    sending.send_reply(TASK)
+        send_reply.send_reply(TASK)
+    send_reply.send_reply(TASK)
 
     assert twilio.lookups == 1 and len(twilio.sent) == 3
 
@@ -166,9 +167,11 @@ def test_the_template_is_sent_once_whoever_asks_and_only_by_the_first(world, tem
     store, twilio = world
     conversation = store.conversations["c1"]
 
-    first = delivery.send_template_once(conversation, "w1", owner="SM-part-1")
-    again = delivery.send_template_once(conversation, "w1", owner="SM-part-1")  # its callback, repeated
-    other = delivery.send_template_once(conversation, "w1", owner="SM-part-2")  # another part's 63016
+    first = status_callback.send_template_once(conversation, "w1", owner="SM-part-1")
+    again = status_callback.send_template_once(
+        conversation, "w1", owner="SM-part-1"
+    )  # its callback, repeated
+    other = status_callback.send_template_once(conversation, "w1", owner="SM-part-2")  # another part's 63016
 
     assert first == again == other and [m["content_sid"] for m in twilio.sent] == [template]
     callback = "https://hooks.example/prod/twilio/status/c1/w1/template#rc=5&rp=all"
@@ -181,8 +184,8 @@ def test_a_template_whose_answer_was_lost_is_found_not_sent_again(world, templat
     twilio.lose_answer.add(0)
 
     with pytest.raises(TwilioRetryableError):
-        delivery.send_template_once(conversation, "w1", owner="SM-part-1")
-    sid = delivery.send_template_once(conversation, "w1", owner="SM-part-1")  # the callback, retried
+        status_callback.send_template_once(conversation, "w1", owner="SM-part-1")
+    sid = status_callback.send_template_once(conversation, "w1", owner="SM-part-1")  # the callback, retried
 
     assert [m["sid"] for m in twilio.sent] == [sid] and twilio.lookups == 1
 
@@ -193,19 +196,19 @@ def test_another_owner_does_not_send_while_the_first_has_not_succeeded(world, te
     twilio.refuse[0] = TwilioRetryableError("Twilio HTTP 503 code None")
 
     with pytest.raises(TwilioRetryableError):
-        delivery.send_template_once(conversation, "w1", owner="SM-part-1")
+        status_callback.send_template_once(conversation, "w1", owner="SM-part-1")
 
-    assert delivery.send_template_once(conversation, "w1", owner="SM-part-2") is None
+    assert status_callback.send_template_once(conversation, "w1", owner="SM-part-2") is None
     assert twilio.sent == []
 
 
 def test_no_template_without_one_configured_or_outside_whatsapp(world, template, monkeypatch):
     store, twilio = world
     sms = msgspec.structs.replace(store.conversations["c1"], channel=Channel.SMS)
-    assert delivery.send_template_once(sms, "w1", owner="SM-part-1") is None
+    assert status_callback.send_template_once(sms, "w1", owner="SM-part-1") is None
     monkeypatch.setenv("WHATSAPP_TEMPLATE_CONTENT_SID", "")
     from functions.config import get_settings
 
     get_settings.cache_clear()
-    assert delivery.send_template_once(store.conversations["c1"], "w1", owner="SM-part-1") is None
+    assert status_callback.send_template_once(store.conversations["c1"], "w1", owner="SM-part-1") is None
     assert twilio.sent == []

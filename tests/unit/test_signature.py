@@ -11,8 +11,8 @@ from functions.dal.models import Tenant
 from functions.handlers.webhook import public_url
 from functions.integrations import secrets
 from functions.integrations.secrets import TwilioCredentials
-from functions.logic import admission
-from functions.logic.admission import Refusal, Signature, admit, signature_is_valid
+from functions.logic.shared import admission
+from functions.logic.shared.admission import Refusal, Signature, admit, signature_is_valid
 
 OURS = "AC" + "1" * 32
 TENANT = "AC" + "2" * 32

@@ -15,8 +15,8 @@ from functions.dal.models import Conversation, StagedMessage, Turn
 from functions.integrations import openai_audio, secrets, twilio_media
 from functions.integrations.openai_audio import TranscriptionFailed
 from functions.integrations.twilio_media import Media, MediaUnavailable
-from functions.logic import media, turn_input
-from functions.logic.content import render
+from functions.logic.rules.content import render
+from functions.logic.shared import media, turn_input
 from tests.support.media import PDF, PHOTO, STICKER, VOICE_NOTE
 
 ACCOUNT = "AC" + "a" * 32

@@ -1,5 +1,5 @@
 """POST /twilio/status/{conversation}/{window}/{message}: Twilio's status callbacks for the
-messages we send (functions/logic/delivery.py). One route: no router (see webhook.py)."""
+messages we send (functions/logic/entry_points/status_callback.py). One route: no router (see webhook.py)."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from aws_lambda_powertools.utilities.typing import LambdaContext
 
 from functions.config import get_settings
 from functions.handlers.twilio_http import Refused, public_url, response, signature_of, twilio_form
-from functions.logic.delivery import STATUS_CALLBACK_RESOURCE, Outcome, record_status
+from functions.logic.entry_points.status_callback import STATUS_CALLBACK_RESOURCE, Outcome, record_status
 from functions.observability import lambda_entry_point, logger
 
 get_settings()  # fail at cold start if the stack left a setting out

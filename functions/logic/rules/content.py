@@ -11,7 +11,7 @@ nothing a person sent is lost on the way to the model:
   [tapped the button "Yes, confirm" (payload: confirm_yes)]
   [a message of type "order" that cannot be shown here]
 A media line stands where the media is: Generate Reply puts the photo itself after its
-line, and a voice note's transcript in its place (functions/logic/turn_input.py)."""
+line, and a voice note's transcript in its place (functions/logic/shared/turn_input.py)."""
 
 from __future__ import annotations
 

@@ -5,7 +5,7 @@ The keywords of a batch are applied in arrival order, after the state the conver
 was in: the last one holds. A batch that leaves the conversation opted out is recorded
 like any other (its user turn, its messages answered as tombstones) but makes no AI call
 and sends nothing: Generate Reply stores its assistant turn as limited with
-`limited: "opted_out"` (as a cost limit does, functions/logic/limits.py), and the run
+`limited: "opted_out"` (as a cost limit does, functions/logic/shared/limits.py), and the run
 ends SUCCEEDED. The batch that opts back in is answered. Twilio itself confirms an SMS
 opt-out or opt-in to the user and blocks our messages meanwhile (error 21610); WhatsApp
 has no such filter, so this is what keeps an opted-out WhatsApp user from being answered."""
@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from functions.dal import conversations
 from functions.dal.models import Conversation, Turn
-from functions.logic import clock
+from functions.logic.rules import clock
 from functions.observability import count, logger
 
 

@@ -16,9 +16,9 @@ from aws_lambda_powertools.metrics import MetricUnit
 from functions.config import get_settings
 from functions.dal import batch_windows, conversations, staged_messages
 from functions.integrations import stepfunctions
-from functions.logic import clock
-from functions.logic.intake import batching_rules
-from functions.logic.windows import open_batch_window
+from functions.logic.entry_points.webhook import batching_rules
+from functions.logic.rules import clock
+from functions.logic.shared.windows import open_batch_window
 from functions.observability import logger, metrics
 
 

@@ -3,7 +3,7 @@ run's state, which keeps keys and counts only): each photo is fetched from Twili
 the tenant's credentials (functions/integrations/twilio_media.py) to be given to the
 model as an image; each voice note is fetched and transcribed
 (functions/integrations/openai_audio.py). Other media are not fetched: the model is told
-their type (functions/logic/content.py).
+their type (functions/logic/rules/content.py).
 
 Nothing here fails the batch: a fetch or a transcription that fails, a file too large, a
 photo that is not an image the model reads (PNG, JPEG or WEBP, told by its first bytes;
@@ -27,7 +27,7 @@ from functions.integrations import openai_audio, secrets, twilio_media
 from functions.integrations.openai_audio import TranscriptionFailed
 from functions.integrations.secrets import TwilioCredentials
 from functions.integrations.twilio_media import MediaUnavailable
-from functions.logic.content import MediaKind, mime_type
+from functions.logic.rules.content import MediaKind, mime_type
 from functions.observability import count, logger
 
 MAX_TRANSCRIPT_CHARS = 4_000  # about five minutes of speech

@@ -2,8 +2,8 @@
 Reply from the recorded user turn and its media.
 
 A turn without media to load is its text, as it is recorded (without control and
-bidirectional-override characters: functions/logic/sanitize.py). Otherwise each media
-line of the turn (functions/logic/content.py) is kept in its place, and:
+bidirectional-override characters: functions/logic/rules/sanitize.py). Otherwise each media
+line of the turn (functions/logic/rules/content.py) is kept in its place, and:
   - a photo loaded is given right after its line, as an `input_image` (a base64 data URL:
     "a fully qualified URL or base64 encoded image in a data URL",
     https://platform.openai.com/docs/api-reference/responses/create), so that the input
@@ -20,9 +20,9 @@ from typing import TYPE_CHECKING, Any, cast
 import openai
 
 from functions.dal.models import Conversation, Turn, TurnMedia
-from functions.logic import media
-from functions.logic.media import VOICE, Loaded
-from functions.logic.sanitize import model_input
+from functions.logic.rules.sanitize import model_input
+from functions.logic.shared import media
+from functions.logic.shared.media import VOICE, Loaded
 
 if TYPE_CHECKING:
     from openai.types.responses import ResponseInputParam

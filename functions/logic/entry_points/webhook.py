@@ -11,10 +11,10 @@ from functions.config import get_settings
 from functions.dal import conversations, projects, staged_messages
 from functions.dal.models import Conversation
 from functions.dal.staged_messages import Staging
-from functions.logic import clock
-from functions.logic.admission import Refusal, Signature, admit
-from functions.logic.debounce import BatchingRules, is_flush_keyword, resolve_rules
-from functions.logic.windows import count_in_window, open_batch_window
+from functions.logic.rules import clock
+from functions.logic.rules.debounce import BatchingRules, is_flush_keyword, resolve_rules
+from functions.logic.shared.admission import Refusal, Signature, admit
+from functions.logic.shared.windows import count_in_window, open_batch_window
 from functions.models import Channel, InboundMessage
 from functions.observability import count, logger
 

@@ -10,7 +10,7 @@ from functions.contract import BatchRef, FailedInput, FailedOutput
 from functions.dal import conversations, staged_messages, turns
 from functions.errors import TwilioRetryableError
 from functions.integrations import secrets
-from functions.logic import clock
+from functions.logic.rules import clock
 from functions.observability import count, logger
 
 PERMANENT_ERRORS = ("AIPermanentError", "TwilioPermanentError")
@@ -88,7 +88,7 @@ def _send_fallback(ref: BatchRef) -> None:
     # Twilio's REST client is loaded here, where it is used: most failed batches are kept
     # for a later window and send nothing, and the function's cold start skips the SDK.
     from functions.integrations import twilio_messages
-    from functions.logic import delivery
+    from functions.logic.entry_points import status_callback
 
     try:
         conversation = conversations.require(ref.conversation_id)
@@ -102,7 +102,9 @@ def _send_fallback(ref: BatchRef) -> None:
                 ref.conversation_id, ref.user_turn_id, {"fallback_since": clock.iso(clock.now())}
             )
         if sid is None:
-            callback = delivery.status_callback_url(ref.conversation_id, ref.window_id, delivery.FALLBACK)
+            callback = status_callback.status_callback_url(
+                ref.conversation_id, ref.window_id, status_callback.FALLBACK
+            )
             sid = twilio_messages.send_message(client, our, user, text, status_callback=callback)
     except TwilioRetryableError:
         raise

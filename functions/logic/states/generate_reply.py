@@ -9,15 +9,16 @@ from functions.dal.models import Turn
 from functions.errors import AIModelUnavailable, AIPermanentError
 from functions.integrations import openai_responses, secrets
 from functions.integrations.openai_responses import Budget, OpenAIConversationGone, ResponseState
-from functions.logic import clock, consent, limits, turn_input
-from functions.logic.ai_requests import BatchRequest
+from functions.logic.rules import clock
+from functions.logic.shared import consent, limits, turn_input
+from functions.logic.shared.ai_requests import BatchRequest
 from functions.observability import count, logger
 
 
 def generate_reply(task: GenerateInput) -> ReplySummary:
     """Ask OpenAI for the reply to the user turn; store it as the assistant turn. A retry
     after the reply was stored does not call OpenAI again, and no attempt asks twice for
-    the same messages (functions/logic/ai_requests.py). No AI call for an empty batch (an
+    the same messages (functions/logic/shared/ai_requests.py). No AI call for an empty batch (an
     earlier run answered its messages) or one handed off to a person."""
     if task.batch.message_count == 0 or task.rules.answer == "human":
         return ReplySummary(

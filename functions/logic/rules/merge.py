@@ -6,7 +6,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from functions.dal.models import StagedMessage
-from functions.logic.content import RenderedTurn, render, size_of
+from functions.logic.rules.content import RenderedTurn, render, size_of
 from functions.models import Consent
 
 
@@ -40,7 +40,7 @@ def within_bytes(messages: Iterable[StagedMessage], order: list[str], max_bytes:
 def merged_turn(
     messages: Iterable[StagedMessage], order: list[str], quotes: Mapping[str, str] | None = None
 ) -> RenderedTurn:
-    """The user turn: each message's lines (functions/logic/content.py) in `order`;
+    """The user turn: each message's lines (functions/logic/rules/content.py) in `order`;
     `quotes` are the texts of our earlier replies that messages reply to, by SID."""
     by_sid = {m.message_sid: m for m in messages}
     return render([by_sid[sid] for sid in order if sid in by_sid], quotes)

@@ -19,15 +19,16 @@ from functions.dal import conversations, turns
 from functions.dal.models import Conversation, Turn
 from functions.errors import TwilioPermanentError
 from functions.integrations import secrets, twilio_messages
-from functions.logic import clock, delivery
-from functions.logic.replies import split_reply
+from functions.logic.entry_points import status_callback
+from functions.logic.rules import clock
+from functions.logic.rules.replies import split_reply
 from functions.observability import count, logger
 
 
 def send_reply(task: SendInput) -> SentSummary:
     """Send the assistant turn, split into parts the channel accepts, in order. Parts
     already sent (by an earlier attempt) are not sent again. Each carries its status
-    callback (delivery.py). A permanent refusal is recorded on the conversation; when it
+    callback (status_callback.py). A permanent refusal is recorded on the conversation; when it
     is WhatsApp's closed 24-hour window and a template is configured, the template is sent
     instead, once. Nothing to send unless the AI answered."""
     if task.reply.answered_by != "ai":
@@ -46,7 +47,7 @@ def send_reply(task: SendInput) -> SentSummary:
             conversations.record_delivery_failure(task.conversation_id, error.code, clock.iso(clock.now()))
             if error.code != twilio_messages.WHATSAPP_WINDOW_CLOSED or sent:
                 raise
-            sid = delivery.send_template_once(
+            sid = status_callback.send_template_once(
                 conversation, task.window_id, owner=f"send:{task.execution_name}"
             )
             if sid is None:
@@ -87,7 +88,7 @@ def _send_missing_parts(
                 conversation.our_address,
                 conversation.user_address,
                 parts[index],
-                status_callback=delivery.status_callback_url(
+                status_callback=status_callback.status_callback_url(
                     task.conversation_id, task.window_id, str(index)
                 ),
             )

@@ -1,25 +1,15 @@
-"""Wait For The Burst To End, then Acquire Processing Lock (which re-checks the window
-first, so that a quiet-mode extension costs three state transitions and no more)."""
+"""Acquire Processing Lock: re-check the burst's end first (new fragments may have moved
+it, so that a quiet-mode extension costs three state transitions and no more), then take
+the conversation's processing lock."""
 
 from __future__ import annotations
 
 from functions.config import get_settings
-from functions.contract import AcquireInput, BurstStatus, ParkInput, ParkOutput
+from functions.contract import AcquireInput, BurstStatus
 from functions.dal import batch_windows, conversations
 from functions.errors import ProcessingLockHeld
-from functions.integrations import stepfunctions
-from functions.logic import clock
-from functions.logic.debounce import is_due_now, seconds_until_due
-
-
-def park_until_due(task: ParkInput) -> ParkOutput:
-    """The run waits for its burst to end: leave its task token on the window, so that a
-    message that makes the batch due (a flush) can wake it; wake it at once if due."""
-    entered_ms = clock.iso_to_ms(task.entered_at)
-    window = batch_windows.park_task_token(task.conversation_id, task.window_id, task.task_token, entered_ms)
-    if window is None or is_due_now(task.rules, window, clock.epoch_ms(clock.now())):
-        stepfunctions.wake(task.task_token)
-    return ParkOutput(parked=window is not None)
+from functions.logic.rules import clock
+from functions.logic.rules.debounce import is_due_now, seconds_until_due
 
 
 def acquire_processing_lock(task: AcquireInput) -> BurstStatus:

@@ -32,8 +32,8 @@ from functions.dal.models import AIRequest
 from functions.errors import AIModelUnavailable, AIPermanentError, AIRetryableError
 from functions.integrations import openai_responses as ai
 from functions.integrations.openai_responses import Budget, OpenAIConversationGone, ResponseState
-from functions.logic import clock
-from functions.logic.conversation_items import Exchange, exchange_of, exchanges, unanswered_copies
+from functions.logic.rules import clock
+from functions.logic.rules.conversation_items import Exchange, exchange_of, exchanges, unanswered_copies
 from functions.observability import count, logger
 
 if TYPE_CHECKING:

@@ -20,8 +20,8 @@ from functions.config import get_settings
 from functions.contract import BatchRef
 from functions.dal import turns, usage_counters
 from functions.dal.models import Conversation, Turn
-from functions.logic import clock
-from functions.logic.replies import split_reply
+from functions.logic.rules import clock
+from functions.logic.rules.replies import split_reply
 from functions.observability import count, logger
 
 _HOUR = 3600
@@ -31,7 +31,7 @@ class Limit(StrEnum):
     CONVERSATION_AI_CALLS = "ai_calls_per_hour_per_conversation"
     SENDER_AI_CALLS = "ai_calls_per_hour_per_sender"
     REPLY_PARTS = "reply_parts"
-    # Not a cost limit: the user opted out (functions/logic/consent.py); answered the same way.
+    # Not a cost limit: the user opted out (functions/logic/shared/consent.py); answered the same way.
     OPTED_OUT = "opted_out"
 
 

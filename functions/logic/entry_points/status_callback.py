@@ -19,8 +19,8 @@ from functions.config import get_settings
 from functions.dal import conversations, turns
 from functions.dal.models import Conversation, Delivery
 from functions.integrations import secrets, twilio_messages
-from functions.logic import clock
-from functions.logic.admission import Refusal, Signature, admit
+from functions.logic.rules import clock
+from functions.logic.shared.admission import Refusal, Signature, admit
 from functions.models import Channel
 from functions.observability import count, logger
 from functions.registry import STATUS_CALLBACK

@@ -11,13 +11,20 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from functions.integrations.openai_responses import Item
+
+@dataclass(frozen=True)
+class ConversationItem:
+    """An item of an OpenAI conversation, as far as the service compares them."""
+
+    id: str
+    role: str  # user, assistant, or "" for items that are not messages
+    text: str
 
 
 @dataclass(frozen=True)
 class Exchange:
-    user: Item
-    replies: tuple[Item, ...]  # oldest first
+    user: ConversationItem
+    replies: tuple[ConversationItem, ...]  # oldest first
 
     @property
     def item_ids(self) -> list[str]:
@@ -31,11 +38,11 @@ class Exchange:
         return not set(item_ids).isdisjoint(self.item_ids)
 
 
-def exchanges(newest_first: list[Item]) -> list[Exchange]:
+def exchanges(newest_first: list[ConversationItem]) -> list[Exchange]:
     """The exchanges of a page of items listed newest first, newest first. Replies at the
     old end of the page whose user message is on the next page are left out."""
     found: list[Exchange] = []
-    following: list[Item] = []
+    following: list[ConversationItem] = []
     for item in newest_first:
         if item.role == "user":
             found.append(Exchange(item, tuple(reversed(following))))
