@@ -1,6 +1,7 @@
 """The send-once protocol itself (functions/logic/shared/send_once.py), on in-memory fakes:
-a message whose record is a dict, sent through the fake Twilio. Whatever fails, the user
-gets the message once and its SID is recorded."""
+a message whose record is a dict, sent through the fake Twilio; then the fallback reply,
+which uses it. Whatever fails, the user gets the message once and its SID is recorded.
+(Reply parts and the WhatsApp template: test_sending.py.)"""
 
 from __future__ import annotations
 
@@ -9,8 +10,13 @@ from datetime import datetime
 
 import pytest
 
+from functions.contract import ErrorInfo, FailedInput, FailedRun, MergedOrQueried
+from functions.dal import staged_messages, turns
+from functions.dal.models import Conversation
 from functions.logic.shared.send_once import Claim, send_once
-from tests.support.fakes import FakeTwilio, TwilioRetryableError
+from functions.logic.states import record_failed_batch
+from functions.models import Channel
+from tests.support.fakes import FakeTwilio, InMemoryStore, TwilioPermanentError, TwilioRetryableError, install
 
 US, USER = "whatsapp:+15550000001", "whatsapp:+15550001111"
 
@@ -115,3 +121,70 @@ def test_another_owners_claim_sends_nothing(twilio):
 
     assert send_once(other) is None
     assert twilio.sent == [] and twilio.attempts == 1 and twilio.lookups == 0
+
+
+# --- the fallback reply (Record Failed Batch), on the store's fakes ------------------------
+
+AI_REFUSED = FailedInput(
+    conversation_id="c1",
+    window_id="w1",
+    execution_name="c1-w1",
+    run=FailedRun(error=ErrorInfo(error="AIPermanentError"), batch=MergedOrQueried(message_sids=["SMuser1"])),
+)
+
+
+@pytest.fixture
+def store(monkeypatch, twilio) -> InMemoryStore:
+    store = InMemoryStore()
+    store.conversations["c1"] = Conversation(
+        conversation_id="c1",
+        channel=Channel.WHATSAPP,
+        user_address=USER,
+        our_address=US,
+        created_at="2026-11-26T00:00:00+00:00",
+    )
+    install(monkeypatch, store, twilio)
+    monkeypatch.setattr(staged_messages, "mark_failed", lambda *args: None)
+    return store
+
+
+def _fallback_sid(store: InMemoryStore) -> str | None:
+    return store.turns[("c1", AI_REFUSED.user_turn_id)].fallback_message_sid
+
+
+def test_a_fallback_whose_answer_was_lost_is_found_not_sent_again(store, twilio):
+    twilio.lose_answer.add(0)
+
+    with pytest.raises(TwilioRetryableError):
+        record_failed_batch.record_failed_batch(AI_REFUSED)
+    record_failed_batch.record_failed_batch(AI_REFUSED)  # the state's retry
+    record_failed_batch.record_failed_batch(AI_REFUSED)  # and another: the SID is recorded
+
+    assert [m["sid"] for m in twilio.sent] == [_fallback_sid(store)]
+    assert twilio.lookups == 1 and twilio.attempts == 1
+
+
+def test_a_fallback_sent_but_not_recorded_raises_and_the_retry_finds_it(store, twilio, monkeypatch):
+    record = store.mark_failed
+
+    def dies_recording_the_sid(conversation_id, turn_id, fields):
+        if "fallback_message_sid" in fields:
+            monkeypatch.setattr(turns, "mark_failed", record)
+            raise RuntimeError("the sandbox was stopped")
+        record(conversation_id, turn_id, fields)
+
+    monkeypatch.setattr(turns, "mark_failed", dies_recording_the_sid)
+
+    with pytest.raises(RuntimeError):  # not logged and dropped: the state retries
+        record_failed_batch.record_failed_batch(AI_REFUSED)
+    record_failed_batch.record_failed_batch(AI_REFUSED)
+
+    assert [m["sid"] for m in twilio.sent] == [_fallback_sid(store)] and twilio.lookups == 1
+
+
+def test_a_fallback_twilio_refuses_for_good_is_logged_and_the_batch_set_aside(store, twilio):
+    twilio.refuse[0] = TwilioPermanentError("Twilio HTTP 400 code 21610", 21610)
+
+    outcome = record_failed_batch.record_failed_batch(AI_REFUSED)
+
+    assert outcome.outcome == "failed" and twilio.sent == [] and _fallback_sid(store) is None
