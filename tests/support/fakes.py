@@ -36,6 +36,17 @@ class InMemoryStore:
     def require_turn(self, conversation_id: str, turn_id: str) -> Turn:
         return copy.deepcopy(self.turns[(conversation_id, turn_id)])
 
+    def get_turn(self, conversation_id: str, turn_id: str) -> Turn | None:
+        turn = self.turns.get((conversation_id, turn_id))
+        return copy.deepcopy(turn) if turn is not None else None
+
+    def mark_failed(self, conversation_id: str, turn_id: str, fields: dict[str, Any]) -> None:
+        key = (conversation_id, turn_id)
+        turn = self.turns.get(key) or Turn(conversation_id=conversation_id, turn_id=turn_id, role="user")
+        for name, value in fields.items():
+            setattr(turn, name, value)
+        self.turns[key] = turn
+
     def begin_sending(self, conversation_id: str, turn_id: str, now: str) -> str:
         turn = self.turns[(conversation_id, turn_id)]
         turn.sending_since = turn.sending_since or now
@@ -124,6 +135,8 @@ def install(monkeypatch: pytest.MonkeyPatch, store: InMemoryStore, twilio: FakeT
     monkeypatch.setattr(conversations, "require", store.require_conversation)
     monkeypatch.setattr(conversations, "record_delivery_failure", store.record_delivery_failure)
     monkeypatch.setattr(turns, "require", store.require_turn)
+    monkeypatch.setattr(turns, "get", store.get_turn)
+    monkeypatch.setattr(turns, "mark_failed", store.mark_failed)
     monkeypatch.setattr(turns, "begin_sending", store.begin_sending)
     monkeypatch.setattr(turns, "append_sent_part", store.append_sent_part)
     monkeypatch.setattr(turns, "claim_template", store.claim_template)

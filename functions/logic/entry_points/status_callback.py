@@ -12,15 +12,21 @@ replaces a status of the same or a later rank."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
+from datetime import datetime
 from enum import StrEnum
+from functools import cached_property
 from urllib.parse import quote
+
+from twilio.rest import Client
 
 from functions.config import get_settings
 from functions.dal import conversations, turns
-from functions.dal.models import Conversation, Delivery
+from functions.dal.models import Conversation, Delivery, Turn
 from functions.integrations import secrets, twilio_messages
 from functions.logic.rules import clock
 from functions.logic.shared.admission import Refusal, Signature, admit
+from functions.logic.shared.send_once import Claim, send_once
 from functions.models import Channel
 from functions.observability import count, logger
 from functions.registry import STATUS_CALLBACK
@@ -115,40 +121,61 @@ def send_template_once(conversation: Conversation, window_id: str, owner: str) -
     """Send the configured WhatsApp template (WHATSAPP_TEMPLATE_CONTENT_SID) for the
     turn's reply, once, whoever asks how many times: the first to claim it (`owner`: the
     MessageSid whose callback said 63016, or Send Reply) sends it, and only that owner
-    tries again if its attempt failed, after looking in Twilio's list for a message that
-    attempt may have sent. Its SID, or None when no template is configured, it is not
+    tries again if its attempt failed, after looking for a message that attempt may have
+    sent (send_once.py). Its SID, or None when no template is configured, it is not
     WhatsApp, or another owner sends it."""
     template = get_settings().whatsapp_template_content_sid
     if not template or conversation.channel != Channel.WHATSAPP:
         return None
-    conversation_id, turn_id = conversation.conversation_id, f"{window_id}#2-assistant"
-    now = _now()
-    turn = turns.claim_template(conversation_id, turn_id, owner, now)
-    if turn.template_sid or turn.template_owner != owner:
-        return turn.template_sid
-    client = twilio_messages.client_for(secrets.twilio_credentials_for(conversation))
-    sid = None
-    if turn.template_since != now:  # this owner tried before: did that attempt send it?
-        # Its own status callbacks may have told us already; else Twilio's list.
-        reported = [sid for sid, d in turn.deliveries.items() if d.message == TEMPLATE]
-        ours = [*turn.message_sids, *turn.deliveries]
-        since = clock.parse(turn.template_since or now)
-        sid = reported[0] if reported else None
-        sid = sid or twilio_messages.find_sent(
-            client, conversation.our_address, conversation.user_address, None, since, ours
+    return send_once(_Template(conversation, window_id, owner, template))
+
+
+@dataclass
+class _Template:
+    """The WhatsApp template of the turn's reply, for send_once: claimed for an owner on
+    the assistant turn (`template_owner`, `template_since`), its SID kept there."""
+
+    conversation: Conversation
+    window_id: str
+    owner: str
+    content_sid: str
+    turn: Turn = field(init=False)  # as claimed
+
+    @property
+    def turn_id(self) -> str:
+        return f"{self.window_id}#2-assistant"
+
+    @cached_property
+    def client(self) -> Client:
+        return twilio_messages.client_for(secrets.twilio_credentials_for(self.conversation))
+
+    def claim(self, now: str) -> Claim:
+        self.turn = turns.claim_template(self.conversation.conversation_id, self.turn_id, self.owner, now)
+        since, sent = self.turn.template_since or now, self.turn.template_sid
+        return Claim.began(since, now, sent=sent, ours=self.turn.template_owner == self.owner)
+
+    def find(self, since: datetime) -> str | None:
+        """Its own status callbacks may have told us already; else Twilio's list."""
+        reported = [sid for sid, d in self.turn.deliveries.items() if d.message == TEMPLATE]
+        if reported:
+            return reported[0]
+        ours = [*self.turn.message_sids, *self.turn.deliveries]
+        our, user = self.conversation.our_address, self.conversation.user_address
+        return twilio_messages.find_sent(self.client, our, user, None, since, ours)
+
+    def send(self) -> str:
+        return twilio_messages.send_message(
+            self.client,
+            self.conversation.our_address,
+            self.conversation.user_address,
+            content_sid=self.content_sid,
+            status_callback=status_callback_url(self.conversation.conversation_id, self.window_id, TEMPLATE),
         )
-    if sid is None:
-        sid = twilio_messages.send_message(
-            client,
-            conversation.our_address,
-            conversation.user_address,
-            content_sid=template,
-            status_callback=status_callback_url(conversation_id, window_id, TEMPLATE),
-        )
-    turns.record_template(conversation_id, turn_id, sid)
-    count("TemplatesSent")
-    logger.info("WhatsApp window closed: template sent", extra={"template_sid": sid})
-    return sid
+
+    def record(self, sid: str) -> None:
+        turns.record_template(self.conversation.conversation_id, self.turn_id, sid)
+        count("TemplatesSent")
+        logger.info("WhatsApp window closed: template sent", extra={"template_sid": sid})
 
 
 def _now() -> str:

@@ -4,14 +4,22 @@ it for a later window, and tell the user when the AI cannot answer."""
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass
+from datetime import datetime
+from typing import TYPE_CHECKING
 
 from functions.config import get_settings
 from functions.contract import BatchRef, FailedInput, FailedOutput
 from functions.dal import conversations, staged_messages, turns
+from functions.dal.models import Conversation, Turn
 from functions.errors import TwilioRetryableError
 from functions.integrations import secrets
 from functions.logic.rules import clock
+from functions.logic.shared.send_once import Claim, send_once
 from functions.observability import count, logger
+
+if TYPE_CHECKING:
+    from twilio.rest import Client
 
 PERMANENT_ERRORS = ("AIPermanentError", "TwilioPermanentError")
 # The deployment's configuration is at fault, not the batch: its messages stay pending and
@@ -74,11 +82,12 @@ def _set_aside(ref: BatchRef, message_sids: list[str], error_name: str, cause: s
 
 
 def _send_fallback(ref: BatchRef) -> None:
-    """Tell the user we cannot answer, once: its SID is kept on the user turn. A transient
-    Twilio error is raised, so that the state retries; any other failure is logged (the
-    batch is recorded either way). As for reply parts (sending.py), the first attempt
-    records when it began (`fallback_since`), and a later one looks in Twilio's list for the
-    fallback an earlier one may have sent (a late answer, a crash) before sending it."""
+    """Tell the user we cannot answer, once (send_once.py): the first attempt records when
+    it began (`fallback_since`), a later one looks in Twilio's list for the fallback an
+    earlier one may have sent (a late answer, a crash) before sending it, and its SID is
+    kept on the user turn. A transient Twilio error is raised, so that the state retries,
+    and so is a failure to record the SID of a fallback sent (the retry finds it); any
+    other failure is logged (the batch is recorded either way)."""
     text = get_settings().fallback_reply
     if not text:
         return
@@ -88,31 +97,60 @@ def _send_fallback(ref: BatchRef) -> None:
     # Twilio's REST client is loaded here, where it is used: most failed batches are kept
     # for a later window and send nothing, and the function's cold start skips the SDK.
     from functions.integrations import twilio_messages
-    from functions.logic.entry_points import status_callback
 
+    sent: list[str] = []
     try:
         conversation = conversations.require(ref.conversation_id)
         client = twilio_messages.client_for(secrets.twilio_credentials_for(conversation))
-        our, user = conversation.our_address, conversation.user_address
-        sid = None
-        if turn is not None and turn.fallback_since:
-            sid = twilio_messages.find_sent(client, our, user, text, clock.parse(turn.fallback_since))
-        else:
-            turns.mark_failed(
-                ref.conversation_id, ref.user_turn_id, {"fallback_since": clock.iso(clock.now())}
-            )
-        if sid is None:
-            callback = status_callback.status_callback_url(
-                ref.conversation_id, ref.window_id, status_callback.FALLBACK
-            )
-            sid = twilio_messages.send_message(client, our, user, text, status_callback=callback)
+        send_once(_Fallback(ref, turn, text, conversation, client, sent))
     except TwilioRetryableError:
         raise
     except Exception:
+        if sent:  # found or sent, and not recorded
+            raise
         logger.exception("Fallback reply not sent")
         return
-    turns.mark_failed(ref.conversation_id, ref.user_turn_id, {"fallback_message_sid": sid})
     count("FallbackReplies")
+
+
+@dataclass(frozen=True)
+class _Fallback:
+    """The fallback reply of a batch set aside, for send_once: when the first attempt to
+    send it began (`fallback_since`) and its SID are kept on the user turn. (Twilio's
+    integration is imported where it is used: see _send_fallback.)"""
+
+    ref: BatchRef
+    turn: Turn | None  # as it was before this attempt
+    text: str
+    conversation: Conversation
+    client: Client
+    sent: list[str]  # its SID, once found or sent
+
+    def claim(self, now: str) -> Claim:
+        if self.turn is not None and self.turn.fallback_since:
+            return Claim(earlier_since=clock.parse(self.turn.fallback_since))
+        turns.mark_failed(self.ref.conversation_id, self.ref.user_turn_id, {"fallback_since": now})
+        return Claim()
+
+    def find(self, since: datetime) -> str | None:
+        from functions.integrations import twilio_messages
+
+        our, user = self.conversation.our_address, self.conversation.user_address
+        return twilio_messages.find_sent(self.client, our, user, self.text, since)
+
+    def send(self) -> str:
+        from functions.integrations import twilio_messages
+        from functions.logic.entry_points import status_callback
+
+        ref, our, user = self.ref, self.conversation.our_address, self.conversation.user_address
+        callback = status_callback.status_callback_url(
+            ref.conversation_id, ref.window_id, status_callback.FALLBACK
+        )
+        return twilio_messages.send_message(self.client, our, user, self.text, status_callback=callback)
+
+    def record(self, sid: str) -> None:
+        self.sent.append(sid)
+        turns.mark_failed(self.ref.conversation_id, self.ref.user_turn_id, {"fallback_message_sid": sid})
 
 
 def error_message(cause: str | None) -> str:

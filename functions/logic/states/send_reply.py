@@ -8,9 +8,13 @@ began (`sending_since`, before its first create) and each part's SID as soon as 
 it; an attempt that finds `sending_since` already set first looks in Twilio's list for
 the first part not recorded (the only one an earlier attempt can have sent unrecorded:
 parts go out in order, each recorded before the next), and sends it only if it is not
-there (docs/decisions.md, "One Twilio message per reply part")."""
+there (docs/decisions.md, "One Twilio message per reply part"; the protocol is
+functions/logic/shared/send_once.py)."""
 
 from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
 
 from twilio.rest import Client
 
@@ -22,6 +26,7 @@ from functions.integrations import secrets, twilio_messages
 from functions.logic.entry_points import status_callback
 from functions.logic.rules import clock
 from functions.logic.rules.replies import split_reply
+from functions.logic.shared.send_once import Claim, send_once
 from functions.observability import count, logger
 
 
@@ -60,37 +65,61 @@ def send_reply(task: SendInput) -> SentSummary:
 def _send_missing_parts(
     task: SendInput, conversation: Conversation, turn: Turn, parts: list[str], sent: list[str], client: Client
 ) -> None:
-    """Send the parts not yet recorded, appending each SID to `sent` once recorded."""
-    began = clock.iso(clock.now())
-    since = turn.sending_since or turns.begin_sending(task.conversation_id, task.assistant_turn_id, began)
-    # An earlier attempt began sending: the first missing part may have reached Twilio.
-    in_doubt = since != began
-    for index in range(len(sent), len(parts)):
-        sid = None
-        if in_doubt:
-            in_doubt = False
-            sid = twilio_messages.find_sent(
-                client,
-                conversation.our_address,
-                conversation.user_address,
-                parts[index],
-                clock.parse(since),
-                exclude=sent,
+    """Send the parts not yet recorded, in order, each once (send_once.py), appending each
+    SID to `sent` once recorded."""
+    first = len(sent)
+    for index in range(first, len(parts)):
+        send_once(_ReplyPart(task, conversation, turn, client, parts, sent, index, first=index == first))
+
+
+@dataclass(frozen=True)
+class _ReplyPart:
+    """Reply part `index` of the turn, for send_once. The turn records when sending began
+    (`sending_since`), once for all its parts: only the first part not recorded can be in
+    doubt, so only its claim records or reads that time."""
+
+    task: SendInput
+    conversation: Conversation
+    turn: Turn
+    client: Client
+    parts: list[str]
+    sent: list[str]
+    index: int
+    first: bool
+
+    def claim(self, now: str) -> Claim:
+        if not self.first:  # this attempt recorded the part before: nothing in doubt
+            return Claim()
+        task = self.task
+        since = self.turn.sending_since or turns.begin_sending(
+            task.conversation_id, task.assistant_turn_id, now
+        )
+        return Claim.began(since, now)
+
+    def find(self, since: datetime) -> str | None:
+        our, user = self.conversation.our_address, self.conversation.user_address
+        sid = twilio_messages.find_sent(
+            self.client, our, user, self.parts[self.index], since, exclude=self.sent
+        )
+        if sid:
+            count("ReplyPartsFoundSent")
+            logger.info(
+                "Part found sent by an earlier attempt", extra={"part": self.index, "message_sid": sid}
             )
-            if sid:
-                count("ReplyPartsFoundSent")
-                logger.info(
-                    "Part found sent by an earlier attempt", extra={"part": index, "message_sid": sid}
-                )
-        if sid is None:
-            sid = twilio_messages.send_message(
-                client,
-                conversation.our_address,
-                conversation.user_address,
-                parts[index],
-                status_callback=status_callback.status_callback_url(
-                    task.conversation_id, task.window_id, str(index)
-                ),
-            )
-        turns.append_sent_part(task.conversation_id, task.assistant_turn_id, index, sid)
-        sent.append(sid)
+        return sid
+
+    def send(self) -> str:
+        task = self.task
+        return twilio_messages.send_message(
+            self.client,
+            self.conversation.our_address,
+            self.conversation.user_address,
+            self.parts[self.index],
+            status_callback=status_callback.status_callback_url(
+                task.conversation_id, task.window_id, str(self.index)
+            ),
+        )
+
+    def record(self, sid: str) -> None:
+        turns.append_sent_part(self.task.conversation_id, self.task.assistant_turn_id, self.index, sid)
+        self.sent.append(sid)

@@ -1,0 +1,93 @@
+"""One Twilio message sent once, however many attempts ask for it.
+
+Twilio's `messages.create` takes no idempotency key, and an attempt can lose its answer
+after Twilio accepted the message (a timeout, a connection broken after the request went
+out, a function that died before it recorded the SID): a plain retry sends it twice. So
+every message we must send once (a reply part, the fallback reply, the WhatsApp
+template) follows one protocol, `send_once`:
+
+1. claim: record in DynamoDB that an attempt began, before any create; what is recorded
+   already says whether the SID is known (nothing to do), whether another owner sends it,
+   and whether an earlier attempt began (then the message may be in Twilio unrecorded);
+2. find: only after an earlier attempt began, look for the message in Twilio's Messages
+   list (https://www.twilio.com/docs/messaging/api/message-resource#read-multiple-message-resources);
+3. send: create it, if not found;
+4. record: keep its SID, found or sent.
+
+Each message says how to do each step (an `OnceMessage`: the data access is in
+functions/dal, the Twilio calls in functions/integrations/twilio_messages.py); the order
+and the decisions are here, once (docs/decisions.md, "One send-once protocol")."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Protocol
+
+from functions.logic.rules import clock
+
+
+@dataclass(frozen=True)
+class Claim:
+    """What the record says once this attempt has claimed the message."""
+
+    sent: str | None = None  # its SID, recorded by an earlier attempt: nothing to send
+    ours: bool = True  # False: another owner sends it, not this attempt
+    earlier_since: datetime | None = None  # an earlier attempt began then: it may have sent it
+
+    @classmethod
+    def began(cls, since: str, now: str, sent: str | None = None, ours: bool = True) -> Claim:
+        """The claim of an attempt that began at `now` and found `since` recorded: an
+        earlier attempt's time if it is not `now`."""
+        return cls(sent=sent, ours=ours, earlier_since=None if since == now else clock.parse(since))
+
+
+class OnceMessage(Protocol):
+    """How to claim, find, send and record one message."""
+
+    def claim(self, now: str) -> Claim:
+        """Record that an attempt began at `now` (unless one did before), and say what
+        the record holds."""
+        ...
+
+    def find(self, since: datetime) -> str | None:
+        """The message's SID if an attempt that began at `since` sent it, else None."""
+        ...
+
+    def send(self) -> str:
+        """Create the message; its SID."""
+        ...
+
+    def record(self, sid: str) -> None:
+        """Keep the message's SID."""
+        ...
+
+
+def send_once(message: OnceMessage) -> str | None:
+    """The message's SID, sent by this attempt or an earlier one; None when another owner
+    sends it. A retry after the SID was recorded sends nothing and looks nothing up; an
+    attempt that finds an earlier one began looks for the message in Twilio's list before
+    sending it; the first attempt sends without looking. Twilio's errors go up unchanged
+    (the caller's retry claims again)."""
+    claim = message.claim(clock.iso(clock.now()))
+    if claim.sent or not claim.ours:
+        return claim.sent
+    sid = _sent_earlier(message, claim.earlier_since) if claim.earlier_since else None
+    if sid is None:
+        sid = message.send()
+    message.record(sid)
+    return sid
+
+
+def _sent_earlier(message: OnceMessage, since: datetime) -> str | None:
+    """The SID of the message an earlier attempt (begun at `since`) sent, as far as can be
+    known now; None means send it.
+
+    The one place for what decides that a message in doubt was not sent. Today: Twilio's
+    Messages list. The list promises nothing about how soon a created message appears in
+    it, so a later step can be added here, after a `find` that found nothing: wait, within
+    a bound, for the message's status callback (a method `reported(since)` on
+    `OnceMessage`, reading the deliveries recorded on the turn) and raise a retryable error
+    while it may still come, so that the caller's retry claims again. The three messages
+    get it by implementing that method; `send_once` does not change."""
+    return message.find(since)
