@@ -47,5 +47,5 @@ def test_the_last_keyword_of_the_batch_holds(monkeypatch, opted_out, keywords, h
     changes: list[bool] = []
     monkeypatch.setattr(conversations, "set_opted_out", lambda cid, value, at: changes.append(value))
 
-    assert consent.holds_back(_conversation(opted_out), _batch(*keywords)) is held_back
+    assert consent.record_consent_and_hold_back(_conversation(opted_out), _batch(*keywords)) is held_back
     assert changes == recorded
