@@ -28,7 +28,7 @@ from typing import Any
 import boto3
 from botocore.exceptions import ClientError, EndpointConnectionError, NoCredentialsError
 
-from functions.dal.tables import ALL_TABLES
+from functions.dal.tables import ALL_TABLES, turn_ids_of_window
 from infra.names import STACK_NAME
 
 
@@ -138,7 +138,10 @@ class Runs:
         items = self.dynamodb.query(
             TableName=self.turns_table,
             KeyConditionExpression="conversation_id = :c AND begins_with(turn_id, :w)",
-            ExpressionAttributeValues={":c": {"S": conversation_id}, ":w": {"S": window_id + "#"}},
+            ExpressionAttributeValues={
+                ":c": {"S": conversation_id},
+                ":w": {"S": turn_ids_of_window(window_id)},
+            },
             ConsistentRead=True,
         )["Items"]
         if not items:
