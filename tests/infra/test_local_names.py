@@ -30,5 +30,9 @@ def test_the_local_secrets_are_named_as_the_default_stack_names_them(synthesized
     outputs = {k: v["Value"] for k, v in synthesized[1]["Outputs"].items()}
     defaults = {f.name: f.default for f in msgspec.structs.fields(Settings)}
     local = Names.resolve("BurstReply", {"AWS_ENDPOINT_URL": "http://127.0.0.1:5000"})
-    assert defaults["twilio_tenant_secret_prefix"] == local.twilio_prefix == outputs["TwilioTenantSecretPrefix"]
-    assert defaults["openai_tenant_secret_prefix"] == local.openai_prefix == outputs["OpenAITenantSecretPrefix"]
+    assert (
+        defaults["twilio_tenant_secret_prefix"] == local.twilio_prefix == outputs["TwilioTenantSecretPrefix"]
+    )
+    assert (
+        defaults["openai_tenant_secret_prefix"] == local.openai_prefix == outputs["OpenAITenantSecretPrefix"]
+    )
