@@ -10,6 +10,7 @@ from aws_cdk import aws_events_targets as targets
 from constructs import Construct
 
 from functions.dal.tables import ALL_TABLES
+from functions.public_url import PublicBase
 from functions.registry import RECONCILER, STATUS_CALLBACK, WEBHOOK
 from infra.constructs.alarm_topic import AlarmTopic
 from infra.constructs.api import WebhookApi
@@ -61,17 +62,7 @@ class BurstReplyStack(Stack):
         api = WebhookApi(
             self, "Webhook", settings, functions[WEBHOOK.logical_id], functions[STATUS_CALLBACK.logical_id]
         )
-        # The URL Twilio signs: the API's own (built from its id and the stage name, not
-        # from the stage resource, which depends on the function) or the configured one.
-        configured = settings.public_base()
-        self.public = configured._replace(
-            url=configured.url
-            or f"https://{api.api.rest_api_id}.execute-api.{Aws.REGION}.{Aws.URL_SUFFIX}/{api.stage_name}"
-        )
-        # Those that check Twilio's signatures, and those that give Twilio status callbacks.
-        for function_id in (WEBHOOK.logical_id, STATUS_CALLBACK.logical_id, "SendReply", "RecordFailedBatch"):
-            functions[function_id].add_environment("WEBHOOK_BASE_URL", self.public.url)
-            functions[function_id].add_environment("TWILIO_CONNECTION_OVERRIDES", self.public.overrides)
+        self.public = self._give_public_base(settings, functions, api)
         Monitoring(self, "Monitoring", workflow.state_machine, api.api, functions)
         alarms = AlarmTopic(self, "Alarms", alarm_email=settings.alarm_email)
         CfnOutput(self, "AlarmTopicArn", value=alarms.topic.topic_arn, description="every alarm notifies it")
@@ -84,6 +75,21 @@ class BurstReplyStack(Stack):
         )
         self._outputs(tables, credentials, bus, workflow, api)
         self.tables, self.functions, self.workflow, self.api = tables, functions, workflow, api
+
+    @staticmethod
+    def _give_public_base(settings: StackSettings, functions: Functions, api: WebhookApi) -> PublicBase:
+        """The URL Twilio signs: the API's own (built from its id and the stage name, not
+        from the stage resource, which depends on the function) or the configured one; given
+        to those that check Twilio's signatures, and those that give Twilio status callbacks."""
+        configured = settings.public_base()
+        public = configured._replace(
+            url=configured.url
+            or f"https://{api.api.rest_api_id}.execute-api.{Aws.REGION}.{Aws.URL_SUFFIX}/{api.stage_name}"
+        )
+        for function_id in (WEBHOOK.logical_id, STATUS_CALLBACK.logical_id, "SendReply", "RecordFailedBatch"):
+            functions[function_id].add_environment("WEBHOOK_BASE_URL", public.url)
+            functions[function_id].add_environment("TWILIO_CONNECTION_OVERRIDES", public.overrides)
+        return public
 
     def _outputs(
         self,

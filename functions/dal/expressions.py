@@ -34,6 +34,14 @@ ARRIVE = (
 )
 
 # --- turns ------------------------------------------------------------------------------
+# An answered batch, in one transaction: its turns (`#s`: status), the conversation's totals,
+# and the processing lock released (on condition HOLDS_LOCK).
+ANSWER_USER_TURN = "SET #s = :status, answered_at = :at"
+SEND_ASSISTANT_TURN = "SET #s = :sent, sent_at = :at, processing_time_ms = :ms"
+RECORD_ANSWER_AND_RELEASE_LOCK = (
+    "SET updated_at = :at, conversation_status = :status, last_assistant_message_sid = :sid "
+    "ADD prompt_tokens :p, completion_tokens :c, total_tokens :t, turn_count :turns " + RELEASE_LOCK
+)
 BEGIN_SENDING = (
     "SET sending_since = if_not_exists(sending_since, :now), deliveries = if_not_exists(deliveries, :none)"
 )
