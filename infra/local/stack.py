@@ -17,7 +17,6 @@ from werkzeug.serving import BaseWSGIServer, make_server
 
 from functions.config import get_settings
 from functions.dal.tables import ALL_TABLES, TENANTS, TableDefinition
-from functions.public_url import with_overrides
 from functions.registry import TASKS
 from functions.stack_names import STACK_NAME, event_bus_name, state_machine_name
 from infra.local.aws_calls import RECORDER
@@ -189,11 +188,6 @@ class LocalStack:
     @property
     def sms_url(self) -> str:
         return f"{self.gateway.url}/sms"
-
-    def as_given_to_twilio(self, url: str) -> str:
-        """`url` as Twilio is given it: with the connection overrides as its fragment, so
-        that Twilio retries a 5xx (TWILIO_CONNECTION_OVERRIDES)."""
-        return with_overrides(url, get_settings().public_base().overrides)
 
     @property
     def openai_url(self) -> str | None:
