@@ -28,6 +28,7 @@ from typing import Any
 import boto3
 from botocore.exceptions import ClientError, EndpointConnectionError, NoCredentialsError
 
+from functions.dal import expressions
 from functions.dal.tables import ALL_TABLES, turn_ids_of_window
 from infra.names import STACK_NAME
 
@@ -137,7 +138,7 @@ class Runs:
     def _turns(self, conversation_id: str, window_id: str, bodies: bool) -> builtins.list[str]:
         items = self.dynamodb.query(
             TableName=self.turns_table,
-            KeyConditionExpression="conversation_id = :c AND begins_with(turn_id, :w)",
+            KeyConditionExpression=expressions.TURNS_OF_WINDOW,
             ExpressionAttributeValues={
                 ":c": {"S": conversation_id},
                 ":w": {"S": turn_ids_of_window(window_id)},

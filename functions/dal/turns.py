@@ -68,8 +68,8 @@ def record_transcripts(conversation_id: str, turn_id: str, transcripts: dict[str
     """Keep the voice notes' transcripts with the user turn (a retry reuses them)."""
     _table().update_item(
         Key={"conversation_id": conversation_id, "turn_id": turn_id},
-        UpdateExpression="SET transcripts = :t",
-        ConditionExpression="attribute_exists(turn_id)",
+        UpdateExpression=expressions.SET_TRANSCRIPTS,
+        ConditionExpression=expressions.IS_A_TURN,
         ExpressionAttributeValues={":t": transcripts},
     )
 
@@ -103,7 +103,7 @@ def append_sent_part(conversation_id: str, turn_id: str, part_index: int, messag
     """Record that reply part `part_index` was sent, exactly once per part."""
     _table().update_item(
         Key={"conversation_id": conversation_id, "turn_id": turn_id},
-        UpdateExpression="SET message_sids = list_append(if_not_exists(message_sids, :empty), :sid)",
+        UpdateExpression=expressions.APPEND_MESSAGE_SID,
         ConditionExpression=Attr("message_sids").size().eq(part_index)
         if part_index
         else Attr("turn_id").exists()
