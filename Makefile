@@ -67,7 +67,7 @@ chaos: install
 
 ## Benchmarks: prints the table and writes docs/benchmarks.md and docs/benchmarks.png.
 bench: install
-	$(BIN)/python -m tests.bench.run
+	$(BIN)/python -m tests.support.bench.run
 
 ## Only the fast tests that need no emulator.
 unit: install

@@ -12,7 +12,10 @@ from typing import Annotated, Any
 import msgspec
 from msgspec import Meta
 
+from functions import stack_names
 from functions.integrations.openai_models import DEFAULT_MODEL
+from functions.public_url import PublicBase, public_base
+from functions.stack_names import STACK_NAME
 
 # How a boolean setting may be written (as pydantic read them before): any case.
 _TRUE = {"1", "true", "t", "yes", "y", "on"}
@@ -71,9 +74,14 @@ class Settings(msgspec.Struct, kw_only=True, frozen=True, rename="upper"):
     # Secrets Manager: each tenant's Twilio credentials are the secret
     # <TWILIO_TENANT_SECRET_PREFIX><AccountSid>; a tenant's own OpenAI keys lie under
     # <OPENAI_TENANT_SECRET_PREFIX><AccountSid>; the deployment's OpenAI key is the default.
-    twilio_tenant_secret_prefix: Annotated[str, Meta(min_length=1)] = "burst-reply/tenants/twilio/"
-    openai_tenant_secret_prefix: Annotated[str, Meta(min_length=1)] = "burst-reply/tenants/openai/"
-    openai_secret_name: str = "burst-reply/openai"
+    # The defaults are the names of the stack named STACK_NAME (the local stack's).
+    twilio_tenant_secret_prefix: Annotated[str, Meta(min_length=1)] = stack_names.twilio_tenant_secret_prefix(
+        STACK_NAME
+    )
+    openai_tenant_secret_prefix: Annotated[str, Meta(min_length=1)] = stack_names.openai_tenant_secret_prefix(
+        STACK_NAME
+    )
+    openai_secret_name: str = stack_names.openai_secret_name(STACK_NAME)
     secrets_max_age_seconds: int = 300
     # The webhook keeps tenants in memory: a known one this long (a change made with
     # `infra.tenants` reaches a warm webhook within this time), an unknown AccountSid longer.
@@ -138,14 +146,10 @@ class Settings(msgspec.Struct, kw_only=True, frozen=True, rename="upper"):
     webhook_max_body_bytes: Annotated[int, Meta(ge=1024)] = 128 * 1024
     webhook_max_fields: Annotated[int, Meta(ge=10)] = 100
 
-    def public_base_url(self) -> str:
-        """WEBHOOK_BASE_URL without a fragment or a trailing slash (empty: not set)."""
-        return self.webhook_base_url.partition("#")[0].rstrip("/")
-
-    def connection_overrides(self) -> str:
-        """The fragment Twilio's URLs carry: WEBHOOK_BASE_URL's own, or the setting."""
-        base, hashed, fragment = self.webhook_base_url.partition("#")
-        return fragment if hashed else self.twilio_connection_overrides.lstrip("#")
+    def public_base(self) -> PublicBase:
+        """WEBHOOK_BASE_URL without its fragment (empty: not set), and the connection
+        overrides Twilio's URLs carry: WEBHOOK_BASE_URL's fragment, or the setting."""
+        return public_base(self.webhook_base_url, self.twilio_connection_overrides)
 
     def batching_defaults(self) -> dict[str, Any]:
         return {

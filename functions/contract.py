@@ -12,19 +12,12 @@ from typing import Any, Literal
 
 import msgspec
 
+from functions.dal.tables import assistant_turn_id, user_turn_id
 from functions.logic.rules.debounce import BatchingRules
 
 
 class Contract(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     """A task's input or output: a key the model does not know is an error."""
-
-
-def user_turn_id(window_id: str) -> str:
-    return f"{window_id}#1-user"
-
-
-def assistant_turn_id(window_id: str) -> str:
-    return f"{window_id}#2-assistant"
 
 
 class BatchRef(Contract, kw_only=True):

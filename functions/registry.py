@@ -55,11 +55,6 @@ class FunctionDefinition:
         return f"functions.handlers.{self.module}.handler"
 
     @property
-    def logic(self) -> str:
-        """Its logic module: one per state, or per other entry point."""
-        return f"functions.logic.{'states' if self.state else 'entry_points'}.{self.module}"
-
-    @property
     def placeholder(self) -> str | None:
         """${Placeholder} for its ARN in the state machine, if a task."""
         return f"{self.logical_id}FunctionArn" if self.state else None

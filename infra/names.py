@@ -9,37 +9,34 @@ from typing import Any
 
 from functions.integrations.openai_models import DEFAULT_MODEL
 from functions.observability import NAMESPACE, SERVICE
+from functions.public_url import PublicBase, public_base
+from functions.stack_names import (
+    STACK_NAME,
+    event_bus_name,
+    openai_tenant_secret_prefix,
+    state_machine_name,
+    twilio_tenant_secret_prefix,
+)
 
-__all__ = ["NAMESPACE", "SERVICE", "STACK_NAME", "StackSettings"]
+__all__ = [
+    "NAMESPACE",
+    "SERVICE",
+    "STACK_NAME",
+    "StackSettings",
+    "event_bus_name",
+    "openai_tenant_secret_prefix",
+    "state_machine_name",
+    "twilio_tenant_secret_prefix",
+]
 
 EMAIL = re.compile(r"[^@\s]+@[^@\s]+\.[^@\s]+")
 # Context keys also accepted in CDK's own camelCase spelling (`-c alarmEmail=...`).
 CAMEL_CASE = {"alarm_email": "alarmEmail"}
-STACK_NAME = "BurstReply"  # the default; `-c stack_name=...` changes it
-
-
-def state_machine_name(stack_name: str) -> str:
-    return f"{stack_name}-BatchWindow"
 
 
 def state_machine_log_group_name(machine_name: str) -> str:
     """Under /aws/vendedlogs/ (docs/decisions.md): the state machine's run log."""
     return f"/aws/vendedlogs/states/{machine_name}"
-
-
-def event_bus_name(stack_name: str) -> str:
-    return f"{stack_name}-events"
-
-
-def twilio_tenant_secret_prefix(stack_name: str) -> str:
-    """Each tenant's Twilio credentials are the secret <prefix><AccountSid>."""
-    return f"{stack_name}/tenants/twilio/"
-
-
-def openai_tenant_secret_prefix(stack_name: str) -> str:
-    """A tenant's own OpenAI keys lie under <prefix><AccountSid>: a separate prefix, so
-    that the functions that send with Twilio cannot read OpenAI keys, and the reverse."""
-    return f"{stack_name}/tenants/openai/"
 
 
 @dataclass(frozen=True)
@@ -73,10 +70,9 @@ class StackSettings:
         if self.alarm_email and not EMAIL.fullmatch(self.alarm_email):
             raise ValueError(f"alarm_email is not an email address: {self.alarm_email!r}")
 
-    def public_base_and_overrides(self) -> tuple[str, str]:
+    def public_base(self) -> PublicBase:
         """The configured base URL without its fragment, and the connection overrides."""
-        base, hashed, fragment = self.webhook_base_url.partition("#")
-        return base.rstrip("/"), fragment if hashed else self.twilio_connection_overrides.lstrip("#")
+        return public_base(self.webhook_base_url, self.twilio_connection_overrides)
 
     @classmethod
     def from_context(cls, context: Any, code_directory: Path, dependencies_directory: Path) -> StackSettings:

@@ -28,7 +28,8 @@ from typing import Any
 import boto3
 from botocore.exceptions import ClientError, EndpointConnectionError, NoCredentialsError
 
-from functions.dal.tables import ALL_TABLES
+from functions.dal import expressions
+from functions.dal.tables import ALL_TABLES, turn_ids_of_window
 from infra.names import STACK_NAME
 
 
@@ -137,8 +138,11 @@ class Runs:
     def _turns(self, conversation_id: str, window_id: str, bodies: bool) -> builtins.list[str]:
         items = self.dynamodb.query(
             TableName=self.turns_table,
-            KeyConditionExpression="conversation_id = :c AND begins_with(turn_id, :w)",
-            ExpressionAttributeValues={":c": {"S": conversation_id}, ":w": {"S": window_id + "#"}},
+            KeyConditionExpression=expressions.TURNS_OF_WINDOW,
+            ExpressionAttributeValues={
+                ":c": {"S": conversation_id},
+                ":w": {"S": turn_ids_of_window(window_id)},
+            },
             ConsistentRead=True,
         )["Items"]
         if not items:

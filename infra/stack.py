@@ -10,6 +10,7 @@ from aws_cdk import aws_events_targets as targets
 from constructs import Construct
 
 from functions.dal.tables import ALL_TABLES
+from functions.public_url import PublicBase
 from functions.registry import RECONCILER, STATUS_CALLBACK, WEBHOOK
 from infra.constructs.alarm_topic import AlarmTopic
 from infra.constructs.api import WebhookApi
@@ -61,16 +62,7 @@ class BurstReplyStack(Stack):
         api = WebhookApi(
             self, "Webhook", settings, functions[WEBHOOK.logical_id], functions[STATUS_CALLBACK.logical_id]
         )
-        # The URL Twilio signs: the API's own (built from its id and the stage name, not
-        # from the stage resource, which depends on the function) or the configured one.
-        configured, self.connection_overrides = settings.public_base_and_overrides()
-        self.webhook_base_url = configured or (
-            f"https://{api.api.rest_api_id}.execute-api.{Aws.REGION}.{Aws.URL_SUFFIX}/{api.stage_name}"
-        )
-        # Those that check Twilio's signatures, and those that give Twilio status callbacks.
-        for function_id in (WEBHOOK.logical_id, STATUS_CALLBACK.logical_id, "SendReply", "RecordFailedBatch"):
-            functions[function_id].add_environment("WEBHOOK_BASE_URL", self.webhook_base_url)
-            functions[function_id].add_environment("TWILIO_CONNECTION_OVERRIDES", self.connection_overrides)
+        self.public = self._give_public_base(settings, functions, api)
         Monitoring(self, "Monitoring", workflow.state_machine, api.api, functions)
         alarms = AlarmTopic(self, "Alarms", alarm_email=settings.alarm_email)
         CfnOutput(self, "AlarmTopicArn", value=alarms.topic.topic_arn, description="every alarm notifies it")
@@ -83,6 +75,21 @@ class BurstReplyStack(Stack):
         )
         self._outputs(tables, credentials, bus, workflow, api)
         self.tables, self.functions, self.workflow, self.api = tables, functions, workflow, api
+
+    @staticmethod
+    def _give_public_base(settings: StackSettings, functions: Functions, api: WebhookApi) -> PublicBase:
+        """The URL Twilio signs: the API's own (built from its id and the stage name, not
+        from the stage resource, which depends on the function) or the configured one; given
+        to those that check Twilio's signatures, and those that give Twilio status callbacks."""
+        configured = settings.public_base()
+        public = configured._replace(
+            url=configured.url
+            or f"https://{api.api.rest_api_id}.execute-api.{Aws.REGION}.{Aws.URL_SUFFIX}/{api.stage_name}"
+        )
+        for function_id in (WEBHOOK.logical_id, STATUS_CALLBACK.logical_id, "SendReply", "RecordFailedBatch"):
+            functions[function_id].add_environment("WEBHOOK_BASE_URL", public.url)
+            functions[function_id].add_environment("TWILIO_CONNECTION_OVERRIDES", public.overrides)
+        return public
 
     def _outputs(
         self,
@@ -98,10 +105,7 @@ class BurstReplyStack(Stack):
             self, "WhatsAppWebhookUrl", value=api.url_of(api.whatsapp), description="Twilio: WhatsApp sender"
         )
         CfnOutput(self, "SmsWebhookUrl", value=api.url_of(api.sms), description="Twilio: number's messaging")
-        CfnOutput(
-            self, "WebhookBaseUrl", value=self.webhook_base_url, description="the URL base signatures cover"
-        )
-        fragment = f"#{self.connection_overrides}" if self.connection_overrides else ""
+        CfnOutput(self, "WebhookBaseUrl", value=self.public.url, description="the URL base signatures cover")
         for output, path, where in (
             ("TwilioWhatsAppWebhookUrl", "/whatsapp", "WhatsApp sender"),
             ("TwilioSmsWebhookUrl", "/sms", "number's messaging"),
@@ -109,13 +113,13 @@ class BurstReplyStack(Stack):
             CfnOutput(
                 self,
                 output,
-                value=f"{self.webhook_base_url}{path}{fragment}",
+                value=self.public.given_to_twilio(path),
                 description=f"paste in Twilio ({where}): the webhook with its connection overrides",
             )
         CfnOutput(
             self,
             "StatusCallbackUrl",
-            value=f"{self.webhook_base_url}/twilio/status",
+            value=f"{self.public.url}/twilio/status",
             description="where Twilio reports the messages sent (set on each message)",
         )
         CfnOutput(self, "StateMachineArn", value=workflow.state_machine.state_machine_arn)

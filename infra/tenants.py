@@ -33,16 +33,14 @@ from dataclasses import dataclass
 from typing import Any
 
 import boto3
-import msgspec
 from botocore.exceptions import ClientError
 
-from functions.config import Settings
 from functions.dal import tenants
 from functions.dal.models import Tenant
 from functions.dal.tables import TENANTS
 from functions.logic.rules import clock
 from functions.models import ACCOUNT_SID
-from infra.names import STACK_NAME
+from infra.names import STACK_NAME, openai_tenant_secret_prefix, twilio_tenant_secret_prefix
 
 
 @dataclass(frozen=True)
@@ -54,12 +52,11 @@ class Names:
     @classmethod
     def resolve(cls, stack_name: str, environ: dict[str, str] | None = None) -> Names:
         env = dict(os.environ if environ is None else environ)
-        if env.get("AWS_ENDPOINT_URL"):  # the local stack: its names are the defaults
-            defaults = {f.name: f.default for f in msgspec.structs.fields(Settings)}
+        if env.get("AWS_ENDPOINT_URL"):  # the local stack: the default stack's names
             found = {
                 "TenantsTableName": TENANTS.logical_id,
-                "TwilioTenantSecretPrefix": str(defaults["twilio_tenant_secret_prefix"]),
-                "OpenAITenantSecretPrefix": str(defaults["openai_tenant_secret_prefix"]),
+                "TwilioTenantSecretPrefix": twilio_tenant_secret_prefix(STACK_NAME),
+                "OpenAITenantSecretPrefix": openai_tenant_secret_prefix(STACK_NAME),
             }
         elif all(env.get(k) for k in ("TENANTS_TABLE", "TWILIO_TENANT_SECRET_PREFIX")):
             found = {}

@@ -70,7 +70,7 @@ def park_task_token(
     return _update(
         conversation_id,
         expressions.PARK_IF_NEWER,
-        UpdateExpression="SET task_token = :token, token_entered_ms = :entered",
+        UpdateExpression=expressions.PARK_TOKEN,
         ExpressionAttributeValues={":token": task_token, ":window": window_id, ":entered": entered_ms},
     )
 

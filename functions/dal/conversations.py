@@ -59,7 +59,7 @@ def create(
     )
     item = {**conversation.to_item(), "address_key": key, "updated_at": now, "conversation_status": "open"}
     try:
-        _table().put_item(Item=item, ConditionExpression="attribute_not_exists(conversation_id)")
+        _table().put_item(Item=item, ConditionExpression=expressions.NEW_CONVERSATION)
     except ClientError as error:
         if not dynamo.condition_failed(error):
             raise
@@ -88,7 +88,7 @@ def update(conversation_id: str, **fields: Any) -> None:
     _table().update_item(
         Key={"conversation_id": conversation_id},
         UpdateExpression=expression.strip(),
-        ConditionExpression="attribute_exists(conversation_id)",
+        ConditionExpression=expressions.IS_A_CONVERSATION,
         ExpressionAttributeNames={f"#{k}": k for k in fields},
         **({"ExpressionAttributeValues": values} if values else {}),
     )
@@ -97,7 +97,7 @@ def update(conversation_id: str, **fields: Any) -> None:
 def set_openai_conversation(conversation_id: str, openai_conversation_id: str) -> None:
     _table().update_item(
         Key={"conversation_id": conversation_id},
-        UpdateExpression="SET openai_conversation_id = :o",
+        UpdateExpression=expressions.SET_OPENAI_CONVERSATION,
         ExpressionAttributeValues={":o": openai_conversation_id},
     )
 
@@ -106,7 +106,7 @@ def set_opted_out(conversation_id: str, opted_out: bool, at: str) -> None:
     """Record that the user opted out (STOP) or back in (START)."""
     _table().update_item(
         Key={"conversation_id": conversation_id},
-        UpdateExpression="SET opted_out = :o, opted_out_changed_at = :at",
+        UpdateExpression=expressions.SET_OPTED_OUT,
         ExpressionAttributeValues={":o": opted_out, ":at": at},
     )
 
@@ -115,9 +115,7 @@ def record_delivery_failure(conversation_id: str, code: int | None, at: str) -> 
     """Remember on the conversation that a reply could not be delivered (and why)."""
     _table().update_item(
         Key={"conversation_id": conversation_id},
-        UpdateExpression=(
-            "SET last_delivery_error = :code, last_delivery_error_at = :at ADD delivery_failures :one"
-        ),
+        UpdateExpression=expressions.RECORD_DELIVERY_FAILURE,
         ExpressionAttributeValues={":code": code if code is not None else 0, ":at": at, ":one": 1},
     )
 

@@ -1,6 +1,11 @@
-"""Every DynamoDB expression the service writes, in one place. Those that the state
-machine's direct integrations also use reach the ASL file through its definition
-substitutions (`SUBSTITUTIONS`), so Python and the ASL cannot drift apart."""
+"""Every DynamoDB expression the service and its tools (infra.runs) write as a fixed string,
+in one place. Those that the state machine's direct integrations also use reach the ASL
+file through its definition substitutions (`SUBSTITUTIONS`), so Python and the ASL cannot
+drift apart.
+
+Not here, because they are built at the call: the SET/REMOVE of fields a caller names
+(conversations.update, turns.mark_failed), and the conditions written with boto3's
+condition builders (`Key(...)`, `Attr(...)`) in conversations.find and turns.py."""
 
 from __future__ import annotations
 
@@ -13,15 +18,33 @@ LOCK_IS_FREE_OURS_OR_EXPIRED = (
 RELEASE_LOCK = "REMOVE lock_owner, lock_expires_at, lock_acquired_at"
 HOLDS_LOCK = "lock_owner = :me"
 
+# --- conversations ----------------------------------------------------------------------
+NEW_CONVERSATION = "attribute_not_exists(conversation_id)"
+IS_A_CONVERSATION = "attribute_exists(conversation_id)"
+SET_OPENAI_CONVERSATION = "SET openai_conversation_id = :o"
+SET_OPTED_OUT = "SET opted_out = :o, opted_out_changed_at = :at"
+RECORD_DELIVERY_FAILURE = (
+    "SET last_delivery_error = :code, last_delivery_error_at = :at ADD delivery_failures :one"
+)
+
 # --- staged messages --------------------------------------------------------------------
 OF_CONVERSATION = "conversation_id = :conversation"
 STAGED_KEYS = "message_sid, received_at"
 IS_PENDING = "attribute_exists(pending_since)"
 NEW_MESSAGE_SID = "attribute_not_exists(message_sid)"
+PENDING_KEYS = "message_sid, received_at, attempts"
+KEEP_AI_REQUEST = "SET ai_request = :r"
+DROP_AI_REQUEST = "REMOVE ai_request"
+COUNT_ATTEMPT = "ADD attempts :one"
+# Set aside (a failed batch's messages) and requeued (the operator's redrive).
+SET_ASIDE = "SET failed_in = :w, failure = :r REMOVE pending_since"
+IS_SET_ASIDE = "attribute_exists(failed_in)"
+REQUEUE = "SET pending_since = :since REMOVE failed_in, failure, attempts"
 
 # --- batch windows ----------------------------------------------------------------------
 NO_OPEN_WINDOW = "attribute_not_exists(conversation_id)"
 IS_THIS_WINDOW = "window_id = :window"
+PARK_TOKEN = "SET task_token = :token, token_entered_ms = :entered"
 PARK_IF_NEWER = (
     "window_id = :window AND (attribute_not_exists(token_entered_ms) OR token_entered_ms < :entered)"
 )
@@ -34,6 +57,20 @@ ARRIVE = (
 )
 
 # --- turns ------------------------------------------------------------------------------
+IS_A_TURN = "attribute_exists(turn_id)"
+SET_TRANSCRIPTS = "SET transcripts = :t"
+# A reply part's MessageSid, appended in part order (the condition is built in turns.py).
+APPEND_MESSAGE_SID = "SET message_sids = list_append(if_not_exists(message_sids, :empty), :sid)"
+# A batch window's turns (infra.runs): `:w` is functions.dal.tables.turn_ids_of_window.
+TURNS_OF_WINDOW = "conversation_id = :c AND begins_with(turn_id, :w)"
+# An answered batch, in one transaction: its turns (`#s`: status), the conversation's totals,
+# and the processing lock released (on condition HOLDS_LOCK).
+ANSWER_USER_TURN = "SET #s = :status, answered_at = :at"
+SEND_ASSISTANT_TURN = "SET #s = :sent, sent_at = :at, processing_time_ms = :ms"
+RECORD_ANSWER_AND_RELEASE_LOCK = (
+    "SET updated_at = :at, conversation_status = :status, last_assistant_message_sid = :sid "
+    "ADD prompt_tokens :p, completion_tokens :c, total_tokens :t, turn_count :turns " + RELEASE_LOCK
+)
 BEGIN_SENDING = (
     "SET sending_since = if_not_exists(sending_since, :now), deliveries = if_not_exists(deliveries, :none)"
 )

@@ -77,7 +77,7 @@ def keep_ai_request(conversation_id: str, message_sid: str, request: AIRequest) 
     try:
         _table().update_item(
             Key={"conversation_id": conversation_id, "message_sid": message_sid},
-            UpdateExpression="SET ai_request = :r",
+            UpdateExpression=expressions.KEEP_AI_REQUEST,
             ConditionExpression=expressions.IS_PENDING,
             ExpressionAttributeValues={":r": dynamo.to_dynamo(request.to_item())},
         )
@@ -89,7 +89,7 @@ def keep_ai_request(conversation_id: str, message_sid: str, request: AIRequest) 
 def drop_ai_request(conversation_id: str, message_sid: str) -> None:
     _table().update_item(
         Key={"conversation_id": conversation_id, "message_sid": message_sid},
-        UpdateExpression="REMOVE ai_request",
+        UpdateExpression=expressions.DROP_AI_REQUEST,
     )
 
 
@@ -120,7 +120,7 @@ def pending(conversation_id: str) -> list[PendingKey]:
         _table().query,
         IndexName=PENDING_INDEX,
         KeyConditionExpression=expressions.OF_CONVERSATION,
-        ProjectionExpression="message_sid, received_at, attempts",
+        ProjectionExpression=expressions.PENDING_KEYS,
         ExpressionAttributeValues={":conversation": conversation_id},
     )
     return [PendingKey.from_item(i) for i in items]
@@ -139,7 +139,7 @@ def count_failed_attempt(conversation_id: str, message_sids: list[str]) -> int:
         try:
             item = _table().update_item(
                 Key={"conversation_id": conversation_id, "message_sid": sid},
-                UpdateExpression="ADD attempts :one",
+                UpdateExpression=expressions.COUNT_ATTEMPT,
                 ConditionExpression=expressions.IS_PENDING,
                 ExpressionAttributeValues={":one": 1},
                 ReturnValues="UPDATED_NEW",
@@ -158,7 +158,7 @@ def mark_failed(conversation_id: str, message_sids: list[str], window_id: str, r
         try:
             _table().update_item(
                 Key={"conversation_id": conversation_id, "message_sid": sid},
-                UpdateExpression="SET failed_in = :w, failure = :r REMOVE pending_since",
+                UpdateExpression=expressions.SET_ASIDE,
                 ConditionExpression=expressions.IS_PENDING,
                 ExpressionAttributeValues={":w": window_id, ":r": reason},
             )
@@ -173,7 +173,7 @@ def requeue_set_aside(conversation_id: str) -> int:
     set_aside = dynamo.all_items(
         _table().query,
         KeyConditionExpression=expressions.OF_CONVERSATION,
-        FilterExpression="attribute_exists(failed_in)",
+        FilterExpression=expressions.IS_SET_ASIDE,
         ProjectionExpression=expressions.STAGED_KEYS,
         ExpressionAttributeValues={":conversation": conversation_id},
         ConsistentRead=True,
@@ -181,7 +181,7 @@ def requeue_set_aside(conversation_id: str) -> int:
     for item in set_aside:
         _table().update_item(
             Key={"conversation_id": conversation_id, "message_sid": item["message_sid"]},
-            UpdateExpression="SET pending_since = :since REMOVE failed_in, failure, attempts",
+            UpdateExpression=expressions.REQUEUE,
             ExpressionAttributeValues={":since": item["received_at"]},
         )
     return len(set_aside)

@@ -75,6 +75,21 @@ TURNS = TableDefinition(
     sort_key="turn_id",
 )
 
+
+def turn_ids_of_window(window_id: str) -> str:
+    """What every turn id of a batch window starts with: the window's id, then `#`."""
+    return f"{window_id}#"
+
+
+def user_turn_id(window_id: str) -> str:
+    """The batch's user turn: sorts before its assistant turn."""
+    return f"{turn_ids_of_window(window_id)}1-user"
+
+
+def assistant_turn_id(window_id: str) -> str:
+    return f"{turn_ids_of_window(window_id)}2-assistant"
+
+
 # Projects group conversations (the seeds' project); here they carry batching rules.
 PROJECTS = TableDefinition(
     logical_id="Projects",

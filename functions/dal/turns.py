@@ -68,8 +68,8 @@ def record_transcripts(conversation_id: str, turn_id: str, transcripts: dict[str
     """Keep the voice notes' transcripts with the user turn (a retry reuses them)."""
     _table().update_item(
         Key={"conversation_id": conversation_id, "turn_id": turn_id},
-        UpdateExpression="SET transcripts = :t",
-        ConditionExpression="attribute_exists(turn_id)",
+        UpdateExpression=expressions.SET_TRANSCRIPTS,
+        ConditionExpression=expressions.IS_A_TURN,
         ExpressionAttributeValues={":t": transcripts},
     )
 
@@ -103,7 +103,7 @@ def append_sent_part(conversation_id: str, turn_id: str, part_index: int, messag
     """Record that reply part `part_index` was sent, exactly once per part."""
     _table().update_item(
         Key={"conversation_id": conversation_id, "turn_id": turn_id},
-        UpdateExpression="SET message_sids = list_append(if_not_exists(message_sids, :empty), :sid)",
+        UpdateExpression=expressions.APPEND_MESSAGE_SID,
         ConditionExpression=Attr("message_sids").size().eq(part_index)
         if part_index
         else Attr("turn_id").exists()
@@ -187,50 +187,77 @@ def record_answered_batch(
     assistant turn sent (or limited), update the conversation's totals and release the
     processing lock, on condition that this run still holds it. False if the lock is no
     longer ours. (The resource's client takes plain Python values.)"""
-    settings = get_settings()
-    turn_key = {"conversation_id": conversation_id}
     handed_off = assistant_turn_id is None
     answered, sent = ("limited", "limited") if limited else ("answered", "sent")
-    user_turn: dict[str, Any] = {
-        "TableName": settings.turns_table,
-        "Key": {**turn_key, "turn_id": user_turn_id},
-        "UpdateExpression": "SET #s = :status, answered_at = :at",
-        "ExpressionAttributeNames": {"#s": "status"},
-        "ExpressionAttributeValues": {
-            ":status": "handed_off" if handed_off else answered,
-            ":at": answered_at,
-        },
-    }
-    conversation: dict[str, Any] = {
-        "TableName": settings.conversations_table,
-        "Key": {"conversation_id": conversation_id},
-        "UpdateExpression": (
-            "SET updated_at = :at, conversation_status = :status, last_assistant_message_sid = :sid "
-            "ADD prompt_tokens :p, completion_tokens :c, total_tokens :t, turn_count :turns "
-            + expressions.RELEASE_LOCK
+    user_status = "handed_off" if handed_off else answered
+    status = "awaiting_agent" if handed_off else ("limited" if limited else "reply_sent")
+    items = [
+        _turn_update(
+            conversation_id, user_turn_id, expressions.ANSWER_USER_TURN, {":status": user_status}, answered_at
         ),
-        "ConditionExpression": expressions.HOLDS_LOCK,
-        "ExpressionAttributeValues": {
-            ":at": answered_at,
-            ":status": "awaiting_agent" if handed_off else ("limited" if limited else "reply_sent"),
-            ":sid": last_message_sid or "",
-            ":p": tokens.get("prompt_tokens", 0),
-            ":c": tokens.get("completion_tokens", 0),
-            ":t": tokens.get("total_tokens", 0),
-            ":turns": 1 if handed_off else 2,
-            ":me": owner,
-        },
-    }
-    items: list[dict[str, Any]] = [{"Update": user_turn}, {"Update": conversation}]
+        _totals_update(
+            conversation_id, owner, status, answered_at, tokens, last_message_sid, 1 if handed_off else 2
+        ),
+    ]
     if assistant_turn_id is not None:
-        assistant_turn = {
-            "TableName": settings.turns_table,
-            "Key": {**turn_key, "turn_id": assistant_turn_id},
-            "UpdateExpression": "SET #s = :sent, sent_at = :at, processing_time_ms = :ms",
+        values = {":sent": sent, ":ms": processing_time_ms}
+        items.insert(
+            1,
+            _turn_update(
+                conversation_id, assistant_turn_id, expressions.SEND_ASSISTANT_TURN, values, answered_at
+            ),
+        )
+    return _transact(items, conversation_id)
+
+
+def _turn_update(
+    conversation_id: str, turn_id: str, expression: str, values: dict[str, Any], at: str
+) -> dict[str, Any]:
+    return {
+        "Update": {
+            "TableName": get_settings().turns_table,
+            "Key": {"conversation_id": conversation_id, "turn_id": turn_id},
+            "UpdateExpression": expression,
             "ExpressionAttributeNames": {"#s": "status"},
-            "ExpressionAttributeValues": {":sent": sent, ":at": answered_at, ":ms": processing_time_ms},
+            "ExpressionAttributeValues": {**values, ":at": at},
         }
-        items.insert(1, {"Update": assistant_turn})
+    }
+
+
+def _totals_update(
+    conversation_id: str,
+    owner: str,
+    status: str,
+    at: str,
+    tokens: dict[str, int],
+    last_message_sid: str | None,
+    turns: int,
+) -> dict[str, Any]:
+    """The conversation's totals and status, and the processing lock released, if `owner`
+    still holds it."""
+    return {
+        "Update": {
+            "TableName": get_settings().conversations_table,
+            "Key": {"conversation_id": conversation_id},
+            "UpdateExpression": expressions.RECORD_ANSWER_AND_RELEASE_LOCK,
+            "ConditionExpression": expressions.HOLDS_LOCK,
+            "ExpressionAttributeValues": {
+                ":at": at,
+                ":status": status,
+                ":sid": last_message_sid or "",
+                ":p": tokens.get("prompt_tokens", 0),
+                ":c": tokens.get("completion_tokens", 0),
+                ":t": tokens.get("total_tokens", 0),
+                ":turns": turns,
+                ":me": owner,
+            },
+        }
+    }
+
+
+def _transact(items: list[dict[str, Any]], conversation_id: str) -> bool:
+    """Write `items` in one transaction; False if a condition failed (the lock is not
+    ours), TransactionConflict if another write to one of them got in the way."""
     try:
         dynamo.client().transact_write_items(TransactItems=items)
     except ClientError as error:

@@ -75,7 +75,7 @@ def public_url(event: dict[str, Any]) -> str:
     (connection overrides) is not part of the path; admission.py checks the signature
     with and without the overrides."""
     settings = get_settings()
-    base = settings.public_base_url()
+    base = settings.public_base().url
     if base:
         path = _filled(event.get("resource") or event.get("path") or "/", event.get("pathParameters"))
     else:

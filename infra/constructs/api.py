@@ -42,26 +42,7 @@ class WebhookApi(Construct):
             # creates, replaces nor deletes it. Logging needs it set once (README, Deploy).
             cloud_watch_role=False,
             endpoint_types=[apigw.EndpointType.REGIONAL],  # Twilio calls from its own Regions
-            deploy_options=apigw.StageOptions(
-                stage_name=self.stage_name,
-                throttling_rate_limit=settings.api_rate_limit,
-                throttling_burst_limit=settings.api_burst_limit,
-                tracing_enabled=True,
-                logging_level=apigw.MethodLoggingLevel.ERROR,
-                data_trace_enabled=False,  # bodies are personal data
-                access_log_destination=apigw.LogGroupLogDestination(access_logs),
-                access_log_format=apigw.AccessLogFormat.json_with_standard_fields(
-                    caller=False,
-                    http_method=True,
-                    ip=True,
-                    protocol=True,
-                    request_time=True,
-                    resource_path=True,
-                    response_length=True,
-                    status=True,
-                    user=False,
-                ),
-            ),
+            deploy_options=_stage_options(self.stage_name, settings, access_logs),
         )
         integration = apigw.LambdaIntegration(handler)
         self.whatsapp = self.api.root.add_resource("whatsapp")
@@ -71,29 +52,58 @@ class WebhookApi(Construct):
         (status_path,) = STATUS_CALLBACK.routes
         self.status = self.api.root.resource_for_path(status_path.lstrip("/"))
         self.status.add_method("POST", apigw.LambdaIntegration(status_handler))
-        NagSuppressions.add_resource_suppressions(
-            self.api,
-            [
-                NagPackSuppression(
-                    id="AwsSolutions-APIG2",
-                    reason="Twilio posts a signed form; the webhook and the status callbacks validate the "
-                    "signature over the whole form, which a request validator cannot do.",
-                ),
-                NagPackSuppression(
-                    id="AwsSolutions-APIG3",
-                    reason="No WAF by default; attach a web ACL to the stage if needed.",
-                ),
-                NagPackSuppression(
-                    id="AwsSolutions-APIG4",
-                    reason="Twilio cannot send IAM or Cognito credentials; every request is authenticated by "
-                    "its X-Twilio-Signature in the function, and refused with 403 otherwise.",
-                ),
-                NagPackSuppression(
-                    id="AwsSolutions-COG4", reason="Same as APIG4: Twilio signs its requests."
-                ),
-            ],
-            apply_to_children=True,
-        )
+        _explain(self.api)
 
     def url_of(self, resource: apigw.Resource) -> str:
         return self.api.url_for_path(resource.path)
+
+
+def _stage_options(
+    stage_name: str, settings: StackSettings, access_logs: logs.LogGroup
+) -> apigw.StageOptions:
+    """Throttled, traced and access-logged; never a body in the logs."""
+    return apigw.StageOptions(
+        stage_name=stage_name,
+        throttling_rate_limit=settings.api_rate_limit,
+        throttling_burst_limit=settings.api_burst_limit,
+        tracing_enabled=True,
+        logging_level=apigw.MethodLoggingLevel.ERROR,
+        data_trace_enabled=False,  # bodies are personal data
+        access_log_destination=apigw.LogGroupLogDestination(access_logs),
+        access_log_format=apigw.AccessLogFormat.json_with_standard_fields(
+            caller=False,
+            http_method=True,
+            ip=True,
+            protocol=True,
+            request_time=True,
+            resource_path=True,
+            response_length=True,
+            status=True,
+            user=False,
+        ),
+    )
+
+
+def _explain(api: apigw.RestApi) -> None:
+    """Why cdk-nag's findings on the API do not apply."""
+    NagSuppressions.add_resource_suppressions(
+        api,
+        [
+            NagPackSuppression(
+                id="AwsSolutions-APIG2",
+                reason="Twilio posts a signed form; the webhook and the status callbacks validate the "
+                "signature over the whole form, which a request validator cannot do.",
+            ),
+            NagPackSuppression(
+                id="AwsSolutions-APIG3",
+                reason="No WAF by default; attach a web ACL to the stage if needed.",
+            ),
+            NagPackSuppression(
+                id="AwsSolutions-APIG4",
+                reason="Twilio cannot send IAM or Cognito credentials; every request is authenticated by "
+                "its X-Twilio-Signature in the function, and refused with 403 otherwise.",
+            ),
+            NagPackSuppression(id="AwsSolutions-COG4", reason="Same as APIG4: Twilio signs its requests."),
+        ],
+        apply_to_children=True,
+    )

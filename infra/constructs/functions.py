@@ -71,30 +71,35 @@ class Functions(Construct):
                 "POWERTOOLS_LOG_LEVEL": "INFO",
             },
         )
-        NagSuppressions.add_resource_suppressions(
-            function,
-            [
-                NagPackSuppression(
-                    id="AwsSolutions-IAM4",
-                    reason="AWSLambdaBasicExecutionRole only lets the function write its own logs.",
-                    applies_to=[
-                        "Policy::arn:<AWS::Partition>:iam::aws:policy/service-role/AWSLambdaBasicExecutionRole"
-                    ],
-                ),
-                NagPackSuppression(
-                    id="AwsSolutions-L1",
-                    reason="Python 3.13, the Python the tests run on; Lambda supports it until 2029.",
-                ),
-                NagPackSuppression(
-                    id="AwsSolutions-IAM5",
-                    reason="X-Ray trace and telemetry actions, and states:SendTaskSuccess (a run is woken by "
-                    "its task token), support no resource-level permissions.",
-                    applies_to=["Resource::*"],
-                ),
-            ],
-            apply_to_children=True,
-        )
+        _explain(function)
         return function
 
     def __getitem__(self, logical_id: str) -> lambda_.Function:
         return self.by_logical_id[logical_id]
+
+
+def _explain(function: lambda_.Function) -> None:
+    """Why cdk-nag's findings on a function do not apply."""
+    NagSuppressions.add_resource_suppressions(
+        function,
+        [
+            NagPackSuppression(
+                id="AwsSolutions-IAM4",
+                reason="AWSLambdaBasicExecutionRole only lets the function write its own logs.",
+                applies_to=[
+                    "Policy::arn:<AWS::Partition>:iam::aws:policy/service-role/AWSLambdaBasicExecutionRole"
+                ],
+            ),
+            NagPackSuppression(
+                id="AwsSolutions-L1",
+                reason="Python 3.13, the Python the tests run on; Lambda supports it until 2029.",
+            ),
+            NagPackSuppression(
+                id="AwsSolutions-IAM5",
+                reason="X-Ray trace and telemetry actions, and states:SendTaskSuccess (a run is woken by "
+                "its task token), support no resource-level permissions.",
+                applies_to=["Resource::*"],
+            ),
+        ],
+        apply_to_children=True,
+    )

@@ -13,6 +13,8 @@ from functions.registry import WEBHOOK
 from infra.constructs.functions import Functions
 from infra.names import NAMESPACE, SERVICE
 
+FIVE_MINUTES = Duration.minutes(5)
+
 
 class Monitoring(Construct):
     """Alarms an operator needs: failed runs, throttling, webhook errors and refusals,
@@ -29,105 +31,117 @@ class Monitoring(Construct):
         functions: Functions,
     ) -> None:
         super().__init__(scope, construct_id)
-        five_minutes = Duration.minutes(5)
-        others = [f for name, f in functions.by_logical_id.items() if name != WEBHOOK.logical_id]
-
-        def alarm(
-            alarm_id: str, description: str, metric: cloudwatch.IMetric, threshold: float = 1
-        ) -> cloudwatch.Alarm:
-            """Alarms when one five-minute period reaches the threshold; no data is fine."""
-            return cloudwatch.Alarm(
-                self,
-                alarm_id,
-                alarm_description=description,
-                metric=metric,
-                threshold=threshold,
-                evaluation_periods=1,
-                treat_missing_data=cloudwatch.TreatMissingData.NOT_BREACHING,
-            )
-
-        def throttles(function: lambda_.Function) -> cloudwatch.Metric:
-            return function.metric_throttles(period=five_minutes, statistic="Sum")
-
         self.alarms = [
-            alarm(
+            *self._run_alarms(state_machine, functions),
+            *self._api_alarms(api),
+            *self._service_alarms(),
+        ]
+
+    def _alarm(
+        self, alarm_id: str, description: str, metric: cloudwatch.IMetric, threshold: float = 1
+    ) -> cloudwatch.Alarm:
+        """Alarms when one five-minute period reaches the threshold; no data is fine."""
+        return cloudwatch.Alarm(
+            self,
+            alarm_id,
+            alarm_description=description,
+            metric=metric,
+            threshold=threshold,
+            evaluation_periods=1,
+            treat_missing_data=cloudwatch.TreatMissingData.NOT_BREACHING,
+        )
+
+    def _run_alarms(self, state_machine: sfn.StateMachine, functions: Functions) -> list[cloudwatch.Alarm]:
+        """Runs that failed, and throttling of runs, of the webhook and of the other functions."""
+        others = [f for name, f in functions.by_logical_id.items() if name != WEBHOOK.logical_id]
+        return [
+            self._alarm(
                 "FailedRuns",
                 "A batch run ended FAILED; its messages are kept. Inspect its history.",
-                state_machine.metric_failed(period=five_minutes, statistic="Sum"),
+                state_machine.metric_failed(period=FIVE_MINUTES, statistic="Sum"),
             ),
-            alarm(
+            self._alarm(
                 "ThrottledRuns",
                 "Step Functions throttled StartExecution or state transitions.",
-                state_machine.metric_throttled(period=five_minutes, statistic="Sum"),
+                state_machine.metric_throttled(period=FIVE_MINUTES, statistic="Sum"),
             ),
-            alarm(
+            self._alarm(
                 "WebhookThrottles",
                 "The webhook was throttled: Twilio retries; raise its concurrency.",
-                throttles(functions[WEBHOOK.logical_id]),
+                _throttles(functions[WEBHOOK.logical_id]),
             ),
             # An alarm sums at most 10 metrics: one alarm per group of 10 functions.
             *(
-                alarm(
+                self._alarm(
                     f"TaskThrottles{group + 1}",
                     "A task or the reconciler was throttled (the state machine retries).",
-                    _sum_of([throttles(f) for f in others[start : start + 10]], five_minutes),
+                    _sum_of([_throttles(f) for f in others[start : start + 10]], FIVE_MINUTES),
                 )
                 for group, start in enumerate(range(0, len(others), 10))
             ),
-            # API Gateway's metrics of the stage Twilio calls (dimensions ApiName and Stage).
-            alarm(
+        ]
+
+    def _api_alarms(self, api: apigw.RestApi) -> list[cloudwatch.Alarm]:
+        """API Gateway's metrics of the stage Twilio calls (dimensions ApiName and Stage)."""
+        return [
+            self._alarm(
                 "Webhook5xx",
                 "The API answered 5xx: Twilio retries (the URLs carry its connection overrides), but "
                 "look at the webhook's logs.",
-                api.deployment_stage.metric_server_error(period=five_minutes, statistic="Sum"),
+                api.deployment_stage.metric_server_error(period=FIVE_MINUTES, statistic="Sum"),
             ),
-            alarm(
+            self._alarm(
                 "Webhook4xx",
                 "The API answered 4xx a handful of times in 5 minutes: Twilio never retries a 4xx, so "
                 "those messages are lost. Refused signatures (see WebhooksRefused), a wrong path in the "
                 "URL given to Twilio (403 from API Gateway), throttling (429) or unreadable forms.",
-                api.deployment_stage.metric_client_error(period=five_minutes, statistic="Sum"),
+                api.deployment_stage.metric_client_error(period=FIVE_MINUTES, statistic="Sum"),
                 threshold=5,
             ),
-            alarm(
+        ]
+
+    def _service_alarms(self) -> list[cloudwatch.Alarm]:
+        """On the metrics our functions emit."""
+        return [
+            self._alarm(
                 "WebhooksRefused",
                 "The webhook refused a handful of messages in 5 minutes (403: bad signature, unknown "
                 "account, not the tenant's number): Twilio does not retry them. After a deploy or a token "
                 "rotation, check the tenant's auth token secret and the URL Twilio calls (WebhookBaseUrl).",
-                _service_metric("WebhooksRefused", "Sum", five_minutes),
+                _service_metric("WebhooksRefused", "Sum", FIVE_MINUTES),
                 threshold=5,
             ),
-            alarm(
+            self._alarm(
                 "OldestPendingMessage",
                 "A message has waited over 10 minutes for its answer (reported by the reconciler): "
                 "runs are failing or not starting.",
-                _service_metric("OldestPendingMessageAge", "Maximum", five_minutes),
+                _service_metric("OldestPendingMessageAge", "Maximum", FIVE_MINUTES),
                 threshold=600,
             ),
-            alarm(
+            self._alarm(
                 "AIQuotaExhausted",
                 "OpenAI refused a request for quota or billing (429 insufficient_quota, spend limit): "
                 "every batch gets the fallback reply until the account is topped up; then redrive.",
-                _service_metric("AIQuotaExhausted", "Sum", five_minutes),
+                _service_metric("AIQuotaExhausted", "Sum", FIVE_MINUTES),
             ),
-            alarm(
+            self._alarm(
                 "AIModelUnavailable",
                 "OpenAI does not serve the configured model (404 model_not_found: shut down, misspelt "
                 "or not open to the key's project). With no OPENAI_FALLBACK_MODEL, batches stay pending "
                 "and their runs fail until OPENAI_MODEL (or the conversation's ai_model) is changed.",
-                _service_metric("AIModelUnavailable", "Sum", five_minutes),
+                _service_metric("AIModelUnavailable", "Sum", FIVE_MINUTES),
             ),
-            alarm(
+            self._alarm(
                 "UndeliveredReplies",
                 "Twilio reported a message we sent as failed or undelivered (its status callback): "
                 "see the conversation's last_delivery_error and the turn's deliveries (infra.runs show).",
-                _service_metric("UndeliveredReplies", "Sum", five_minutes),
+                _service_metric("UndeliveredReplies", "Sum", FIVE_MINUTES),
             ),
-            alarm(
+            self._alarm(
                 "DeadLetteredBatches",
                 "A batch kept failing and was set aside (Turns status dead_lettered; its messages stay "
                 "in StagedMessages with failed_in).",
-                _service_metric("DeadLetteredBatches", "Sum", five_minutes),
+                _service_metric("DeadLetteredBatches", "Sum", FIVE_MINUTES),
             ),
         ]
 
@@ -151,3 +165,7 @@ def _service_metric(name: str, statistic: str, period: Duration) -> cloudwatch.M
         statistic=statistic,
         period=period,
     )
+
+
+def _throttles(function: lambda_.Function) -> cloudwatch.Metric:
+    return function.metric_throttles(period=FIVE_MINUTES, statistic="Sum")

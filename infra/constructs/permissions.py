@@ -14,6 +14,7 @@ from constructs import Construct
 from infra.constructs.credentials import Credentials
 from infra.constructs.functions import Functions
 from infra.constructs.tables import Tables
+from infra.names import state_machine_name
 
 # function → (actions, resources). Resources name a table ("Conversations"), an index
 # ("StagedMessages/index/pending"), the state machine ("state-machine"), its runs
@@ -153,7 +154,7 @@ class Permissions(Construct):
                     reason="The reconciler checks runs of this state machine by name (execution ARNs).",
                     applies_to=[
                         "Resource::arn:<AWS::Partition>:states:<AWS::Region>:<AWS::AccountId>:execution:"
-                        f"{stack_name}-BatchWindow:*"
+                        f"{state_machine_name(stack_name)}:*"
                     ],
                 )
             ],

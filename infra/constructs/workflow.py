@@ -67,7 +67,11 @@ class BatchWorkflow(Construct):
                 include_execution_data=False,  # message SIDs only, but keep the logs lean
             ),
         )
-        role = self.state_machine.role
+        self._grant(self.state_machine.role, tables, functions)
+
+    @staticmethod
+    def _grant(role: iam.IRole, tables: Tables, functions: Functions) -> None:
+        """What the definition's tasks and direct integrations call, and nothing more."""
         # The definition invokes each task by its unqualified ARN (no version, no alias).
         role.add_to_principal_policy(
             iam.PolicyStatement(

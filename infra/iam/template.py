@@ -10,6 +10,8 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
+from infra.names import STACK_NAME
+
 ACCOUNT = "123456789012"
 REGION = "us-east-1"
 PARTITION = "aws"
@@ -105,7 +107,7 @@ class Deployed:
         for key in ("TableName", "FunctionName", "RoleName", "Name", "StateMachineName", "LogGroupName"):
             if key in properties:
                 return str(self.resolve(properties[key]))
-        return f"BurstReply-{logical_id}"
+        return f"{STACK_NAME}-{logical_id}"
 
     def get_att(self, logical_id: str, attribute: str) -> Any:
         kind = self.resources[logical_id]["Type"]

@@ -45,10 +45,10 @@ def main() -> int:
         print(f"Tenant: {config.twilio_account_sid} with {', '.join(config.twilio_numbers)}")
         timeout = get_settings().openai_timeout_seconds
         print(f"OpenAI: {timeout:g}s per Generate Reply attempt (OPENAI_TIMEOUT_SECONDS)", flush=True)
-        public = config.webhook_base_url.partition("#")[0].rstrip("/") or stack.gateway.url
-        print(f"Status callback: {stack.as_given_to_twilio(public + STATUS_CALLBACK_RESOURCE)}")
-        print(f"Paste in Twilio (WhatsApp): {stack.as_given_to_twilio(public + '/whatsapp')}")
-        print(f"Paste in Twilio (SMS): {stack.as_given_to_twilio(public + '/sms')}", flush=True)
+        public = get_settings().public_base()  # WEBHOOK_BASE_URL, or the gateway's URL
+        print(f"Status callback: {public.given_to_twilio(STATUS_CALLBACK_RESOURCE)}")
+        print(f"Paste in Twilio (WhatsApp): {public.given_to_twilio('/whatsapp')}")
+        print(f"Paste in Twilio (SMS): {public.given_to_twilio('/sms')}", flush=True)
         stop.wait()
     print("Stopped.")
     return 0

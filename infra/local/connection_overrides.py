@@ -29,6 +29,12 @@ import requests
 FAILURES = ("4xx", "5xx", "ct", "rt")
 
 
+def split_fragment(url: str) -> tuple[str, str]:
+    """The URL Twilio calls (without the fragment, which HTTP never sends), and the fragment."""
+    address, _, fragment = url.partition("#")
+    return address, fragment
+
+
 @dataclass(frozen=True)
 class Overrides:
     connect_timeout: float = 5.0
@@ -41,7 +47,7 @@ class Overrides:
     def of(cls, url: str) -> tuple[str, Overrides]:
         """The URL without its fragment, and the overrides the fragment sets (values out
         of range are clamped; unknown keys ignored)."""
-        address, _, fragment = url.partition("#")
+        address, fragment = split_fragment(url)
         pairs = dict(p.partition("=")[::2] for p in fragment.split("&") if p)
 
         def ms(name: str, default: float, high: int) -> float:

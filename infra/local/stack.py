@@ -18,6 +18,7 @@ from werkzeug.serving import BaseWSGIServer, make_server
 from functions.config import get_settings
 from functions.dal.tables import ALL_TABLES, TENANTS, TableDefinition
 from functions.registry import TASKS
+from functions.stack_names import STACK_NAME, event_bus_name, state_machine_name
 from infra.local.aws_calls import RECORDER
 from infra.local.gateway import Gateway
 from infra.local.lambdas import LambdaMiddleware, invoke
@@ -27,8 +28,10 @@ from infra.tenants import Names, TenantAdmin
 
 REGION = "us-east-1"
 ACCOUNT = "123456789012"
-STATE_MACHINE_NAME = "BurstReply-BatchWindow"
-EVENT_BUS_NAME = "burst-reply"
+# The local stack is a stack named like the default deployed one: its resources' names are
+# that stack's (functions/stack_names.py).
+STATE_MACHINE_NAME = state_machine_name(STACK_NAME)
+EVENT_BUS_NAME = event_bus_name(STACK_NAME)
 # Stand-in credentials: well-formed, obviously not real.
 LOCAL_ACCOUNT_SID = "AC" + "0" * 32
 LOCAL_AUTH_TOKEN = "local-twilio-auth-token"
@@ -185,12 +188,6 @@ class LocalStack:
     @property
     def sms_url(self) -> str:
         return f"{self.gateway.url}/sms"
-
-    def as_given_to_twilio(self, url: str) -> str:
-        """`url` as Twilio is given it: with the connection overrides as its fragment, so
-        that Twilio retries a 5xx (TWILIO_CONNECTION_OVERRIDES)."""
-        fragment = get_settings().connection_overrides()
-        return f"{url}#{fragment}" if fragment else url
 
     @property
     def openai_url(self) -> str | None:

@@ -8,8 +8,6 @@ from typing import Any
 import requests
 from twilio.request_validator import RequestValidator
 
-from infra.local.connection_overrides import Delivery, post_as_twilio
-
 
 def new_message_sid() -> str:
     return "SM" + secrets.token_hex(16)
@@ -54,18 +52,3 @@ def post_webhook(
     if signature is not None:
         headers["X-Twilio-Signature"] = signature
     return requests.post(url, data=form, headers=headers, timeout=30, **kwargs)
-
-
-def deliver_as_twilio(
-    url: str, form: dict[str, str], auth_token: str, include_fragment: bool = True
-) -> Delivery:
-    """POST `form` to `url` as Twilio calls a webhook: signed with `auth_token` (over the
-    URL with or without its fragment), retried only as the URL's connection overrides say
-    (infra/local/connection_overrides.py)."""
-    return post_as_twilio(
-        url,
-        form,
-        lambda signed, params: sign(signed, params, auth_token),
-        include_fragment,
-        {"Content-Type": "application/x-www-form-urlencoded"},
-    )

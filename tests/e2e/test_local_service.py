@@ -17,7 +17,8 @@ import pytest
 import requests
 
 from infra.local.stack import LOCAL_ACCOUNT_SID, LOCAL_AUTH_TOKEN
-from infra.local.webhooks import deliver_as_twilio, inbound_form
+from infra.local.webhooks import inbound_form
+from tests.support.twilio_delivery import deliver_as_twilio
 
 pytestmark = pytest.mark.e2e
 

@@ -38,8 +38,9 @@ from functions.dal import batch_windows, staged_messages, turns
 from functions.integrations import stepfunctions
 from functions.logic.entry_points.reconciler import reconcile
 from functions.logic.entry_points.status_callback import NOT_DELIVERED
-from infra.local.webhooks import deliver_as_twilio, inbound_form
+from infra.local.webhooks import inbound_form
 from tests.support.local_stack import OUR_WHATSAPP
+from tests.support.twilio_delivery import deliver_as_twilio, given_to_twilio
 
 pytestmark = pytest.mark.e2e
 
@@ -145,7 +146,7 @@ def test_random_traffic_with_faults_loses_and_duplicates_nothing(harness, config
     given_up: dict[int, list[str]] = {c: [] for c in users}  # Twilio's retries ran out
     webhook_answers: Counter[int | str] = Counter()  # a status, or the error met instead
     webhook_seconds: list[float] = []
-    pasted = harness.stack.as_given_to_twilio(harness.stack.whatsapp_url)  # ...#rc=5&rp=all
+    pasted = given_to_twilio(harness.stack.whatsapp_url)  # ...#rc=5&rp=all
     config = harness.stack.config
 
     places = threading.Semaphore(AT_ONCE)

@@ -14,9 +14,9 @@ import requests
 
 from functions.dal import conversations, turns
 from functions.logic.entry_points import status_callback
-from infra.local.webhooks import deliver_as_twilio
 from infra.runs import Runs
 from tests.support.local_stack import OUR_WHATSAPP
+from tests.support.twilio_delivery import deliver_as_twilio
 from tests.support.waiting import wait_until
 
 pytestmark = pytest.mark.e2e

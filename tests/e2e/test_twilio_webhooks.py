@@ -7,8 +7,9 @@ from __future__ import annotations
 import pytest
 
 from functions.dal import staged_messages
-from infra.local.webhooks import deliver_as_twilio, inbound_form
+from infra.local.webhooks import inbound_form
 from tests.support.local_stack import OUR_WHATSAPP
+from tests.support.twilio_delivery import deliver_as_twilio, given_to_twilio
 
 pytestmark = pytest.mark.e2e
 
@@ -22,7 +23,7 @@ def _deliver(harness, user: str, body: str, url: str, include_fragment: bool = T
 @pytest.mark.parametrize("include_fragment", [True, False], ids=["signed-with-fragment", "signed-without"])
 def test_a_webhook_to_the_pasted_url_is_accepted_however_twilio_signs_it(harness, include_fragment):
     user = harness.new_user()
-    pasted = harness.stack.as_given_to_twilio(harness.stack.whatsapp_url)
+    pasted = given_to_twilio(harness.stack.whatsapp_url)
     assert pasted.endswith("/whatsapp#rc=5&rp=all")
 
     delivery = _deliver(harness, user, "hello", pasted, include_fragment)
@@ -54,9 +55,7 @@ def test_a_5xx_is_retried_by_twilio_with_the_overrides_and_the_message_answered_
 
     monkeypatch.setattr(staged_messages, "stage", fails_once)
 
-    delivery = _deliver(
-        harness, user, "retry me", harness.stack.as_given_to_twilio(harness.stack.whatsapp_url)
-    )
+    delivery = _deliver(harness, user, "retry me", given_to_twilio(harness.stack.whatsapp_url))
 
     assert [a["status"] for a in delivery.attempts] == [500, 200]
     harness.wait_until_quiet(harness.conversation_of(user).conversation_id, runs=1)

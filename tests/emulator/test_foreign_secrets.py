@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import pytest
 
+from functions.config import get_settings
+
 pytestmark = pytest.mark.emulator
 
 
@@ -15,7 +17,12 @@ pytestmark = pytest.mark.emulator
 )
 def test_a_conversation_naming_another_tenants_secret_is_not_answered_with_it(harness, field):
     other_sid, _ = harness.add_tenant()
-    prefix = "burst-reply/tenants/twilio/" if field.startswith("twilio") else "burst-reply/tenants/openai/"
+    settings = get_settings()
+    prefix = (
+        settings.twilio_tenant_secret_prefix
+        if field.startswith("twilio")
+        else settings.openai_tenant_secret_prefix
+    )
     user = harness.new_user()
     conversation_id = harness.stage_directly(user, ["use someone else's account"])
     harness.set_conversation(conversation_id, **{field: prefix + other_sid})

@@ -11,6 +11,7 @@ import pytest
 
 from functions.config import get_settings
 from functions.dal import conversations, staged_messages, turns
+from functions.dal.tables import assistant_turn_id, user_turn_id
 
 pytestmark = pytest.mark.emulator
 
@@ -215,11 +216,13 @@ def _answered_batch_event(harness, bodies: list[str]) -> tuple[str, str, dict]:
     ]
     events.put_rule(
         Name="answered",
-        EventBusName="burst-reply",
+        EventBusName=get_settings().event_bus_name,
         EventPattern=json.dumps({"detail-type": ["batch.answered"]}),
     )
     events.put_targets(
-        Rule="answered", EventBusName="burst-reply", Targets=[{"Id": "queue", "Arn": queue_arn}]
+        Rule="answered",
+        EventBusName=get_settings().event_bus_name,
+        Targets=[{"Id": "queue", "Arn": queue_arn}],
     )
     user = harness.new_user()
     conversation_id = harness.stage_directly(user, bodies)
@@ -261,14 +264,14 @@ def test_a_conversation_with_thousands_of_turns_keeps_working(harness):
             "PutRequest": {
                 "Item": {
                     "conversation_id": {"S": conversation_id},
-                    "turn_id": {"S": f"0000000000{n:03d}-old#{role}"},
-                    "role": {"S": role.split("-")[1]},
+                    "turn_id": {"S": turn_id(f"0000000000{n:03d}-old")},
+                    "role": {"S": role},
                     "body": {"S": "x" * 400},
                 }
             }
         }
         for n in range(1000)
-        for role in ("1-user", "2-assistant")
+        for role, turn_id in (("user", user_turn_id), ("assistant", assistant_turn_id))
     ]
     for start in range(0, len(earlier), 25):  # 2,000 turns, 800 KB: twice an item's limit
         dynamodb.batch_write_item(RequestItems={"Turns": earlier[start : start + 25]})

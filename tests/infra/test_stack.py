@@ -527,5 +527,5 @@ def test_a_configured_base_url_with_a_fragment_gives_the_overrides():
     from infra.names import StackSettings
 
     settings = StackSettings(Path("."), Path("."), webhook_base_url="https://hooks.example/b/#rc=3&rp=5xx")
-    assert settings.public_base_and_overrides() == ("https://hooks.example/b", "rc=3&rp=5xx")
-    assert StackSettings(Path("."), Path(".")).public_base_and_overrides() == ("", "rc=5&rp=all")
+    assert settings.public_base() == ("https://hooks.example/b", "rc=3&rp=5xx")
+    assert StackSettings(Path("."), Path(".")).public_base() == ("", "rc=5&rp=all")

@@ -15,6 +15,7 @@ from functions.integrations import openai_audio, twilio_media
 from functions.integrations.openai_audio import TranscriptionFailed
 from functions.integrations.secrets import TwilioCredentials
 from functions.integrations.twilio_media import MediaUnavailable
+from functions.stack_names import STACK_NAME, event_bus_name
 from tests.standins.conftest import ACCOUNT_SID, AUTH_TOKEN
 from tests.support.media import PHOTO, VOICE_NOTE
 
@@ -27,7 +28,7 @@ def twilio_at(twilio_standin, monkeypatch) -> Iterator[tuple[object, str]]:
     standin, url = twilio_standin
     for table in ALL_TABLES:
         monkeypatch.setenv(table.env_var, table.logical_id)
-    monkeypatch.setenv("EVENT_BUS_NAME", "burst-reply")
+    monkeypatch.setenv("EVENT_BUS_NAME", event_bus_name(STACK_NAME))
     monkeypatch.setenv("TWILIO_API_BASE_URL", url)
     get_settings.cache_clear()
     yield standin, url

@@ -7,6 +7,7 @@ import pytest
 
 from functions.dal import conversations
 from functions.dal.models import Conversation, StagedMessage, Turn
+from functions.dal.tables import user_turn_id
 from functions.logic.rules.merge import last_consent
 from functions.logic.shared import consent
 
@@ -28,7 +29,9 @@ def _batch(*keywords: str | None) -> Turn:
         for n, k in enumerate(keywords)
     ]
     order = [m.message_sid for m in messages]
-    return Turn(conversation_id="c1", turn_id="w#1-user", role="user", consent=last_consent(messages, order))
+    return Turn(
+        conversation_id="c1", turn_id=user_turn_id("w"), role="user", consent=last_consent(messages, order)
+    )
 
 
 @pytest.mark.parametrize(
@@ -47,5 +50,5 @@ def test_the_last_keyword_of_the_batch_holds(monkeypatch, opted_out, keywords, h
     changes: list[bool] = []
     monkeypatch.setattr(conversations, "set_opted_out", lambda cid, value, at: changes.append(value))
 
-    assert consent.holds_back(_conversation(opted_out), _batch(*keywords)) is held_back
+    assert consent.record_consent_and_hold_back(_conversation(opted_out), _batch(*keywords)) is held_back
     assert changes == recorded

@@ -13,6 +13,7 @@ import pytest
 
 from functions.registry import ALL_FUNCTIONS, TASKS
 from infra.statemachine import DEFINITION_FILE
+from tests.support.naming import logic_module
 
 ROOT = Path(__file__).resolve().parent.parent.parent
 
@@ -24,7 +25,7 @@ def test_a_task_state_names_its_function_its_handler_and_its_logic(function):
     assert function.logical_id == "".join(w[0].upper() + w[1:] for w in words)
     assert function.module == "_".join(w.lower() for w in words)
     assert function.handler == f"functions.handlers.{function.module}.handler"
-    step = getattr(importlib.import_module(function.logic), function.module)
+    step = getattr(importlib.import_module(logic_module(function)), function.module)
     hints = get_type_hints(step)
     assert (hints["task"], hints["return"]) == (function.input_model, function.output_model)
 

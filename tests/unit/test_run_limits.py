@@ -7,6 +7,7 @@ from botocore.stub import Stubber
 
 from functions.dal import dynamo, turns
 from functions.dal.models import StagedMessage
+from functions.dal.tables import assistant_turn_id, user_turn_id
 from functions.errors import TransactionConflict
 from functions.logic.rules.debounce import MAX_WAIT_LIMIT_SECONDS, BatchingRules, resolve_rules
 from functions.logic.rules.merge import within_bytes
@@ -60,8 +61,8 @@ def _record(stubber: Stubber) -> bool:
     return turns.record_answered_batch(
         conversation_id="c",
         owner="run",
-        user_turn_id="w#1-user",
-        assistant_turn_id="w#2-assistant",
+        user_turn_id=user_turn_id("w"),
+        assistant_turn_id=assistant_turn_id("w"),
         answered_at="now",
         processing_time_ms=1,
         tokens={},

@@ -7,16 +7,24 @@ from functions.dal.models import Conversation
 from functions.errors import SecretOutsideTenant
 from functions.integrations import secrets
 from functions.models import Channel
+from functions.stack_names import (
+    STACK_NAME,
+    openai_secret_name,
+    openai_tenant_secret_prefix,
+    twilio_tenant_secret_prefix,
+)
 
 A, B = "AC" + "a" * 32, "AC" + "b" * 32
-TWILIO, OPENAI = "burst-reply/tenants/twilio/", "burst-reply/tenants/openai/"
+# The functions' defaults: the names of the stack named STACK_NAME.
+TWILIO, OPENAI = twilio_tenant_secret_prefix(STACK_NAME), openai_tenant_secret_prefix(STACK_NAME)
+DEPLOYMENT_KEY = openai_secret_name(STACK_NAME)
 STORED = {
     TWILIO + A: {"account_sid": A, "auth_token": "token-a"},
     TWILIO + B: {"account_sid": B, "auth_token": "token-b"},
     TWILIO + A + "/misfiled": {"account_sid": B, "auth_token": "token-b"},
     OPENAI + A + "/support": {"api_key": "key-a"},
     OPENAI + B: {"api_key": "key-b"},
-    "burst-reply/openai": {"api_key": "deployment-key"},
+    DEPLOYMENT_KEY: {"api_key": "deployment-key"},
 }
 
 
@@ -61,7 +69,7 @@ def test_the_deployments_openai_key_or_one_of_the_tenants_own(read):
     [
         {"twilio_credentials_secret": TWILIO + B},  # another tenant's account
         {"twilio_credentials_secret": TWILIO + A + "x"},  # a prefix of a name is not the name
-        {"twilio_credentials_secret": "burst-reply/openai"},
+        {"twilio_credentials_secret": DEPLOYMENT_KEY},
         {"twilio_credentials_secret": "prod/database-password"},
         {"openai_api_key_secret": OPENAI + B},
         {"openai_api_key_secret": OPENAI + A + "-other"},

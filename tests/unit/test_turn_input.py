@@ -12,6 +12,7 @@ import pytest
 from functions.config import get_settings
 from functions.dal import turns
 from functions.dal.models import Conversation, StagedMessage, Turn
+from functions.dal.tables import user_turn_id
 from functions.integrations import openai_audio, secrets, twilio_media
 from functions.integrations.openai_audio import TranscriptionFailed
 from functions.integrations.twilio_media import Media, MediaUnavailable
@@ -51,7 +52,7 @@ def user_turn(*messages: StagedMessage, transcripts: dict[str, str] | None = Non
     rendered = render(messages)
     return Turn(
         conversation_id="c1",
-        turn_id="w1#1-user",
+        turn_id=user_turn_id("w1"),
         role="user",
         body=rendered.body,
         media=rendered.media,

@@ -23,6 +23,7 @@ from twilio.rest import Client
 from functions.config import get_settings
 from functions.dal import conversations, turns
 from functions.dal.models import Conversation, Delivery, Turn
+from functions.dal.tables import assistant_turn_id, user_turn_id
 from functions.integrations import secrets, twilio_messages
 from functions.logic.rules import clock
 from functions.logic.shared.admission import Refusal, Signature, admit
@@ -65,16 +66,15 @@ def status_callback_url(conversation_id: str, window_id: str, message: str) -> s
     conversation id makes one segment that no client or proxy rewrites; API Gateway hands
     it over still encoded, and the handler decodes it once (functions/handlers/status.py)."""
     settings = get_settings()
-    base = settings.public_base_url()
-    if not base:
+    base = settings.public_base()
+    if not base.url:
         return None
     path = STATUS_CALLBACK_RESOURCE.format(
         conversation=quote(conversation_id, safe=""),
         window=quote(window_id, safe=""),
         message=quote(message, safe=""),
     )
-    fragment = settings.connection_overrides()
-    return f"{base}{path}#{fragment}" if fragment else f"{base}{path}"
+    return base.given_to_twilio(path)
 
 
 def record_status(
@@ -104,7 +104,7 @@ def record_status(
         return Outcome.UNCHANGED
     logger.append_keys(message_sid=sid, conversation_id=conversation_id)
     delivery = Delivery(message=message, status=status, rank=RANKS[status], error_code=error_code, at=_now())
-    turn_id = f"{window_id}#1-user" if message == FALLBACK else f"{window_id}#2-assistant"
+    turn_id = user_turn_id(window_id) if message == FALLBACK else assistant_turn_id(window_id)
     recorded = turns.record_delivery(conversation_id, turn_id, sid, delivery)
     if recorded and status in NOT_DELIVERED:
         count("UndeliveredReplies")
@@ -143,7 +143,7 @@ class _Template:
 
     @property
     def turn_id(self) -> str:
-        return f"{self.window_id}#2-assistant"
+        return assistant_turn_id(self.window_id)
 
     @cached_property
     def client(self) -> Client:

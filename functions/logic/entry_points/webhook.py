@@ -69,7 +69,14 @@ def accept_message(channel: Channel, form: dict[str, str], url: str, signature: 
     if refused:
         logger.warning("Message refused by the conversation's rules", extra={"outcome": refused.value})
         return refused
+    return _stage(conversation, channel, message, received_at)
 
+
+def _stage(
+    conversation: Conversation, channel: Channel, message: InboundMessage, received_at: str
+) -> Outcome:
+    """Stage the message (once per MessageSid) and count it in its conversation's batch
+    window, opening the window if none is open."""
     staging = staged_messages.stage(conversation.conversation_id, message, received_at)
     rules = batching_rules(conversation, channel)
     if staging is Staging.STAGED:

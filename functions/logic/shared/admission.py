@@ -21,6 +21,7 @@ from functions.dal.models import Tenant
 from functions.integrations import secrets
 from functions.integrations.secrets import TwilioCredentials
 from functions.models import ACCOUNT_SID
+from functions.public_url import with_overrides
 
 
 class Refusal(StrEnum):
@@ -91,8 +92,8 @@ def signed_urls(url: str) -> list[str]:
     signs "the exact URL your application supplied"
     (https://www.twilio.com/docs/usage/webhooks/webhooks-security) without saying whether
     that includes the fragment, which HTTP never sends: both are accepted."""
-    fragment = get_settings().connection_overrides()
-    return [url, f"{url}#{fragment}"] if fragment else [url]
+    signed = with_overrides(url, get_settings().public_base().overrides)
+    return [url, signed] if signed != url else [url]
 
 
 def _shared_key_sid(settings: str) -> str:

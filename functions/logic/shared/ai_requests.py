@@ -26,9 +26,9 @@ from typing import TYPE_CHECKING
 
 import msgspec
 
-from functions.contract import assistant_turn_id, user_turn_id
 from functions.dal import staged_messages, turns
 from functions.dal.models import AIRequest
+from functions.dal.tables import assistant_turn_id, user_turn_id
 from functions.errors import AIModelUnavailable, AIPermanentError, AIRetryableError
 from functions.integrations import openai_responses as ai
 from functions.integrations.openai_responses import Budget, OpenAIConversationGone, ResponseState

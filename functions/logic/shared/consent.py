@@ -18,7 +18,7 @@ from functions.logic.rules import clock
 from functions.observability import count, logger
 
 
-def holds_back(conversation: Conversation, user_turn: Turn) -> bool:
+def record_consent_and_hold_back(conversation: Conversation, user_turn: Turn) -> bool:
     """Whether the batch goes unanswered because the user has opted out; records the
     conversation's new state when the batch changes it (idempotent: a retry finds it)."""
     keyword = user_turn.consent

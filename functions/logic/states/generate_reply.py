@@ -42,7 +42,7 @@ def _new_assistant_turn(task: GenerateInput) -> Turn:
     settings = get_settings()
     conversation = conversations.require(task.conversation_id)
     user_turn = turns.require(task.conversation_id, task.user_turn_id)
-    if consent.holds_back(conversation, user_turn):
+    if consent.record_consent_and_hold_back(conversation, user_turn):
         return limits.store_limited_turn(task, limits.Limit.OPTED_OUT)  # no AI call
     limited = limits.admit_ai_call(conversation)
     if limited is not None:

@@ -31,7 +31,7 @@ from email.utils import format_datetime
 from hashlib import sha1
 from typing import Any
 
-from infra.local.connection_overrides import post_as_twilio
+from infra.local.connection_overrides import post_as_twilio, split_fragment
 
 # The statuses a message goes through after acceptance, for each outcome.
 OUTCOMES: dict[str, tuple[str, ...]] = {
@@ -122,5 +122,5 @@ def post_callback(
     delivery = post_as_twilio(
         url, params, lambda signed, form: signature(signed, form, auth_token), include_fragment
     )
-    signed = signature(url if include_fragment else url.partition("#")[0], params, auth_token)
+    signed = signature(url if include_fragment else split_fragment(url)[0], params, auth_token)
     return [{"url": url, "params": params, "signature": signed, **attempt} for attempt in delivery.attempts]

@@ -7,7 +7,7 @@ plot (docs/benchmarks.png).
 2. The webhook: AWS calls per message (first of a window, later), handler time.
 3. One burst: state transitions, Lambda invocations and their durations, every AWS call
    (webhook and run); an OpenAI retry (checked in the history); a quiet-mode extension.
-   Then the full cost per 1,000 bursts at list prices (tests/bench/prices.py), and a month
+   Then the full cost per 1,000 bursts at list prices (tests/support/bench/prices.py), and a month
    at 100,000 messages a day against the seeds' estimate.
 4. Batching on a seeded corpus of synthetic typing traces: AI calls per burst, bursts
    split, reply delay after the last fragment (the production rule code, debounce.py).
@@ -45,10 +45,10 @@ from functions.registry import ALL_FUNCTIONS, BY_NAME, TASKS, WEBHOOK  # noqa: E
 from infra.local import lambdas  # noqa: E402
 from infra.local.stack import LocalConfig, LocalStack  # noqa: E402
 from infra.local.webhooks import inbound_form, post_webhook  # noqa: E402
-from tests.bench import prices  # noqa: E402
+from tests.support.bench import prices  # noqa: E402
 from tests.support.costs import AwsCallCounter, run_counts, webhook_event  # noqa: E402
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 OUR_NUMBER = "whatsapp:+15550009999"
 ACCOUNT = LocalConfig.twilio_account_sid  # the local stack's default tenant, which owns OUR_NUMBER
 SEED = 20261125
@@ -536,13 +536,14 @@ def main() -> int:
         "counts do not depend on the machine.\n\n"
         "## Runs, the webhook, cold starts and cost\n\n"
         f"{summary}\n\n"
-        f"Prices (tests/bench/prices.py), us-east-1 list prices as of {prices.PRICES_AS_OF}: Step Functions "
-        "Standard $0.025 per 1,000 state transitions; Lambda arm64 $0.20 per million requests and "
-        "$0.0000133334 per GB-second; DynamoDB on-demand $0.625 per million write and $0.125 per million "
-        "read request units; API Gateway REST $3.50 per million requests; Secrets Manager $0.05 per "
-        "10,000 calls; EventBridge $1.00 per million events; OpenAI gpt-6.1-terra $1.00 / $5.00 per million "
-        "input / output tokens; Twilio $0.005 per WhatsApp message (Meta charges nothing for a reply "
-        "within 24 hours of the user's message), $0.0083 per US SMS segment.\n\n"
+        f"Prices (tests/support/bench/prices.py), us-east-1 list prices as of {prices.PRICES_AS_OF}: "
+        "Step Functions Standard $0.025 per 1,000 state transitions; Lambda arm64 $0.20 per million "
+        "requests and $0.0000133334 per GB-second; DynamoDB on-demand $0.625 per million write and "
+        "$0.125 per million read request units; API Gateway REST $3.50 per million requests; Secrets "
+        "Manager $0.05 per 10,000 calls; EventBridge $1.00 per million events; OpenAI gpt-6.1-terra "
+        "$1.00 / $5.00 per million input / output tokens; Twilio $0.005 per WhatsApp message (Meta "
+        "charges nothing for a reply within 24 hours of the user's message), $0.0083 per US SMS "
+        "segment.\n\n"
         "## Batching: delay against AI calls\n\n"
         "5,000 synthetic bursts (1-8 fragments; gaps mostly under 3 s, some 5-15 s pauses), replayed "
         "through the production rule code (`functions/logic/rules/debounce.py`) with whole-second waits.\n\n"
