@@ -15,6 +15,14 @@ if TYPE_CHECKING:
     from tests.support.local_stack import Harness
 
 
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Under pytest-xdist (--dist loadgroup), the tests of the synthesized stack run on one
+    worker: the synthesis, the slowest step of the infra tests, then happens once."""
+    for item in items:
+        if "synthesized" in getattr(item, "fixturenames", ()):
+            item.add_marker(pytest.mark.xdist_group("synthesized"))
+
+
 @pytest.fixture(scope="session")
 def stack() -> Iterator[LocalStack]:
     from tests.support.local_stack import local_stack
