@@ -41,9 +41,7 @@ def merge(recordings: Iterable[Recording]) -> Recording:
     for recording in recordings:
         for name, value in recording.environment.items():
             if environment.setdefault(name, value) != value:
-                raise ValueError(
-                    f"the recordings disagree on {name}: {environment[name]!r} and {value!r}"
-                )
+                raise ValueError(f"the recordings disagree on {name}: {environment[name]!r} and {value!r}")
         calls.update(recording.calls)
     ordered = sorted(calls, key=lambda c: (c.function, c.service, c.operation, c.names))
     return Recording(environment, ordered)

@@ -5,6 +5,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
+
 import boto3
 import pytest
 

@@ -11,7 +11,6 @@ from datetime import datetime
 from typing import Any
 
 import pytest
-
 from botocore.exceptions import ClientError
 
 from functions.dal import batch_windows, conversations, turns
@@ -50,7 +49,9 @@ class InMemoryStore:
 
     # --- the processing lock ----------------------------------------------------------
 
-    def acquire_lock(self, conversation_id: str, owner: str, now_epoch: int, lease_seconds: int, now: str) -> bool:
+    def acquire_lock(
+        self, conversation_id: str, owner: str, now_epoch: int, lease_seconds: int, now: str
+    ) -> bool:
         if conversation_id not in self.conversations:
             return False
         holder = self.locks.get(conversation_id)
