@@ -16,6 +16,7 @@ from functions.logic.entry_points.reconciler import redrive
 from functions.logic.rules import clock
 from functions.logic.shared.windows import execution_name
 from infra.local.lambdas import invoke
+from tests.support.waiting import wait_until
 
 pytestmark = pytest.mark.emulator
 
@@ -184,7 +185,9 @@ def test_the_reconciler_leaves_a_conversation_whose_run_is_waiting_alone(harness
         TableName="StagedMessages", Key={**key, "message_sid": {"S": message.message_sid}},
         UpdateExpression="SET pending_since = :t", ExpressionAttributeValues={":t": {"S": long_ago}},
     )  # fmt: skip
-    window = harness.window_of(conversation_id)
+    # The run parks its task token on the window (Wait For The Burst To End) on its own
+    # time: the window to compare with is the parked one.
+    window = wait_until(lambda: (w := harness.window_of(conversation_id)) and w.task_token and w, timeout=30)
     tried: list[str] = []
     original = reconcile_module.open_window_due_now
     monkeypatch.setattr(
