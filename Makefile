@@ -22,7 +22,20 @@ export UV_PYTHON_DOWNLOADS := never
 # jsii (under aws-cdk-lib) warns at length that Node 20 is past its end of life; synth works.
 export JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION := 20
 
-.PHONY: install lock test unit chaos bench demo local runs lint format clean build synth preflight deploy destroy
+.PHONY: help install lock test unit contract emulator e2e infra chaos bench demo local runs lint format clean build synth preflight deploy destroy
+
+# The tests run in parallel, one local stack per worker (pytest-xdist): WORKERS=1 runs them
+# in one process. The tests that synthesize the stack share one worker (--dist loadgroup).
+WORKERS ?= auto
+PYTEST  := $(BIN)/python -m pytest $(if $(filter 1,$(WORKERS)),,-n $(WORKERS) --dist loadgroup)
+
+.DEFAULT_GOAL := help
+
+## The targets and what each does.
+help:
+	@awk '/^## /{ c = c (c ? "\n               " : "") substr($$0, 4); next } \
+		/^[a-z][a-z0-9_-]*:/{ if (c) printf "make %-9s %s\n", substr($$1, 1, index($$1, ":") - 1), c } { c = "" }' \
+		$(firstword $(MAKEFILE_LIST))
 
 # A .venv made by another Python than the one found (or, none found, by another than 3.13) is
 # made again.
@@ -53,10 +66,10 @@ $(STAMP): $(UV) pyproject.toml uv.lock
 lock: $(UV)
 	$(UV) lock --python $(BIN)/python $(if $(UPGRADE),--upgrade)
 
-## Every test: unit, state machine on the emulator, end to end over HTTP; then make preflight
-## (IAM judges the AWS calls the tests recorded).
+## Every test, in parallel: unit, contract, state machine on the emulator, end to end over HTTP,
+## stand-ins, CDK template; then make preflight (IAM judges the AWS calls the tests recorded).
 test: install
-	$(BIN)/python -m pytest
+	$(PYTEST)
 	@$(MAKE) --no-print-directory preflight
 
 ## The randomized fault test at a larger size: make chaos CONVERSATIONS=60 SEED=7 AT_ONCE=40
@@ -69,9 +82,25 @@ chaos: install
 bench: install
 	$(BIN)/python -m tests.support.bench.run
 
-## Only the fast tests that need no emulator.
+## Only the fast tests that need no emulator (the logic on in-memory fakes).
 unit: install
-	$(BIN)/python -m pytest tests/unit
+	$(PYTEST) tests/unit
+
+## The in-memory fakes and the DynamoDB layer (functions/dal) against one contract, on moto in process.
+contract: install
+	$(PYTEST) tests/contract
+
+## The state machine on the emulator (the local stack), with the contract tests.
+emulator: install
+	$(PYTEST) tests/contract tests/emulator
+
+## End to end over HTTP through the local gateway, and the OpenAI and Twilio stand-ins.
+e2e: install
+	$(PYTEST) tests/e2e tests/standins
+
+## The synthesized CDK stack: resources, IAM evaluated, cdk-nag, cfn-lint, the Lambda asset.
+infra: install
+	$(PYTEST) tests/infra
 
 ## Start the local stack, send a burst of WhatsApp fragments, show what happened.
 demo: install
@@ -107,6 +136,7 @@ preflight: synth
 deploy: preflight node_modules/.package-lock.json
 	$(CDK) deploy --require-approval broadening
 
+## Delete the deployed stack.
 destroy: node_modules/.package-lock.json
 	$(CDK) destroy
 
@@ -117,9 +147,11 @@ lint: install node_modules/.package-lock.json
 	$(BIN)/mypy
 	npx --no-install asl-validator --silent --json-path statemachines/batch_window.asl.json
 
+## ruff's fixes and formatting, applied.
 format: install
 	$(BIN)/ruff check --fix .
 	$(BIN)/ruff format .
 
+## Remove the venv, the caches and everything built.
 clean:
 	rm -rf $(VENV) .pytest_cache .ruff_cache .mypy_cache cdk.out build node_modules

@@ -15,6 +15,14 @@ if TYPE_CHECKING:
     from tests.support.local_stack import Harness
 
 
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Under pytest-xdist (--dist loadgroup), the tests of the synthesized stack run on one
+    worker: the synthesis, the slowest step of the infra tests, then happens once."""
+    for item in items:
+        if "synthesized" in getattr(item, "fixturenames", ()):
+            item.add_marker(pytest.mark.xdist_group("synthesized"))
+
+
 @pytest.fixture(scope="session")
 def stack() -> Iterator[LocalStack]:
     from tests.support.local_stack import local_stack
@@ -50,23 +58,72 @@ def configure(monkeypatch: pytest.MonkeyPatch) -> Iterator[Any]:
 
 # --- IAM, evaluated ------------------------------------------------------------------------
 # Every AWS call a function made on the local stack during this run is judged against the
-# synthesized template's policies (infra/iam). A call IAM would deny fails the run.
+# synthesized template's policies (infra/iam). A call IAM would deny fails the run. Under
+# pytest-xdist each worker runs its own stack and hands its calls (and the template, if it
+# synthesized one) to the controller, which merges them and evaluates every worker's calls.
 
 
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
-    import sys
-
-    recorder = sys.modules.get("infra.local.aws_calls")
-    if recorder is None or not recorder.RECORDER.calls() or hasattr(session.config, "workerinput"):
+    config = session.config
+    own = _own_recording()
+    if hasattr(config, "workerinput"):  # an xdist worker
+        _hand_over(config.workeroutput, own)  # type: ignore[attr-defined]
+        return
+    recordings = [*config.stash.get(_WORKER_RECORDINGS, []), *([own] if own else [])]
+    if not recordings:
         return
     from infra.iam import CALLS_FILE, evaluate_recording, synthesize
-    from infra.local.aws_calls import load
+    from infra.iam.recordings import merge, write
 
-    recorder.RECORDER.dump(CALLS_FILE)
-    report = evaluate_recording(synthesize(), load(CALLS_FILE))
-    session.config.stash[_IAM_REPORT] = report
+    merged = merge(recordings)
+    write(merged, CALLS_FILE)
+    template = config.stash.get(_WORKER_TEMPLATE, None) or synthesize()
+    report = evaluate_recording(template, merged)
+    config.stash[_IAM_REPORT] = report
     if not report.ok:
         session.exitstatus = pytest.ExitCode.TESTS_FAILED
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_testnodedown(node: Any, error: object | None) -> None:
+    """On the xdist controller: a worker is done; keep what it handed over."""
+    import json
+
+    from infra.iam.recordings import from_data
+
+    output = getattr(node, "workeroutput", {})
+    if _CALLS_KEY in output:
+        recording = from_data(json.loads(output[_CALLS_KEY]))
+        node.config.stash.setdefault(_WORKER_RECORDINGS, []).append(recording)
+    if _TEMPLATE_KEY in output:
+        node.config.stash[_WORKER_TEMPLATE] = json.loads(output[_TEMPLATE_KEY])
+
+
+def _own_recording() -> Any:
+    """The calls this process's functions made (None: it ran no local stack)."""
+    import sys
+
+    aws_calls = sys.modules.get("infra.local.aws_calls")
+    if aws_calls is None or not aws_calls.RECORDER.calls():
+        return None
+    from infra.iam.recordings import recorded
+
+    return recorded(aws_calls.RECORDER)
+
+
+def _hand_over(output: dict[str, Any], own: Any) -> None:
+    """A worker's calls, and the template if this worker synthesized it (the controller
+    need not synthesize it again), as JSON for xdist to carry."""
+    import json
+    import sys
+
+    if own is not None:
+        from infra.iam.recordings import as_data
+
+        output[_CALLS_KEY] = json.dumps(as_data(own))
+    iam = sys.modules.get("infra.iam")
+    if iam is not None and iam.synthesize_stack.cache_info().currsize:
+        output[_TEMPLATE_KEY] = json.dumps(iam.synthesize())
 
 
 def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pytest.Config) -> None:
@@ -84,3 +141,6 @@ def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pyte
 
 
 _IAM_REPORT = pytest.StashKey[Any]()
+_WORKER_RECORDINGS = pytest.StashKey[list[Any]]()
+_WORKER_TEMPLATE = pytest.StashKey[dict[str, Any]]()
+_CALLS_KEY, _TEMPLATE_KEY = "burst_reply_aws_calls", "burst_reply_template"

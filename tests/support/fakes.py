@@ -1,6 +1,7 @@
 """In-memory fakes of the data layer and of Twilio, so that a use case can be unit-tested
 in milliseconds without the emulator. `install` puts them where the logic looks for its
-collaborators (the dal modules' functions and the Twilio integration)."""
+collaborators (the dal modules' functions and the Twilio integration). The contract tests
+(tests/contract) hold the fakes and the DynamoDB layer to the same behaviour."""
 
 from __future__ import annotations
 
@@ -10,20 +11,33 @@ from datetime import datetime
 from typing import Any
 
 import pytest
+from botocore.exceptions import ClientError
 
-from functions.dal import conversations, turns
-from functions.dal.models import Conversation, Turn
+from functions.dal import batch_windows, conversations, turns
+from functions.dal.models import BatchWindow, Conversation, Turn
 from functions.errors import ConversationNotFound, TwilioPermanentError, TwilioRetryableError
 from functions.integrations import secrets, twilio_messages
 
 
+def condition_failed(operation: str) -> ClientError:
+    """What DynamoDB answers when a condition does not hold."""
+    error = {"Code": "ConditionalCheckFailedException", "Message": "The conditional request failed"}
+    return ClientError({"Error": error}, operation)
+
+
 @dataclass
 class InMemoryStore:
-    """Conversations and turns, with the dal's conditional rules (a reply part is
-    recorded only in order, once; the time sending began is recorded once)."""
+    """Conversations, their processing locks, batch windows and turns, with the dal's
+    conditional rules (a reply part is recorded only in order, once; the time sending
+    began is recorded once; a lock is taken when free, ours or expired; a task token is
+    parked on its own window only, and never replaced by an older one)."""
 
     conversations: dict[str, Conversation] = field(default_factory=dict)
     turns: dict[tuple[str, str], Turn] = field(default_factory=dict)
+    windows: dict[str, BatchWindow] = field(default_factory=dict)
+    token_entered_ms: dict[str, int] = field(default_factory=dict)
+    # conversation id → (owner, lease's end in epoch seconds)
+    locks: dict[str, tuple[str, int]] = field(default_factory=dict)
     delivery_failures: list[tuple[str, int | None]] = field(default_factory=list)
     # Calls to fail once, after doing their work: name → the exception to raise.
     die_after: dict[str, Exception] = field(default_factory=dict)
@@ -32,6 +46,59 @@ class InMemoryStore:
         if conversation_id not in self.conversations:
             raise ConversationNotFound(conversation_id)
         return self.conversations[conversation_id]
+
+    # --- the processing lock ----------------------------------------------------------
+
+    def acquire_lock(
+        self, conversation_id: str, owner: str, now_epoch: int, lease_seconds: int, now: str
+    ) -> bool:
+        if conversation_id not in self.conversations:
+            return False
+        holder = self.locks.get(conversation_id)
+        if holder is not None and holder[0] != owner and holder[1] >= now_epoch:
+            return False
+        self.locks[conversation_id] = (owner, now_epoch + lease_seconds)
+        return True
+
+    def release_lock(self, conversation_id: str, owner: str) -> bool:
+        if self.locks.get(conversation_id, ("", 0))[0] != owner:
+            return False
+        del self.locks[conversation_id]
+        return True
+
+    # --- batch windows ----------------------------------------------------------------
+
+    def open_window(self, window: BatchWindow) -> BatchWindow | None:
+        if window.conversation_id in self.windows:
+            return copy.deepcopy(self.windows[window.conversation_id])
+        self.windows[window.conversation_id] = copy.deepcopy(window)
+        return None
+
+    def get_window(self, conversation_id: str) -> BatchWindow | None:
+        return copy.deepcopy(self.windows.get(conversation_id))
+
+    def park_task_token(
+        self, conversation_id: str, window_id: str, task_token: str, entered_ms: int
+    ) -> BatchWindow | None:
+        window = self.windows.get(conversation_id)
+        if window is None or window.window_id != window_id:
+            return None
+        if self.token_entered_ms.get(conversation_id, entered_ms - 1) >= entered_ms:
+            return None
+        window.task_token, self.token_entered_ms[conversation_id] = task_token, entered_ms
+        return copy.deepcopy(window)
+
+    def close_window(self, conversation_id: str, window_id: str) -> BatchWindow | None:
+        window = self.windows.get(conversation_id)
+        if window is None or window.window_id != window_id:
+            return None
+        self.token_entered_ms.pop(conversation_id, None)
+        return self.windows.pop(conversation_id)
+
+    # --- turns ------------------------------------------------------------------------
+
+    def put_turn(self, turn: Turn) -> None:
+        self.turns[(turn.conversation_id, turn.turn_id)] = copy.deepcopy(turn)
 
     def require_turn(self, conversation_id: str, turn_id: str) -> Turn:
         return copy.deepcopy(self.turns[(conversation_id, turn_id)])
@@ -55,8 +122,9 @@ class InMemoryStore:
     def append_sent_part(self, conversation_id: str, turn_id: str, part_index: int, message_sid: str) -> None:
         if "append_sent_part" in self.die_after:
             raise self.die_after.pop("append_sent_part")
-        turn = self.turns[(conversation_id, turn_id)]
-        assert len(turn.message_sids) == part_index, "parts are recorded in order, once"
+        turn = self.turns.get((conversation_id, turn_id))
+        if turn is None or len(turn.message_sids) != part_index:  # in order, once
+            raise condition_failed("UpdateItem")
         turn.message_sids = [*turn.message_sids, message_sid]
 
     def record_delivery_failure(self, conversation_id: str, code: int | None, at: str) -> None:
@@ -134,6 +202,13 @@ class FakeTwilio:
 def install(monkeypatch: pytest.MonkeyPatch, store: InMemoryStore, twilio: FakeTwilio) -> None:
     monkeypatch.setattr(conversations, "require", store.require_conversation)
     monkeypatch.setattr(conversations, "record_delivery_failure", store.record_delivery_failure)
+    monkeypatch.setattr(conversations, "acquire_lock", store.acquire_lock)
+    monkeypatch.setattr(conversations, "release_lock", store.release_lock)
+    monkeypatch.setattr(batch_windows, "open", store.open_window)
+    monkeypatch.setattr(batch_windows, "get", store.get_window)
+    monkeypatch.setattr(batch_windows, "park_task_token", store.park_task_token)
+    monkeypatch.setattr(batch_windows, "close", store.close_window)
+    monkeypatch.setattr(turns, "put", store.put_turn)
     monkeypatch.setattr(turns, "require", store.require_turn)
     monkeypatch.setattr(turns, "get", store.get_turn)
     monkeypatch.setattr(turns, "mark_failed", store.mark_failed)

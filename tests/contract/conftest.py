@@ -1,0 +1,62 @@
+"""The contract tier: the in-memory fakes (tests/support/fakes.py) and the DynamoDB layer
+(functions/dal) against one set of tests. The DynamoDB layer runs on moto in this process
+(mock_aws: no server, no stack), with the tables the stack deploys."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import boto3
+import pytest
+
+from functions.config import get_settings
+from functions.dal import dynamo
+from functions.dal.models import Conversation
+from functions.dal.tables import ALL_TABLES
+from tests.support.fakes import FakeTwilio, InMemoryStore, install
+
+
+class Store:
+    """Where a contract test puts what it starts from: a conversation (the dal has no
+    plain put for one; conversations.create draws its id)."""
+
+    def __init__(self, fake: InMemoryStore | None) -> None:
+        self.fake = fake
+
+    def add_conversation(self, conversation: Conversation) -> None:
+        if self.fake is not None:
+            self.fake.conversations[conversation.conversation_id] = conversation
+        else:
+            table = dynamo.table(get_settings().conversations_table)
+            table.put_item(Item=dynamo.to_dynamo(conversation.to_item()))
+
+
+@pytest.fixture(params=["in-memory", "dynamodb"])
+def store(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> Iterator[Store]:
+    if request.param == "in-memory":
+        fake = InMemoryStore()
+        install(monkeypatch, fake, FakeTwilio())
+        yield Store(fake)
+        return
+    from moto import mock_aws
+
+    from infra.local.stack import create_table_request
+
+    _settings_for_moto(monkeypatch)
+    with mock_aws():
+        # The dal's resource, made inside the mock (a cached one may be a local stack's).
+        resource = boto3.resource("dynamodb")
+        monkeypatch.setattr(dynamo, "resource", lambda: resource)
+        for table in ALL_TABLES:
+            resource.meta.client.create_table(**create_table_request(table))
+        yield Store(None)
+    get_settings.cache_clear()
+
+
+def _settings_for_moto(monkeypatch: pytest.MonkeyPatch) -> None:
+    names = {**{t.env_var: t.logical_id for t in ALL_TABLES}, "EVENT_BUS_NAME": "burst-reply"}
+    credentials = {"AWS_ACCESS_KEY_ID": "testing", "AWS_SECRET_ACCESS_KEY": "testing"}
+    for name, value in {**credentials, "AWS_DEFAULT_REGION": "us-east-1", **names}.items():
+        monkeypatch.setenv(name, value)
+    monkeypatch.delenv("AWS_ENDPOINT_URL", raising=False)  # a local stack's, in this process
+    get_settings.cache_clear()

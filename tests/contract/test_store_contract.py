@@ -1,0 +1,123 @@
+"""One contract for the in-memory fakes and the DynamoDB layer: each test runs on both
+(the `store` fixture), so a fake cannot behave otherwise than the table it stands for."""
+
+from __future__ import annotations
+
+import contextlib
+
+import pytest
+from botocore.exceptions import ClientError
+
+from functions.dal import batch_windows, conversations, turns
+from functions.dal.models import BatchWindow, Conversation, Turn
+from functions.errors import ConversationNotFound
+from functions.models import Channel
+
+NOW, LEASE = 1_800_000_000, 60
+CONVERSATION = Conversation(
+    conversation_id="c1",
+    channel=Channel.WHATSAPP,
+    user_address="whatsapp:+15550001111",
+    our_address="whatsapp:+15550000001",
+    created_at="2026-11-26T00:00:00+00:00",
+)
+
+
+def window(window_id: str = "w1") -> BatchWindow:
+    return BatchWindow(
+        conversation_id="c1",
+        window_id=window_id,
+        opened_at="2026-11-26T00:00:00+00:00",
+        opened_ms=1_000,
+        last_message_ms=1_000,
+        execution_name=f"c1-{window_id}",
+    )
+
+
+# --- the processing lock ------------------------------------------------------------------
+
+
+def test_a_free_lock_is_taken_and_held_against_others_until_released(store):
+    store.add_conversation(CONVERSATION)
+
+    assert conversations.acquire_lock("c1", "run-a", NOW, LEASE, "t")
+    assert conversations.acquire_lock("c1", "run-a", NOW + 1, LEASE, "t")  # ours already
+    assert not conversations.acquire_lock("c1", "run-b", NOW + 1, LEASE, "t")
+    assert not conversations.release_lock("c1", "run-b")
+    assert conversations.release_lock("c1", "run-a")
+    assert conversations.acquire_lock("c1", "run-b", NOW + 2, LEASE, "t")
+
+
+def test_a_lock_whose_lease_expired_is_taken_over(store):
+    store.add_conversation(CONVERSATION)
+    assert conversations.acquire_lock("c1", "run-a", NOW, LEASE, "t")
+
+    assert not conversations.acquire_lock("c1", "run-b", NOW + LEASE, LEASE, "t")
+    assert conversations.acquire_lock("c1", "run-b", NOW + LEASE + 1, LEASE, "t")
+    assert not conversations.release_lock("c1", "run-a")
+
+
+def test_the_lock_of_a_missing_conversation_is_not_taken(store):
+    assert not conversations.acquire_lock("nobody", "run-a", NOW, LEASE, "t")
+    with pytest.raises(ConversationNotFound):
+        conversations.require("nobody")
+
+
+# --- batch windows ------------------------------------------------------------------------
+
+
+def test_one_window_opens_and_a_second_open_gets_the_open_one(store):
+    assert batch_windows.open(window("w1")) is None
+    assert batch_windows.open(window("w2")).window_id == "w1"
+    assert batch_windows.get("c1").window_id == "w1"
+
+
+def test_a_task_token_is_parked_on_its_own_window_and_never_replaced_by_an_older_wait(store):
+    batch_windows.open(window("w1"))
+
+    assert batch_windows.park_task_token("c1", "w2", "other-window", 10) is None
+    assert batch_windows.park_task_token("c1", "w1", "first", 10).task_token == "first"
+    assert batch_windows.park_task_token("c1", "w1", "late", 5) is None
+    assert batch_windows.park_task_token("c1", "w1", "second", 20).task_token == "second"
+    assert batch_windows.get("c1").task_token == "second"
+
+
+def test_a_window_is_closed_once_and_only_by_its_own_run(store):
+    batch_windows.open(window("w1"))
+
+    assert batch_windows.close("c1", "w0") is None
+    assert batch_windows.close("c1", "w1").window_id == "w1"
+    assert batch_windows.close("c1", "w1") is None
+    assert batch_windows.get("c1") is None
+    assert batch_windows.park_task_token("c1", "w1", "token", 30) is None
+
+
+# --- turns --------------------------------------------------------------------------------
+
+
+def test_reply_parts_are_recorded_in_order_once_and_sending_begins_once(store):
+    turns.put(Turn(conversation_id="c1", turn_id="a1", role="assistant", body="hello"))
+
+    assert turns.begin_sending("c1", "a1", "t1") == "t1"
+    # A second call keeps the first time. (What it returns is not compared: moto's
+    # UPDATED_NEW leaves out an attribute the update did not change.)
+    with contextlib.suppress(KeyError):
+        turns.begin_sending("c1", "a1", "t2")
+    assert turns.require("c1", "a1").sending_since == "t1"
+    with pytest.raises(ClientError):
+        turns.append_sent_part("c1", "a1", 1, "SM-out-of-order")
+    turns.append_sent_part("c1", "a1", 0, "SM0")
+    with pytest.raises(ClientError):
+        turns.append_sent_part("c1", "a1", 0, "SM0-again")
+    turns.append_sent_part("c1", "a1", 1, "SM1")
+    assert turns.require("c1", "a1").message_sids == ["SM0", "SM1"]
+
+
+def test_the_template_is_claimed_by_the_first_owner(store):
+    turns.put(Turn(conversation_id="c1", turn_id="a1", role="assistant", body="hello"))
+
+    assert turns.claim_template("c1", "a1", "run-a", "t1").template_owner == "run-a"
+    claimed = turns.claim_template("c1", "a1", "callback", "t2")
+    assert (claimed.template_owner, claimed.template_since) == ("run-a", "t1")
+    turns.record_template("c1", "a1", "SMtemplate")
+    assert turns.require("c1", "a1").template_sid == "SMtemplate"
