@@ -94,7 +94,9 @@ def begin_sending(conversation_id: str, turn_id: str, now: str) -> str:
         UpdateExpression=expressions.BEGIN_SENDING,
         ConditionExpression=Attr("turn_id").exists(),
         ExpressionAttributeValues={":now": now, ":none": {}},
-        ReturnValues="UPDATED_NEW",
+        # ALL_NEW, not UPDATED_NEW: whether an attribute set to the value it held counts as
+        # "updated" differs between DynamoDB and moto; the whole item is the same on both.
+        ReturnValues="ALL_NEW",
     )
     return str(updated["Attributes"]["sending_since"])
 
