@@ -1,7 +1,8 @@
 """Runs our Lambda handlers in-process where moto would need Docker.
 
-Wraps moto's WSGI app: `POST /2015-03-31/functions/<name>/invocations` calls the handler
-registered under that name (functions.registry, the same registry the CDK stack uses);
+`POST /2015-03-31/functions/<name>/invocations` (on moto's port, passed on to this process's
+`LambdaRuntime`) calls the handler registered under that name (functions.registry, the same
+registry the CDK stack uses);
 an exception becomes a Lambda function error (`X-Amz-Function-Error`, `errorType` = the
 exception's class name), which the state machine's Retry and Catch match by name.
 
@@ -14,7 +15,6 @@ from __future__ import annotations
 
 import json
 import re
-import threading
 import time
 import traceback
 import uuid
@@ -92,31 +92,27 @@ def invoke(name: str, payload: Any) -> tuple[Any, str | None]:
             metrics.clear_metrics()
 
 
-class LambdaMiddleware:
-    """Also serializes DynamoDB requests: moto's in-memory tables are not thread-safe (a
-    transaction copies a table while another request writes it, and fails with
-    "dictionary changed size during iteration"), which DynamoDB itself never does."""
-
-    def __init__(self, app: Any) -> None:
-        self.app = app
-        self._dynamodb = threading.Lock()
+class LambdaRuntime:
+    """The Lambda Invoke API of this process: `POST /2015-03-31/functions/<name>/invocations`
+    runs the named handler here (moto's interpreter, in the moto process, invokes a task on
+    moto's port, which passes the invocation on to this: infra/local/moto_process.py)."""
 
     def __call__(self, environ: dict[str, Any], start_response: Any) -> Any:
-        match = _INVOKE.match(environ.get("PATH_INFO", ""))
-        if environ.get("HTTP_X_AMZ_TARGET", "").startswith("DynamoDB_"):
-            with self._dynamodb:
-                return list(self.app(environ, start_response))
-        if environ.get("REQUEST_METHOD") != "POST" or not match:
-            return self.app(environ, start_response)
-        request = Request(environ)
+        return self.answer(Request(environ))(environ, start_response)
+
+    @staticmethod
+    def answer(request: Request) -> Response:
+        match = _INVOKE.match(request.path)
+        if request.method != "POST" or not match:
+            body = {"Type": "User", "Message": f"Not a Lambda invocation: {request.method} {request.path}"}
+            return Response(json.dumps(body), 400, {"x-amzn-ErrorType": "InvalidRequestContentException"})
         name = match.group("name").split(":function:")[-1].split(":")[0]
         if name not in BY_NAME:
             body = {"Type": "User", "Message": f"Function not found: {name}"}
-            response = Response(json.dumps(body), 404, {"x-amzn-ErrorType": "ResourceNotFoundException"})
-            return response(environ, start_response)
+            return Response(json.dumps(body), 404, {"x-amzn-ErrorType": "ResourceNotFoundException"})
         raw = request.get_data(as_text=True)
         result, function_error = invoke(name, json.loads(raw) if raw else {})
         headers = {"Content-Type": "application/json", "X-Amz-Executed-Version": "$LATEST"}
         if function_error:
             headers["X-Amz-Function-Error"] = function_error
-        return Response(json.dumps(result), 200, headers)(environ, start_response)
+        return Response(json.dumps(result), 200, headers)

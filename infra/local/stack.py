@@ -1,6 +1,7 @@
-"""Starts the whole local stack in this process: moto (with our Lambda handlers), the
-webhook gateway, and the OpenAI and Twilio stand-ins; then provisions the tables, the
-secrets and the state machine from the same definitions as the CDK stack."""
+"""Starts the whole local stack: moto in a process of its own (infra/local/moto_process.py),
+and in this process our Lambda handlers (the runtime moto's interpreter invokes them
+through), the webhook gateway, and the OpenAI and Twilio stand-ins; then provisions the
+tables, the secrets and the state machine from the same definitions as the CDK stack."""
 
 from __future__ import annotations
 
@@ -12,8 +13,6 @@ from typing import Any
 
 import boto3
 import requests
-from moto.moto_server.werkzeug_app import DomainDispatcherApplication, create_backend_app
-from werkzeug.serving import BaseWSGIServer, make_server
 
 from functions.config import get_settings
 from functions.dal.tables import ALL_TABLES, TENANTS, TableDefinition
@@ -21,7 +20,9 @@ from functions.registry import TASKS
 from functions.stack_names import STACK_NAME, event_bus_name, state_machine_name
 from infra.local.aws_calls import RECORDER
 from infra.local.gateway import Gateway
-from infra.local.lambdas import LambdaMiddleware, invoke
+from infra.local.lambdas import LambdaRuntime, invoke
+from infra.local.moto_process import MotoProcess
+from infra.local.servers import Server
 from infra.local.standins import OpenAIStandIn, TwilioStandIn
 from infra.statemachine import definition_substitutions, render
 from infra.tenants import Names, TenantAdmin
@@ -109,49 +110,44 @@ class LocalConfig:
         return settings
 
 
-class _Server:
-    def __init__(self, host: str, port: int, app: Any) -> None:
-        self.server: BaseWSGIServer = make_server(host, port, app, threaded=True)
-        self.url = f"http://{host}:{self.server.server_port}"
-        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
-
-    def start(self) -> None:
-        self.thread.start()
-
-    def stop(self) -> None:
-        self.server.shutdown()
-        self.server.server_close()
-
-
 class LocalStack:
     def __init__(self, config: LocalConfig | None = None) -> None:
         self.config = config or LocalConfig()
         self.openai = OpenAIStandIn()
         self.twilio = TwilioStandIn()
-        self._servers: list[_Server] = []
+        self._servers: list[Server] = []
         self._stopping = threading.Event()
+        self._moto: MotoProcess | None = None
         self.state_machine_arn = f"arn:aws:states:{REGION}:{ACCOUNT}:stateMachine:{STATE_MACHINE_NAME}"
 
     # --- lifecycle ---------------------------------------------------------------------
 
     def start(self) -> LocalStack:
+        try:
+            self._start()
+        except BaseException:
+            self.stop()
+            raise
+        return self
+
+    def _start(self) -> None:
         c = self.config
         RECORDER.install()  # every AWS call a function makes, for infra.iam
-        moto_app = LambdaMiddleware(DomainDispatcherApplication(create_backend_app))
-        self.aws = _Server(c.host, c.aws_port, moto_app)
-        self.gateway = _Server(c.host, c.gateway_port, Gateway())
-        self._servers = [self.aws, self.gateway]
+        self.runtime = Server(c.host, 0, LambdaRuntime())
+        self.gateway = Server(c.host, c.gateway_port, Gateway())
+        self._servers = [self.runtime, self.gateway]
         self.openai_server = self.twilio_server = None
         if not c.use_real_openai:
-            self.openai_server = _Server(c.host, c.openai_port, self.openai)
+            self.openai_server = Server(c.host, c.openai_port, self.openai)
             self._servers.append(self.openai_server)
         if not c.use_real_twilio:
-            self.twilio_server = _Server(c.host, c.twilio_port, self.twilio)
+            self.twilio_server = Server(c.host, c.twilio_port, self.twilio)
             self._servers.append(self.twilio_server)
-        os.environ.update(self._environment())
-        get_settings.cache_clear()
         for server in self._servers:
             server.start()
+        self._moto = MotoProcess(c.host, c.aws_port, self.runtime.url).start()
+        os.environ.update(self._environment())
+        get_settings.cache_clear()
         requests.post(
             f"{self.aws.url}/moto-api/config",
             json={"stepfunctions": {"execute_state_machine": True}},
@@ -160,7 +156,6 @@ class LocalStack:
         self._provision()
         if c.reconcile_every_seconds:
             threading.Thread(target=self._reconcile_periodically, daemon=True).start()
-        return self
 
     def _reconcile_periodically(self) -> None:
         """The deployed stack's schedule, locally: errors are reported and the next
@@ -170,8 +165,11 @@ class LocalStack:
 
     def stop(self) -> None:
         self._stopping.set()
+        if self._moto is not None:
+            self._moto.stop()
         for server in reversed(self._servers):
             server.stop()
+        self._servers = []
 
     def __enter__(self) -> LocalStack:
         return self.start()
@@ -180,6 +178,13 @@ class LocalStack:
         self.stop()
 
     # --- what it offers ----------------------------------------------------------------
+
+    @property
+    def aws(self) -> MotoProcess:
+        """moto, the AWS endpoint (`.url`), in its own process."""
+        if self._moto is None:
+            raise RuntimeError("the local stack is not started")
+        return self._moto
 
     @property
     def whatsapp_url(self) -> str:
@@ -210,8 +215,6 @@ class LocalStack:
             "AWS_DEFAULT_REGION": REGION,
             "AWS_REGION": REGION,
             "AWS_ENDPOINT_URL": self.aws.url,
-            # moto's state machine interpreter invokes Lambda tasks on this port.
-            "MOTO_PORT": str(self.aws.server.server_port),
             "STATE_MACHINE_ARN": self.state_machine_arn,
             "EVENT_BUS_NAME": EVENT_BUS_NAME,
             **c.function_settings(),
