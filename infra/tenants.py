@@ -33,15 +33,14 @@ from dataclasses import dataclass
 from typing import Any
 
 import boto3
-import msgspec
 from botocore.exceptions import ClientError
 
 from functions.config import Settings
 from functions.dal import tenants
 from functions.dal.models import Tenant
 from functions.dal.tables import TENANTS
+from functions.inbound import ACCOUNT_SID
 from functions.logic.rules import clock
-from functions.models import ACCOUNT_SID
 from infra.names import STACK_NAME
 
 
@@ -55,7 +54,7 @@ class Names:
     def resolve(cls, stack_name: str, environ: dict[str, str] | None = None) -> Names:
         env = dict(os.environ if environ is None else environ)
         if env.get("AWS_ENDPOINT_URL"):  # the local stack: its names are the defaults
-            defaults = {f.name: f.default for f in msgspec.structs.fields(Settings)}
+            defaults = {name: f.default for name, f in Settings.model_fields.items()}
             found = {
                 "TenantsTableName": TENANTS.logical_id,
                 "TwilioTenantSecretPrefix": str(defaults["twilio_tenant_secret_prefix"]),

@@ -15,7 +15,7 @@ import requests
 from moto.moto_server.werkzeug_app import DomainDispatcherApplication, create_backend_app
 from werkzeug.serving import BaseWSGIServer, make_server
 
-from functions.config import get_settings
+from functions.config import get_settings, read_flag
 from functions.dal.tables import ALL_TABLES, TENANTS, TableDefinition
 from functions.registry import TASKS
 from infra.local.aws_calls import RECORDER
@@ -38,9 +38,8 @@ DEFAULT_NUMBERS = ("whatsapp:+14155238886", "+14155238886")
 
 
 def _flag(value: str | None, default: bool) -> bool:
-    if value is None or value == "":
-        return default
-    return value.strip().lower() in ("1", "true", "yes", "on")
+    """A yes-or-no variable, read as the functions read theirs; unset or empty: `default`."""
+    return default if value is None or value == "" else read_flag(value)
 
 
 @dataclass

@@ -37,9 +37,9 @@ os.environ.setdefault("POWERTOOLS_METRICS_DISABLED", "true")
 from functions.config import get_settings  # noqa: E402
 from functions.dal import conversations as conversation_table  # noqa: E402
 from functions.dal import staged_messages  # noqa: E402
+from functions.inbound import Channel  # noqa: E402
 from functions.logic.rules import clock  # noqa: E402
 from functions.logic.rules.debounce import BatchingRules, due_ms  # noqa: E402
-from functions.models import Channel  # noqa: E402
 from functions.observability import logger  # noqa: E402
 from functions.registry import ALL_FUNCTIONS, BY_NAME, TASKS, WEBHOOK  # noqa: E402
 from infra.local import lambdas  # noqa: E402

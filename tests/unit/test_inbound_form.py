@@ -1,7 +1,7 @@
 import pytest
-from msgspec import ValidationError
+from pydantic import ValidationError
 
-from functions.models import InboundMessage
+from functions.inbound import InboundMessage
 
 ACCOUNT = "AC" + "1" * 32
 SID = "SM" + "a" * 32

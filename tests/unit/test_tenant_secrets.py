@@ -5,8 +5,8 @@ import pytest
 
 from functions.dal.models import Conversation
 from functions.errors import SecretOutsideTenant
+from functions.inbound import Channel
 from functions.integrations import secrets
-from functions.models import Channel
 
 A, B = "AC" + "a" * 32, "AC" + "b" * 32
 TWILIO, OPENAI = "burst-reply/tenants/twilio/", "burst-reply/tenants/openai/"
