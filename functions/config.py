@@ -3,8 +3,6 @@ The names of the resources the stack creates have no defaults: a function deploy
 without them fails at cold start, not at its first request. A pydantic model, like every
 model of the service (docs/decisions.md, "Models are pydantic models")."""
 
-from __future__ import annotations
-
 import os
 from functools import cache
 from typing import Annotated, Any

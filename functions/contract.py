@@ -6,8 +6,6 @@ Handlers receive these models (functions/handlers/task.py) and return them; the 
 ResultSelector and every `.$` path against them, so a dropped or misspelled field fails
 a test instead of a run."""
 
-from __future__ import annotations
-
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field

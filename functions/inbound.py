@@ -10,8 +10,6 @@ ad a conversation started from (`Referral*`); with Advanced Opt-Out, `OptOutType
 an opt-out, opt-in or help keyword. Their Body may be empty. Parameters:
 https://www.twilio.com/docs/messaging/guides/webhook-request."""
 
-from __future__ import annotations
-
 import base64
 import binascii
 import re
@@ -68,7 +66,7 @@ class Location(FixedPart):
     label: str | None = None
 
     @model_validator(mode="after")
-    def _on_earth(self) -> Location:
+    def _on_earth(self) -> "Location":
         latitude, longitude = float(self.latitude), float(self.longitude)  # ValueError: not numbers
         if not (-90 <= latitude <= 90 and -180 <= longitude <= 180):
             raise ValueError("coordinates out of range")
@@ -128,13 +126,13 @@ class InboundMessage(MessageContent):
     opt_out_type: str | None = None
 
     @model_validator(mode="after")
-    def _has_content(self) -> InboundMessage:
+    def _has_content(self) -> "InboundMessage":
         if not self.has_content:
             raise ValueError("a message needs a body, media, a location, a button or an ad reply")
         return self
 
     @classmethod
-    def from_form(cls, form: dict[str, str]) -> InboundMessage:
+    def from_form(cls, form: dict[str, str]) -> "InboundMessage":
         """The webhook's form, validated (pydantic's ValidationError if it is not a message)."""
         return cls.model_validate(_gathered(form))
 

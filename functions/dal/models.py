@@ -1,8 +1,6 @@
 """The items the service keeps, one typed model per table. The table modules take and
 return these; nothing outside `functions/dal/` sees a raw DynamoDB item."""
 
-from __future__ import annotations
-
 from decimal import Decimal
 from typing import Any, Literal, TypeVar
 
@@ -109,7 +107,7 @@ class StagedMessage(MessageContent, TableItem):
     failed_in: str | None = None  # set aside by this window
 
     @classmethod
-    def from_item(cls, item: dict[str, Any]) -> StagedMessage:
+    def from_item(cls, item: dict[str, Any]) -> "StagedMessage":
         if "media" not in item and item.get("media_urls"):  # staged before media had types
             item = {**item, "media": [{"url": url} for url in item["media_urls"]]}
         return cls.model_validate(from_dynamo(item))

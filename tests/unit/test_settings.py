@@ -1,14 +1,11 @@
 """The settings, read from the environment: typed, checked, failing fast; and the one way
-a yes-or-no value is read, by the functions, the CDK context and the local stack alike."""
-
-from pathlib import Path
+a yes-or-no value is read (tests/infra/test_yes_or_no.py: the CDK context and the local
+stack read it the same way)."""
 
 import pytest
 
 from functions.config import SettingsError, read_flag, read_settings
 from functions.dal.tables import ALL_TABLES
-from infra.local.stack import LocalConfig
-from infra.names import StackSettings
 
 TABLES = {**{t.env_var: t.logical_id for t in ALL_TABLES}, "EVENT_BUS_NAME": "bus"}
 YES_OR_NO = [("true", True), ("True", True), (" yes ", True), ("on", True), ("1", True), ("Y", True)] + [
@@ -32,31 +29,13 @@ def test_booleans_are_read_in_any_of_the_usual_spellings(written, read):
     assert read_settings({**TABLES, "EVENT_INCLUDES_TEXTS": written}).event_includes_texts is read
 
 
-@pytest.mark.parametrize(("written", "read"), YES_OR_NO)
-def test_the_cdk_context_and_the_local_stack_read_yes_or_no_as_the_functions_do(written, read):
-    context = {"auto_create_conversations": written}.get
-    assert StackSettings.from_context(context, Path("."), Path(".")).auto_create_conversations is read
-    local = LocalConfig.from_env({"AUTO_CREATE_CONVERSATIONS": written, "USE_REAL_TWILIO": written})
-    assert (local.auto_create_conversations, local.use_real_twilio) == (read, read)
-    assert read_flag(written) is read
-
-
 @pytest.mark.parametrize("written", ["maybe", "yess", "2", "tru e"])
-def test_a_value_that_is_neither_yes_nor_no_is_an_error_everywhere_never_false(written):
+def test_a_value_that_is_neither_yes_nor_no_is_an_error_never_false(written):
     with pytest.raises(ValueError, match="yes-or-no"):
         read_flag(written)
-    with pytest.raises(ValueError, match="auto_create_conversations"):
-        StackSettings.from_context({"auto_create_conversations": written}.get, Path("."), Path("."))
-    with pytest.raises(ValueError, match="yes-or-no"):
-        LocalConfig.from_env({"USE_REAL_OPENAI": written})
     with pytest.raises(SettingsError) as error:
         read_settings({**TABLES, "WEBHOOK_TRUST_FORWARDED_HEADERS": written})
     assert error.value.names == ("WEBHOOK_TRUST_FORWARDED_HEADERS",)
-
-
-def test_a_json_boolean_in_cdk_context_is_taken_as_it_is():
-    assert StackSettings.from_context({"auto_create_conversations": True}.get, Path("."), Path("."))
-    assert read_flag(False) is False
 
 
 @pytest.mark.parametrize(

@@ -8,8 +8,6 @@
   when `max_messages` fragments are in or a fragment matches a flush keyword.
 """
 
-from __future__ import annotations
-
 import re
 from collections.abc import Mapping
 from typing import Annotated, Any, Literal
@@ -62,7 +60,7 @@ class BatchingRules(BaseModel):
         return min(wait, info.data.get("max_wait_seconds", MAX_WAIT_LIMIT_SECONDS))
 
     @classmethod
-    def parse(cls, rules: Mapping[str, Any]) -> BatchingRules:
+    def parse(cls, rules: Mapping[str, Any]) -> "BatchingRules":
         """Rules from a record or the settings, leniently (numbers may be strings there)."""
         return cls.model_validate(rules, strict=False)
 
