@@ -9,7 +9,7 @@ import re
 from typing import Any
 
 import pytest
-from pydantic import BaseModel
+from pydantic import BaseModel, ValidationError
 from pydantic.fields import FieldInfo
 
 from functions.contract import RunInput
@@ -205,3 +205,23 @@ def test_a_retrier_of_lambda_timeouts_retries_them_under_both_names(name):
 def test_send_reply_retries_an_attempt_that_timed_out():
     retried = {e for r in STATES["Send Reply"]["Retry"] for e in r["ErrorEquals"]}
     assert {"Sandbox.Timedout", "Lambda.Unknown"} <= retried
+
+
+def test_the_run_contract_is_read_strictly_and_its_errors_keep_no_values():
+    """A value of another JSON type is an error (the string "3" is not the number 3), and so
+    is a key the contract does not name; the error names the field, never the value."""
+    run = {
+        "conversation_id": "whatsapp#+15550001111#+15559990000",
+        "window_id": "w1",
+        "rules": {"mode": "quiet", "flush_keywords": ["now"], "max_wait_seconds": 30},
+        "burst": {"over": False, "wait_seconds": 3},
+        "batch_limit": 50,
+    }
+    assert RunInput.model_validate(run).rules.flush_keywords == ("now",)  # a JSON array
+    for wrong, field in (
+        ({"burst": {"over": False, "wait_seconds": "3"}}, "wait_seconds"),
+        ({"extra": 1}, "extra"),
+    ):
+        with pytest.raises(ValidationError) as error:
+            RunInput.model_validate({**run, **wrong})
+        assert field in str(error.value) and "+15550001111" not in str(error.value)
