@@ -1,67 +1,86 @@
 """Configuration of the functions, read once from the environment into a typed model.
 The names of the resources the stack creates have no defaults: a function deployed
-without them fails at cold start, not at its first request. (A msgspec Struct: pydantic
-alone added half an `import boto3` to every cold start; docs/decisions.md.)"""
-
-from __future__ import annotations
+without them fails at cold start, not at its first request. A pydantic model, like every
+model of the service (docs/decisions.md, "Models are pydantic models")."""
 
 import os
 from functools import cache
 from typing import Annotated, Any
 
-import msgspec
-from msgspec import Meta
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationError
 
 from functions import stack_names
 from functions.integrations.openai_models import DEFAULT_MODEL
 from functions.public_url import PublicBase, public_base
 from functions.stack_names import STACK_NAME
 
-# How a boolean setting may be written (as pydantic read them before): any case.
-_TRUE = {"1", "true", "t", "yes", "y", "on"}
-_FALSE = {"0", "false", "f", "no", "n", "off"}
+Name = Annotated[str, Field(min_length=1)]  # a resource's name: never empty
+
+# How a yes-or-no setting may be written, in any case and with spaces around it: the one
+# definition the functions' settings, the CDK context (infra/names.py) and the local stack
+# (infra/local/stack.py) share.
+_TRUE = frozenset({"1", "true", "t", "yes", "y", "on"})
+_FALSE = frozenset({"0", "false", "f", "no", "n", "off"})
 
 
-class Settings(msgspec.Struct, kw_only=True, frozen=True, rename="upper"):
+def read_flag(value: str | bool | int) -> bool:
+    """A yes-or-no setting: True, False, or one of their usual spellings ("true", "1",
+    "yes", "on", ... and their opposites). Anything else is a ValueError, never False."""
+    if isinstance(value, bool):
+        return value
+    written = str(value).strip().lower()
+    if written in _TRUE | _FALSE:
+        return written in _TRUE
+    raise ValueError(f"not a yes-or-no value: write one of {sorted(_TRUE)} or {sorted(_FALSE)}")
+
+
+Flag = Annotated[bool, BeforeValidator(read_flag)]
+
+
+class Settings(BaseModel):
     """Every setting a function reads. Each is the environment variable of its name in
     capitals (`conversations_table`: CONVERSATIONS_TABLE)."""
 
-    conversations_table: Annotated[str, Meta(min_length=1)]
-    staged_messages_table: Annotated[str, Meta(min_length=1)]
-    batch_windows_table: Annotated[str, Meta(min_length=1)]
-    turns_table: Annotated[str, Meta(min_length=1)]
-    projects_table: Annotated[str, Meta(min_length=1)]
-    tenants_table: Annotated[str, Meta(min_length=1)]
-    usage_counters_table: Annotated[str, Meta(min_length=1)]
+    # Numbers are read from their text ("20" is 20); a variable the model does not know
+    # (PATH, AWS_REGION, ...) is ignored.
+    model_config = ConfigDict(frozen=True, alias_generator=str.upper, extra="ignore", defer_build=True)
+
+    conversations_table: Annotated[str, Field(min_length=1)]
+    staged_messages_table: Annotated[str, Field(min_length=1)]
+    batch_windows_table: Annotated[str, Field(min_length=1)]
+    turns_table: Annotated[str, Field(min_length=1)]
+    projects_table: Annotated[str, Field(min_length=1)]
+    tenants_table: Annotated[str, Field(min_length=1)]
+    usage_counters_table: Annotated[str, Field(min_length=1)]
     # Set on the functions that start or inspect runs.
     state_machine_arn: str = ""
-    event_bus_name: Annotated[str, Meta(min_length=1)]
+    event_bus_name: Annotated[str, Field(min_length=1)]
 
     # The global batching rules (functions/logic/rules/debounce.py); a project's or a
     # conversation's own rules override them.
     batch_mode: str = "fixed"
-    batch_window_seconds: Annotated[int, Meta(ge=1, le=3600)] = 10
-    quiet_seconds: Annotated[float, Meta(gt=0)] = 3
-    typing_gap_seconds: Annotated[float, Meta(ge=0)] = 2
-    typing_quiet_seconds: Annotated[float, Meta(gt=0)] = 6
-    max_wait_seconds: Annotated[float, Meta(gt=0)] = 60
-    max_batch_messages: Annotated[int, Meta(ge=0)] = 0
+    batch_window_seconds: Annotated[int, Field(ge=1, le=3600)] = 10
+    quiet_seconds: Annotated[float, Field(gt=0)] = 3
+    typing_gap_seconds: Annotated[float, Field(ge=0)] = 2
+    typing_quiet_seconds: Annotated[float, Field(gt=0)] = 6
+    max_wait_seconds: Annotated[float, Field(gt=0)] = 60
+    max_batch_messages: Annotated[int, Field(ge=0)] = 0
     # A batch holds at most this many messages, and bodies of at most this many bytes (the
     # merged user turn is one DynamoDB item, at most 400 KB); the rest go to the next batch.
-    max_batch_size: Annotated[int, Meta(ge=1, le=100)] = 50
-    max_batch_bytes: Annotated[int, Meta(ge=12_000, le=300_000)] = 64_000
+    max_batch_size: Annotated[int, Field(ge=1, le=100)] = 50
+    max_batch_bytes: Annotated[int, Field(ge=12_000, le=300_000)] = 64_000
     flush_keywords: str = ""  # comma-separated
-    lock_lease_seconds: Annotated[int, Meta(ge=30)] = 600
-    auto_create_conversations: bool = False
+    lock_lease_seconds: Annotated[int, Field(ge=30)] = 600
+    auto_create_conversations: Flag = False
     # Answered staged messages are kept as bodiless tombstones this long, so that a
     # late Twilio retry, or a replay of a signed request, of the same MessageSid is still
     # recognised as a duplicate.
-    answered_message_retention_seconds: Annotated[int, Meta(ge=1)] = 30 * 24 * 3600
+    answered_message_retention_seconds: Annotated[int, Field(ge=1)] = 30 * 24 * 3600
 
     # A batch whose run failed this many times is set aside (dead-lettered), not retried.
-    max_batch_attempts: Annotated[int, Meta(ge=1)] = 3
+    max_batch_attempts: Annotated[int, Field(ge=1)] = 3
     # The reconciler opens a window for messages pending longer than this with none open.
-    reconcile_after_seconds: Annotated[int, Meta(ge=10)] = 120
+    reconcile_after_seconds: Annotated[int, Field(ge=10)] = 120
 
     # What the user is told, when set (empty: nothing is sent).
     fallback_reply: str = "Sorry, I can't answer right now. Please try again later."
@@ -75,47 +94,47 @@ class Settings(msgspec.Struct, kw_only=True, frozen=True, rename="upper"):
     # <TWILIO_TENANT_SECRET_PREFIX><AccountSid>; a tenant's own OpenAI keys lie under
     # <OPENAI_TENANT_SECRET_PREFIX><AccountSid>; the deployment's OpenAI key is the default.
     # The defaults are the names of the stack named STACK_NAME (the local stack's).
-    twilio_tenant_secret_prefix: Annotated[str, Meta(min_length=1)] = stack_names.twilio_tenant_secret_prefix(
-        STACK_NAME
+    twilio_tenant_secret_prefix: Annotated[str, Field(min_length=1)] = (
+        stack_names.twilio_tenant_secret_prefix(STACK_NAME)
     )
-    openai_tenant_secret_prefix: Annotated[str, Meta(min_length=1)] = stack_names.openai_tenant_secret_prefix(
-        STACK_NAME
+    openai_tenant_secret_prefix: Annotated[str, Field(min_length=1)] = (
+        stack_names.openai_tenant_secret_prefix(STACK_NAME)
     )
     openai_secret_name: str = stack_names.openai_secret_name(STACK_NAME)
     secrets_max_age_seconds: int = 300
     # The webhook keeps tenants in memory: a known one this long (a change made with
     # `infra.tenants` reaches a warm webhook within this time), an unknown AccountSid longer.
-    tenant_cache_seconds: Annotated[float, Meta(ge=0)] = 60
-    unknown_tenant_cache_seconds: Annotated[float, Meta(ge=0)] = 300
+    tenant_cache_seconds: Annotated[float, Field(ge=0)] = 60
+    unknown_tenant_cache_seconds: Annotated[float, Field(ge=0)] = 300
 
     # Cost limits (functions/logic/shared/limits.py); 0 means no limit. Defaults that a normal
     # conversation never meets.
-    max_ai_calls_per_hour_per_conversation: Annotated[int, Meta(ge=0)] = 60
-    max_ai_calls_per_hour_per_sender: Annotated[int, Meta(ge=0)] = 120
-    max_reply_parts_per_batch: Annotated[int, Meta(ge=0)] = 10
+    max_ai_calls_per_hour_per_conversation: Annotated[int, Field(ge=0)] = 60
+    max_ai_calls_per_hour_per_sender: Annotated[int, Field(ge=0)] = 120
+    max_reply_parts_per_batch: Annotated[int, Field(ge=0)] = 10
 
     # The batch.answered event carries keys and counts; texts and the user's address only
     # when this is on.
-    event_includes_texts: bool = False
+    event_includes_texts: Flag = False
 
     # What people send besides text (functions/logic/shared/media.py): photos reach the model as
     # images, voice notes as their transcripts; each can be turned off (then the model is
     # told that a photo or a voice note was sent). Media are fetched from Twilio's media
     # hosts only (https), at most MEDIA_MAX_BYTES each and MEDIA_MAX_BATCH_BYTES a batch,
     # within MEDIA_TIME_BUDGET_SECONDS of Generate Reply's time.
-    media_image_input: bool = True
-    media_voice_transcription: bool = True
+    media_image_input: Flag = True
+    media_voice_transcription: Flag = True
     transcription_model: str = "gpt-transcribe"
-    media_max_bytes: Annotated[int, Meta(ge=1)] = 10_000_000
-    media_max_batch_bytes: Annotated[int, Meta(ge=1)] = 20_000_000
-    media_time_budget_seconds: Annotated[float, Meta(gt=0, le=30)] = 20
+    media_max_bytes: Annotated[int, Field(ge=1)] = 10_000_000
+    media_max_batch_bytes: Annotated[int, Field(ge=1)] = 20_000_000
+    media_time_budget_seconds: Annotated[float, Field(gt=0, le=30)] = 20
     twilio_media_hosts: str = "api.twilio.com,mms.twiliocdn.com"
 
     # The model, unless the conversation names one (functions/integrations/openai_models.py
     # lists OpenAI's announced shutdowns). When OpenAI does not serve it (404
     # model_not_found), the fallback model answers if one is set; otherwise the batch is
     # kept pending and the run fails with AIModelUnavailable (alarmed).
-    openai_model: Annotated[str, Meta(min_length=1)] = DEFAULT_MODEL
+    openai_model: Annotated[str, Field(min_length=1)] = DEFAULT_MODEL
     openai_fallback_model: str = ""
     openai_instructions: str = (
         "You are a helpful assistant replying on WhatsApp or SMS. The user may have sent "
@@ -124,9 +143,9 @@ class Settings(msgspec.Struct, kw_only=True, frozen=True, rename="upper"):
     # The time one "Generate Reply" attempt spends on OpenAI: each request's timeout, and how
     # long it waits for a background response before the state machine's Retry takes over.
     # Below the function's 60-second timeout.
-    openai_timeout_seconds: Annotated[float, Meta(gt=0, le=45)] = 25.0
+    openai_timeout_seconds: Annotated[float, Field(gt=0, le=45)] = 25.0
     # The cap on a reply's tokens, reasoning included (a WhatsApp or SMS reply is short).
-    openai_max_output_tokens: Annotated[int, Meta(ge=16)] = 2048
+    openai_max_output_tokens: Annotated[int, Field(ge=16)] = 2048
     twilio_timeout_seconds: float = 10.0
     # Only set to reach a Twilio stand-in; empty means Twilio's own API.
     twilio_api_base_url: str = ""
@@ -135,7 +154,7 @@ class Settings(msgspec.Struct, kw_only=True, frozen=True, rename="upper"):
     # the request's path; forwarded headers (X-Forwarded-Proto, -Host) only count when
     # trusted, behind a proxy that sets them.
     webhook_base_url: str = ""
-    webhook_trust_forwarded_headers: bool = False
+    webhook_trust_forwarded_headers: Flag = False
     # Twilio's connection overrides, the fragment of every URL Twilio is given (the webhook
     # URLs to paste in its console, the StatusCallback of each message sent): without them
     # Twilio retries only a connection failure, once, never a 5xx
@@ -143,8 +162,8 @@ class Settings(msgspec.Struct, kw_only=True, frozen=True, rename="upper"):
     # A fragment on WEBHOOK_BASE_URL takes precedence.
     twilio_connection_overrides: str = "rc=5&rp=all"
     # What the webhook reads before anything else: larger or longer forms are refused.
-    webhook_max_body_bytes: Annotated[int, Meta(ge=1024)] = 128 * 1024
-    webhook_max_fields: Annotated[int, Meta(ge=10)] = 100
+    webhook_max_body_bytes: Annotated[int, Field(ge=1024)] = 128 * 1024
+    webhook_max_fields: Annotated[int, Field(ge=10)] = 100
 
     def public_base(self) -> PublicBase:
         """WEBHOOK_BASE_URL without its fragment (empty: not set), and the connection
@@ -164,18 +183,22 @@ class Settings(msgspec.Struct, kw_only=True, frozen=True, rename="upper"):
         }
 
 
-# The boolean settings' variables (the annotations are strings: `from __future__`).
-_BOOLEANS = tuple(name.upper() for name, kind in Settings.__annotations__.items() if kind == "bool")
-
-
 def read_settings(environ: dict[str, str]) -> Settings:
-    """The settings in `environ` (msgspec.ValidationError names the first one amiss)."""
-    values: dict[str, Any] = dict(environ)
-    for name in _BOOLEANS:
-        value = values.get(name, "").strip().lower()
-        if value in _TRUE | _FALSE:
-            values[name] = value in _TRUE
-    return msgspec.convert(values, Settings, strict=False)
+    """The settings in `environ` (a SettingsError names every one amiss)."""
+    try:
+        return Settings.model_validate(environ)
+    except ValidationError as error:
+        raise SettingsError(error) from None
+
+
+class SettingsError(ValueError):
+    """Settings amiss, named by their environment variables (pydantic's error locations);
+    the values are not repeated, since a setting may hold a secret's name or a URL."""
+
+    def __init__(self, error: ValidationError) -> None:
+        self.names = tuple(dict.fromkeys(str(e["loc"][0]) for e in error.errors() if e["loc"]))
+        reasons = "; ".join(f"{e['loc'][0] if e['loc'] else '?'}: {e['msg']}" for e in error.errors())
+        super().__init__(f"settings amiss: {reasons}")
 
 
 @cache

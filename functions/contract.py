@@ -6,21 +6,30 @@ Handlers receive these models (functions/handlers/task.py) and return them; the 
 ResultSelector and every `.$` path against them, so a dropped or misspelled field fails
 a test instead of a run."""
 
-from __future__ import annotations
-
 from typing import Any, Literal
 
-import msgspec
+from pydantic import BaseModel, ConfigDict, Field
 
 from functions.dal.tables import assistant_turn_id, user_turn_id
 from functions.logic.rules.debounce import BatchingRules
 
 
-class Contract(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
-    """A task's input or output: a key the model does not know is an error."""
+class Contract(BaseModel):
+    """A task's input or output, read strictly: a key the model does not know is an error,
+    and so is a value of another JSON type (the string "3" is not the number 3). An error
+    names the field, never its value (the run's history keeps the error's cause)."""
+
+    model_config = ConfigDict(strict=True, extra="forbid", hide_input_in_errors=True, defer_build=True)
 
 
-class BatchRef(Contract, kw_only=True):
+class Lenient(BaseModel):
+    """What a Catch hands over, read leniently: any of its keys may be missing, and the
+    ones the failure path does not use are ignored."""
+
+    model_config = ConfigDict(extra="ignore", hide_input_in_errors=True, defer_build=True)
+
+
+class BatchRef(Contract):
     """The run's identity, in every task's input."""
 
     conversation_id: str
@@ -39,7 +48,7 @@ class BatchRef(Contract, kw_only=True):
 # --- the run's own input ------------------------------------------------------------------
 
 
-class BurstStatus(Contract, kw_only=True):
+class BurstStatus(Contract):
     """Is the burst over (and the lock taken)? If not, how long to wait for it, in whole
     seconds. Written by whoever opened the window, then by Acquire Processing Lock."""
 
@@ -48,7 +57,7 @@ class BurstStatus(Contract, kw_only=True):
     lock_acquired_at: str | None = None
 
 
-class RunInput(Contract, kw_only=True):
+class RunInput(Contract):
     """StartExecution's input, written by whoever opened the window."""
 
     conversation_id: str
@@ -61,28 +70,28 @@ class RunInput(Contract, kw_only=True):
 # --- Wait For The Burst To End, Acquire Processing Lock ------------------------------------
 
 
-class ParkInput(BatchRef, kw_only=True):
+class ParkInput(BatchRef):
     task_token: str
     entered_at: str  # when this wait began: a later parking never yields to an earlier one
     rules: BatchingRules
 
 
-class ParkOutput(Contract, kw_only=True):
+class ParkOutput(Contract):
     parked: bool
 
 
-class AcquireInput(BatchRef, kw_only=True):
+class AcquireInput(BatchRef):
     rules: BatchingRules
 
 
 # --- Merge Staged Messages ------------------------------------------------------------------
 
 
-class MergeInput(BatchRef, kw_only=True):
+class MergeInput(BatchRef):
     staged_items: list[dict[str, Any]]  # keys from the Query state, in DynamoDB JSON
 
 
-class BatchSummary(Contract, kw_only=True):
+class BatchSummary(Contract):
     message_count: int
     message_sids: list[str]
 
@@ -90,12 +99,12 @@ class BatchSummary(Contract, kw_only=True):
 # --- Generate Reply, Send Reply -------------------------------------------------------------
 
 
-class GenerateInput(BatchRef, kw_only=True):
+class GenerateInput(BatchRef):
     batch: BatchSummary
     rules: BatchingRules
 
 
-class ReplySummary(Contract, kw_only=True):
+class ReplySummary(Contract):
     # nobody: an earlier run answered it all; limited: a cost limit stopped the AI call
     answered_by: Literal["ai", "human", "nobody", "limited"]
     reply_chars: int
@@ -104,11 +113,11 @@ class ReplySummary(Contract, kw_only=True):
     total_tokens: int
 
 
-class SendInput(BatchRef, kw_only=True):
+class SendInput(BatchRef):
     reply: ReplySummary
 
 
-class SentSummary(Contract, kw_only=True):
+class SentSummary(Contract):
     message_sids: list[str]
     parts: int
 
@@ -116,24 +125,24 @@ class SentSummary(Contract, kw_only=True):
 # --- Record Turns And Release Lock, Close Batch Window --------------------------------------
 
 
-class RecordInput(BatchRef, kw_only=True):
+class RecordInput(BatchRef):
     lock_acquired_at: str
     batch: BatchSummary
     reply: ReplySummary
     sent: SentSummary
 
 
-class RecordOutput(Contract, kw_only=True):
+class RecordOutput(Contract):
     processing_time_ms: int
     announced: bool
 
 
-class CloseInput(BatchRef, kw_only=True):
+class CloseInput(BatchRef):
     rules: BatchingRules
     batch: BatchSummary
 
 
-class CloseOutput(Contract, kw_only=True):
+class CloseOutput(Contract):
     leftover_count: int  # messages staged while the batch was processed
     next_window_id: str | None  # the window opened for them (None: none, or opened by another)
 
@@ -141,21 +150,21 @@ class CloseOutput(Contract, kw_only=True):
 # --- Record Failed Batch --------------------------------------------------------------------
 
 
-class ErrorInfo(msgspec.Struct, kw_only=True, rename="pascal"):
+class ErrorInfo(Lenient):
     """A Catch's error output (`Error`, `Cause`): the error name and its cause."""
 
-    error: str = "Unknown"
-    cause: str | None = ""
+    error: str = Field("Unknown", alias="Error")
+    cause: str | None = Field("", alias="Cause")
 
 
-class MergedOrQueried(msgspec.Struct, kw_only=True):
+class MergedOrQueried(Lenient):
     """`$.batch` as the failure path finds it: the merged batch's summary, or the Query
     state's keys (no SIDs merged yet), or nothing."""
 
     message_sids: list[str] = []
 
 
-class FailedRun(msgspec.Struct, kw_only=True):
+class FailedRun(Lenient):
     """The state of the run when a Catch sent it to the failure path (any of its
     fields may be missing, depending on where it failed)."""
 
@@ -163,10 +172,10 @@ class FailedRun(msgspec.Struct, kw_only=True):
     batch: MergedOrQueried | None = None
 
 
-class FailedInput(BatchRef, kw_only=True):
+class FailedInput(BatchRef):
     run: FailedRun
 
 
-class FailedOutput(Contract, kw_only=True):
+class FailedOutput(Contract):
     outcome: str  # failed, dead_lettered or kept
     message_count: int

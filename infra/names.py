@@ -7,6 +7,7 @@ from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import Any
 
+from functions.config import read_flag
 from functions.integrations.openai_models import DEFAULT_MODEL
 from functions.observability import NAMESPACE, SERVICE
 from functions.public_url import PublicBase, public_base
@@ -84,9 +85,12 @@ class StackSettings:
                 value = context(CAMEL_CASE[field.name])
             if value is None or field.name.endswith("_directory"):
                 continue
-            if field.type == "bool":
-                value = str(value).lower() in ("1", "true", "yes", "on")
-            elif field.type == "int":
-                value = int(value)
+            try:
+                if field.type == "bool":
+                    value = read_flag(value)
+                elif field.type == "int":
+                    value = int(value)
+            except ValueError as error:
+                raise ValueError(f"CDK context {field.name}: {error}") from None
             chosen[field.name] = value
         return cls(code_directory=code_directory, dependencies_directory=dependencies_directory, **chosen)

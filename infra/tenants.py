@@ -38,8 +38,8 @@ from botocore.exceptions import ClientError
 from functions.dal import tenants
 from functions.dal.models import Tenant
 from functions.dal.tables import TENANTS
+from functions.inbound import ACCOUNT_SID
 from functions.logic.rules import clock
-from functions.models import ACCOUNT_SID
 from infra.names import STACK_NAME, openai_tenant_secret_prefix, twilio_tenant_secret_prefix
 
 

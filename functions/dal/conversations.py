@@ -12,7 +12,7 @@ from functions.config import get_settings
 from functions.dal import dynamo, expressions
 from functions.dal.models import Conversation
 from functions.errors import ConversationNotFound
-from functions.models import Channel, address_key
+from functions.inbound import Channel, address_key
 
 
 def _table() -> Any:

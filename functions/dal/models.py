@@ -1,16 +1,14 @@
 """The items the service keeps, one typed model per table. The table modules take and
 return these; nothing outside `functions/dal/` sees a raw DynamoDB item."""
 
-from __future__ import annotations
-
 from decimal import Decimal
 from typing import Any, Literal, TypeVar
 
-import msgspec
+from pydantic import BaseModel, ConfigDict, field_validator
 
-from functions.models import Attachment, Channel, Consent, MessageContent
+from functions.inbound import Attachment, Channel, Consent, MessageContent
 
-ItemType = TypeVar("ItemType", bound="Item")
+ItemType = TypeVar("ItemType", bound="TableItem")
 
 
 def from_dynamo(value: Any) -> Any:
@@ -24,18 +22,20 @@ def from_dynamo(value: Any) -> Any:
     return value
 
 
-class Item(msgspec.Struct, kw_only=True):
-    """A table's item (msgspec: a typed record that costs next to nothing to import; see
-    docs/decisions.md). Fields the item has and the model does not are ignored."""
+class TableItem(BaseModel):
+    """An item of one of the service's tables, typed. Attributes the item has and the model
+    does not are ignored (an item written by a later version is still read)."""
+
+    model_config = ConfigDict(extra="ignore", hide_input_in_errors=True, defer_build=True)
 
     def to_item(self) -> dict[str, Any]:
         """The item's attributes, without the ones that are None (absent, not NULL)."""
-        return without_none(msgspec.to_builtins(self))
+        return without_none(self.model_dump(mode="json"))
 
     @classmethod
     def from_item(cls: type[ItemType], item: dict[str, Any]) -> ItemType:
         """The model of an item read from its table (DynamoDB's Decimals become numbers)."""
-        return msgspec.convert(from_dynamo(item), cls, strict=False)
+        return cls.model_validate(from_dynamo(item))
 
 
 def without_none(value: Any) -> Any:
@@ -46,7 +46,7 @@ def without_none(value: Any) -> Any:
     return value
 
 
-class Conversation(Item, kw_only=True):
+class Conversation(TableItem):
     """One conversation between a user and one of our numbers (the parts the functions
     use; the processing lock and the totals are written by expressions only)."""
 
@@ -80,7 +80,7 @@ class Conversation(Item, kw_only=True):
     opted_out: bool = False
 
 
-class AIRequest(Item, kw_only=True):
+class AIRequest(TableItem):
     """The OpenAI response asked for a batch, kept on the batch's first staged message
     until the batch is answered (its tombstone drops it), so that every later attempt, and
     a later window for the same messages, finds it instead of asking again."""
@@ -96,7 +96,7 @@ class AIRequest(Item, kw_only=True):
     recovered: bool = False
 
 
-class StagedMessage(MessageContent, Item, kw_only=True):
+class StagedMessage(MessageContent, TableItem):
     """A message accepted from the webhook and waiting for its batch: what the person
     sent (MessageContent: body, media, location, button, ad, reply, opt-out keyword)."""
 
@@ -107,10 +107,10 @@ class StagedMessage(MessageContent, Item, kw_only=True):
     failed_in: str | None = None  # set aside by this window
 
     @classmethod
-    def from_item(cls, item: dict[str, Any]) -> StagedMessage:
+    def from_item(cls, item: dict[str, Any]) -> "StagedMessage":
         if "media" not in item and item.get("media_urls"):  # staged before media had types
             item = {**item, "media": [{"url": url} for url in item["media_urls"]]}
-        return msgspec.convert(from_dynamo(item), cls, strict=False)
+        return cls.model_validate(from_dynamo(item))
 
     @property
     def is_pending(self) -> bool:
@@ -119,7 +119,7 @@ class StagedMessage(MessageContent, Item, kw_only=True):
     ai_request: AIRequest | None = None
 
 
-class TurnMedia(Attachment, kw_only=True, frozen=True):
+class TurnMedia(Attachment):
     """A media item of a user turn: where its line is in the turn's body (the text the
     model is told in its place), and what kind of media it is (functions/logic/rules/content.py)."""
 
@@ -129,7 +129,7 @@ class TurnMedia(Attachment, kw_only=True, frozen=True):
     length: int  # of its line
 
 
-class PendingKey(Item, kw_only=True):
+class PendingKey(TableItem):
     """A pending staged message's key and arrival time (no body)."""
 
     message_sid: str
@@ -137,7 +137,7 @@ class PendingKey(Item, kw_only=True):
     attempts: int = 0
 
 
-class BatchWindow(Item, kw_only=True):
+class BatchWindow(TableItem):
     """The conversation's open batch window: its clock decides when the burst is over."""
 
     conversation_id: str
@@ -153,16 +153,19 @@ class BatchWindow(Item, kw_only=True):
     expires_at: int = 0
     task_token: str | None = None
 
-    def __post_init__(self) -> None:
-        # stored as 0 when the window opened with this message
-        self.previous_message_ms = self.previous_message_ms or None
+    @field_validator("previous_message_ms")
+    @classmethod
+    def _none_when_zero(cls, previous_ms: int | None) -> int | None:
+        return previous_ms or None  # stored as 0 when the window opened with this message
 
 
-class Delivery(msgspec.Struct, kw_only=True):
+class Delivery(BaseModel):
     """What Twilio last reported of one message we sent (its status callback): which
     message of the turn it is (a reply part's index, `template` or `fallback`), its
     status, its error code, and the status's rank (a callback never replaces a later
     status with an earlier one: `sent` arriving after `delivered` changes nothing)."""
+
+    model_config = TableItem.model_config
 
     message: str
     status: str
@@ -171,7 +174,7 @@ class Delivery(msgspec.Struct, kw_only=True):
     at: str = ""
 
 
-class Turn(Item, kw_only=True):
+class Turn(TableItem):
     """A recorded turn: the merged user turn of a batch, or the assistant's reply."""
 
     conversation_id: str
@@ -221,7 +224,7 @@ class Turn(Item, kw_only=True):
     limited: str | None = None
 
 
-class Tenant(Item, kw_only=True):
+class Tenant(TableItem):
     """A registered tenant: a Twilio account and the numbers it owns."""
 
     account_sid: str

@@ -4,18 +4,22 @@ bodiless tombstone (with a TTL) so that a replayed MessageSid stays a duplicate.
 from __future__ import annotations
 
 from enum import StrEnum
+from functools import cache
 from typing import Any
 
-import msgspec
 from botocore.exceptions import ClientError
 
 from functions.config import get_settings
 from functions.dal import dynamo, expressions
 from functions.dal.models import AIRequest, PendingKey, StagedMessage
 from functions.dal.tables import PENDING_INDEX
-from functions.models import InboundMessage, MessageContent
+from functions.inbound import InboundMessage, MessageContent
 
-_BLANK = msgspec.to_builtins(MessageContent())  # a field at its default is not stored
+
+@cache
+def _blank() -> dict[str, Any]:
+    """A message's fields at their defaults (not stored). Built at first use, not at import."""
+    return MessageContent().model_dump(mode="json")
 
 
 def _name() -> str:
@@ -35,7 +39,7 @@ class Staging(StrEnum):
 def stage(conversation_id: str, message: InboundMessage, received_at: str) -> Staging:
     """Stage an accepted message, unless its MessageSid was staged before (a Twilio
     retry): nothing changes then, and the answer says whether it is still pending."""
-    content = {k: v for k, v in msgspec.to_builtins(message.content()).items() if v != _BLANK[k]}
+    content = {k: v for k, v in message.content().model_dump(mode="json").items() if v != _blank()[k]}
     item: dict[str, Any] = {
         **content,
         "conversation_id": conversation_id,

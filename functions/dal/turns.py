@@ -5,7 +5,6 @@ from __future__ import annotations
 
 from typing import Any
 
-import msgspec
 from boto3.dynamodb.conditions import Attr, Key
 from botocore.exceptions import ClientError
 
@@ -119,7 +118,7 @@ def record_delivery(conversation_id: str, turn_id: str, message_sid: str, delive
     a later rank is kept already (a repeated or late callback). False when nothing
     changed (or there is no such turn)."""
     key = {"conversation_id": conversation_id, "turn_id": turn_id}
-    value = without_none(msgspec.to_builtins(delivery))
+    value = without_none(delivery.model_dump(mode="json"))
     for _ in range(2):
         try:
             _table().update_item(

@@ -10,7 +10,11 @@ from aws_lambda_powertools.utilities.typing import LambdaContext
 
 from functions.config import get_settings
 from functions.handlers.twilio_http import Refused, public_url, response, signature_of, twilio_form
-from functions.logic.entry_points.status_callback import STATUS_CALLBACK_RESOURCE, Outcome, record_status
+from functions.logic.entry_points.status_callback import (
+    STATUS_CALLBACK_RESOURCE,
+    CallbackOutcome,
+    record_status,
+)
 from functions.observability import lambda_entry_point, logger
 
 get_settings()  # fail at cold start if the stack left a setting out
@@ -36,6 +40,6 @@ def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
         # again, as the connection overrides on its URL ask (recording it is idempotent).
         logger.exception("Status callback failed; Twilio will retry")
         return response(500, "text/plain", "Temporarily unavailable")
-    if outcome is Outcome.FORBIDDEN:
+    if outcome is CallbackOutcome.FORBIDDEN:
         return response(403, "text/plain", "Forbidden")
     return response(204, "text/plain", "")

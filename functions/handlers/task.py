@@ -1,16 +1,17 @@
-"""How a task state's entry point is made: the input is validated against its model in
-functions/contract.py, the logic does the work, and its output model is the result.
+"""How a task state's entry point is made: Powertools' parser validates the input against
+its model in functions/contract.py (strictly: a key or a JSON type the contract does not
+name is an error), the logic does the work, and its output model is the result.
 Each handler module imports only what its functions use, so that a function's cold
-start loads no SDK it does not call. (The models are msgspec Structs: Powertools' parser
-and pydantic each added a quarter to half an `import boto3` to every cold start.)"""
+start loads no SDK it does not call."""
 
 from __future__ import annotations
 
 from collections.abc import Callable
 from typing import Any
 
-import msgspec
+from aws_lambda_powertools.utilities.parser import parse
 from aws_lambda_powertools.utilities.typing import LambdaContext
+from pydantic import BaseModel
 
 from functions.config import get_settings
 from functions.contract import BatchRef
@@ -20,7 +21,7 @@ from functions.registry import BY_STATE
 Handler = Callable[[dict[str, Any], LambdaContext], dict[str, Any]]
 
 
-def task[Task: BatchRef](state: str, step: Callable[[Task], msgspec.Struct]) -> Handler:
+def task[Task: BatchRef](state: str, step: Callable[[Task], BaseModel]) -> Handler:
     """The Lambda handler of a task state: it parses the input into the state's input
     model (functions/registry.py names it) and runs `step`."""
     get_settings()  # fail at cold start, not at the first run, if the stack left a setting out
@@ -28,10 +29,10 @@ def task[Task: BatchRef](state: str, step: Callable[[Task], msgspec.Struct]) -> 
 
     @lambda_entry_point
     def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
-        task_input = msgspec.convert(event, model)
+        task_input = parse(event=event, model=model)
         logger.append_keys(
             conversation_id=task_input.conversation_id, execution_name=task_input.execution_name
         )
-        return msgspec.to_builtins(step(task_input))  # type: ignore[no-any-return]
+        return step(task_input).model_dump(mode="json")
 
     return handler  # type: ignore[no-any-return]

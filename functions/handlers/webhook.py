@@ -12,8 +12,8 @@ from twilio.twiml.messaging_response import MessagingResponse
 
 from functions.config import get_settings
 from functions.handlers.twilio_http import Refused, public_url, response, signature_of, twilio_form
-from functions.logic.entry_points.webhook import Outcome, accept_message
-from functions.models import Channel
+from functions.inbound import Channel
+from functions.logic.entry_points.webhook import MessageOutcome, accept_message
 from functions.observability import lambda_entry_point, logger
 
 __all__ = ["handler", "public_url", "twiml"]
@@ -45,7 +45,7 @@ def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
 def _receive(channel: Channel, event: dict[str, Any]) -> dict[str, Any]:
     form = twilio_form(event)
     outcome = accept_message(channel, form, public_url(event), signature_of(event))
-    if outcome is Outcome.FORBIDDEN:
+    if outcome is MessageOutcome.FORBIDDEN:
         return response(403, "text/plain", "Forbidden")
     return response(200, "text/xml", twiml(outcome.reply))
 

@@ -14,22 +14,25 @@ from __future__ import annotations
 
 from typing import Any
 
-import msgspec
 from aws_lambda_powertools.utilities import parameters
 from botocore.exceptions import ClientError
+from pydantic import BaseModel, ConfigDict, Field
 
 from functions.config import get_settings
 from functions.dal.models import Conversation
 from functions.errors import SecretOutsideTenant
 
 
-class TwilioCredentials(msgspec.Struct, kw_only=True, frozen=True):
-    account_sid: str
-    auth_token: str
-    signing_keys: dict[str, str] = {}
+class TwilioCredentials(BaseModel):
+    """A tenant's Twilio credentials. The token and keys never reach a log or a traceback:
+    they are left out of the model's repr and str, and an error reading the secret names
+    the field, never its value."""
 
-    def __repr__(self) -> str:  # the token and keys never reach a log or a traceback
-        return f"TwilioCredentials(account_sid={self.account_sid!r}, auth_token='**********')"
+    model_config = ConfigDict(frozen=True, extra="ignore", hide_input_in_errors=True, defer_build=True)
+
+    account_sid: str
+    auth_token: str = Field(repr=False)
+    signing_keys: dict[str, str] = Field(default_factory=dict, repr=False)
 
 
 def _secret(name: str) -> dict[str, Any]:
@@ -40,7 +43,7 @@ def _secret(name: str) -> dict[str, Any]:
 
 
 def twilio_credentials(secret_name: str) -> TwilioCredentials:
-    return msgspec.convert(_secret(secret_name), TwilioCredentials)
+    return TwilioCredentials.model_validate(_secret(secret_name))
 
 
 def tenant_twilio_credentials(account_sid: str) -> TwilioCredentials | None:

@@ -30,7 +30,7 @@ class Functions(Construct):
             code=lambda_.Code.from_asset(str(settings.dependencies_directory)),
             compatible_runtimes=[RUNTIME],
             compatible_architectures=[lambda_.Architecture.ARM_64],
-            description="aws-lambda-powertools, msgspec, openai, twilio and their dependencies (uv.lock)",
+            description="aws-lambda-powertools, pydantic, openai, twilio and their dependencies (uv.lock)",
         )
         self.by_logical_id: dict[str, lambda_.Function] = {}
         for definition in ALL_FUNCTIONS:

@@ -21,7 +21,6 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-import msgspec
 from aws_lambda_powertools.utilities.parameters.secrets import SecretsProvider
 from botocore.client import BaseClient
 
@@ -130,7 +129,7 @@ def naming_settings(environ: dict[str, str]) -> dict[str, str]:
     """The settings a function reads from `environ` (its defaults included) that name an
     AWS resource, by their environment variable."""
     settings = read_settings(environ)
-    values = msgspec.structs.asdict(settings)
+    values = settings.model_dump()
     return {n.upper(): str(v) for n, v in values.items() if n.upper().endswith(NAMING_SETTINGS)}
 
 

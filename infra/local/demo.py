@@ -18,7 +18,7 @@ os.environ.setdefault("POWERTOOLS_LOG_LEVEL", "WARNING")  # before the handlers 
 from twilio.rest import Client  # noqa: E402
 
 from functions.dal import conversations, turns  # noqa: E402
-from functions.models import Channel  # noqa: E402
+from functions.inbound import Channel  # noqa: E402
 from infra.local.stack import LocalConfig, LocalStack  # noqa: E402
 from infra.local.webhooks import inbound_form, post_webhook  # noqa: E402
 from infra.runs import Runs  # noqa: E402

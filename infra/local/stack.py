@@ -14,7 +14,7 @@ from typing import Any
 import boto3
 import requests
 
-from functions.config import get_settings
+from functions.config import get_settings, read_flag
 from functions.dal.tables import ALL_TABLES, TENANTS, TableDefinition
 from functions.registry import TASKS
 from functions.stack_names import STACK_NAME, event_bus_name, state_machine_name
@@ -42,9 +42,8 @@ DEFAULT_NUMBERS = ("whatsapp:+14155238886", "+14155238886")
 
 
 def _flag(value: str | None, default: bool) -> bool:
-    if value is None or value == "":
-        return default
-    return value.strip().lower() in ("1", "true", "yes", "on")
+    """A yes-or-no variable, read as the functions read theirs; unset or empty: `default`."""
+    return default if value is None or value == "" else read_flag(value)
 
 
 @dataclass

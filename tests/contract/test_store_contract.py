@@ -9,7 +9,7 @@ from botocore.exceptions import ClientError
 from functions.dal import batch_windows, conversations, turns
 from functions.dal.models import BatchWindow, Conversation, Turn
 from functions.errors import ConversationNotFound
-from functions.models import Channel
+from functions.inbound import Channel
 
 NOW, LEASE = 1_800_000_000, 60
 CONVERSATION = Conversation(

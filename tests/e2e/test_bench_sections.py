@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 
 from functions.config import get_settings
+from functions.inbound import Channel
 from functions.logic.rules.debounce import due_ms, resolve_rules
-from functions.models import Channel
 from tests.support.bench.run import long_windows
 
 pytestmark = pytest.mark.e2e

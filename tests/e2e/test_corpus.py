@@ -85,7 +85,7 @@ def echoed(model_input: Any) -> str:
 
 
 @dataclass
-class Outcome:
+class CorpusOutcome:
     status: int
     runs: list[str]
     ai_inputs: list[Any]
@@ -95,7 +95,7 @@ class Outcome:
 
 
 @pytest.fixture(scope="module")
-def outcomes(stack) -> dict[str, Outcome]:
+def outcomes(stack) -> dict[str, CorpusOutcome]:
     """Every event sent at once, each from its own user; what became of each."""
     harness = Harness(stack)
     stack.openai.reset()
@@ -112,7 +112,7 @@ def outcomes(stack) -> dict[str, Outcome]:
         conversation = harness.conversation_of(user, our) if our else harness.conversation_of(user)
         runs = harness.wait_until_quiet(conversation.conversation_id, runs=1)
         item = harness.conversation_item(conversation.conversation_id)
-        found[name] = Outcome(
+        found[name] = CorpusOutcome(
             status=sent[name][1] or 0,
             runs=[r["status"] for r in runs],
             ai_inputs=harness.ai_inputs(conversation.conversation_id),

@@ -43,14 +43,14 @@ def test_the_asset_holds_no_bytecode_and_native_code_only_for_arm64_and_python_3
     assert checks.asset_problems(asset) == []
     assert list(asset.rglob("*.pyc")) == []
     native = [p for p in (asset / "dependencies").rglob("*.so") if p.read_bytes()[:4] == checks.ELF_MAGIC]
-    assert native, "the layer should hold native extensions (msgspec, pydantic-core) to check"
+    assert native, "the layer should hold native extensions (pydantic-core) to check"
 
 
 def test_the_layer_holds_every_runtime_dependency_of_the_lock_but_not_what_lambda_provides(asset):
     layer = asset / "dependencies" / "python"
     assert checks.missing_distributions(layer, build_lambda.runtime_requirements()) == []
     held = checks.distributions(layer)
-    assert {"aws-lambda-powertools", "msgspec", "openai", "twilio"} <= held.keys()
+    assert {"aws-lambda-powertools", "pydantic", "openai", "twilio"} <= held.keys()
     assert not held.keys() & set(build_lambda.PROVIDED)
 
 
@@ -89,7 +89,9 @@ def test_the_native_check_finds_code_for_another_machine_or_python(tmp_path):
 
 def test_a_layer_missing_a_locked_distribution_is_found(asset, tmp_path):
     layer = tmp_path / "python"
-    shutil.copytree(asset / "dependencies" / "python", layer, ignore=shutil.ignore_patterns("msgspec*"))
+    shutil.copytree(
+        asset / "dependencies" / "python", layer, ignore=shutil.ignore_patterns("pydantic", "pydantic-[0-9]*")
+    )
     problems = checks.missing_distributions(layer, build_lambda.runtime_requirements())
     assert len(problems) == 1
-    assert problems[0].startswith("the layer lacks msgspec==")
+    assert problems[0].startswith("the layer lacks pydantic==")

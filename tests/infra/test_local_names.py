@@ -4,7 +4,6 @@ default settings are those names."""
 
 from __future__ import annotations
 
-import msgspec
 import pytest
 
 from functions.config import Settings
@@ -28,7 +27,7 @@ def test_the_local_bus_and_state_machine_are_named_as_the_default_stack_names_th
 
 def test_the_local_secrets_are_named_as_the_default_stack_names_them(synthesized):
     outputs = {k: v["Value"] for k, v in synthesized[1]["Outputs"].items()}
-    defaults = {f.name: f.default for f in msgspec.structs.fields(Settings)}
+    defaults = {name: f.default for name, f in Settings.model_fields.items()}
     local = Names.resolve("BurstReply", {"AWS_ENDPOINT_URL": "http://127.0.0.1:5000"})
     assert (
         defaults["twilio_tenant_secret_prefix"] == local.twilio_prefix == outputs["TwilioTenantSecretPrefix"]

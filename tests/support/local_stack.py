@@ -11,10 +11,10 @@ from typing import Any
 import requests
 
 from functions.dal import batch_windows, conversations, staged_messages, tenants
+from functions.inbound import Channel, InboundMessage
 from functions.logic.entry_points.reconciler import open_window_due_now
 from functions.logic.rules import clock
 from functions.logic.shared.windows import execution_name
-from functions.models import Channel, InboundMessage
 from infra.local.stack import LocalConfig, LocalStack
 from infra.local.webhooks import inbound_form, post_webhook
 from tests.support import media

@@ -19,12 +19,27 @@ HEAVY = ("openai", "pydantic", "twilio.rest", "requests", "aiohttp")
 MODULES = sorted({f.handler.rpartition(".")[0] for f in ALL_FUNCTIONS})
 
 
-def _loaded(module: str) -> set[str]:
-    """The heavy packages importing `module` loads, in a fresh interpreter."""
-    script = (  # a None in sys.modules is an import blocked, not a module loaded
-        f"import json, sys; import {module}; "
-        "print(json.dumps(sorted(n for n, m in sys.modules.items() if m is not None)))"
-    )
+# After the import: the modules loaded (a None in sys.modules is an import blocked, not a
+# module loaded), and our models whose validators are built (the others wait for their
+# first use: `defer_build`).
+_REPORT = """
+import json, sys
+from pydantic import BaseModel
+def subclasses(cls):
+    for sub in cls.__subclasses__():
+        yield sub
+        yield from subclasses(sub)
+ours = [c for c in subclasses(BaseModel) if c.__module__.startswith("functions.")]
+built = {c.__qualname__ for c in ours if c.__pydantic_complete__}
+loaded = [n for n, m in sys.modules.items() if m is not None]
+print(json.dumps({"modules": loaded, "built": sorted(built)}))
+"""
+
+
+def _loaded(module: str) -> tuple[set[str], set[str]]:
+    """The heavy packages importing `module` loads in a fresh interpreter, and the models
+    it builds."""
+    script = f"import {module}\n{_REPORT}"
     result = subprocess.run(
         [sys.executable, "-c", script],
         cwd=ROOT,
@@ -33,20 +48,33 @@ def _loaded(module: str) -> set[str]:
         text=True,
         check=True,
     )
-    names = json.loads(result.stdout)
-    return {h for h in HEAVY if any(n == h or n.startswith(h + ".") for n in names)}
+    report = json.loads(result.stdout)
+    names = report["modules"]
+    return {h for h in HEAVY if any(n == h or n.startswith(h + ".") for n in names)}, set(report["built"])
 
 
 @pytest.fixture(scope="module")
-def loaded() -> dict[str, set[str]]:
+def imported() -> dict[str, tuple[set[str], set[str]]]:
     return {module: _loaded(module) for module in MODULES}
 
 
-def test_only_generate_reply_loads_the_openai_sdk_and_pydantic(loaded):
+@pytest.fixture(scope="module")
+def loaded(imported) -> dict[str, set[str]]:
+    return {module: heavy for module, (heavy, _) in imported.items()}
+
+
+def test_only_generate_reply_loads_the_openai_sdk(loaded):
     for module, heavy in loaded.items():
-        if module != "functions.handlers.generate_reply":
-            assert not heavy & {"openai", "pydantic"}, module
-    assert {"openai", "pydantic"} <= loaded["functions.handlers.generate_reply"]
+        assert ("openai" in heavy) == (module == "functions.handlers.generate_reply"), module
+
+
+def test_every_function_loads_pydantic_and_builds_only_the_settings_model_at_import(imported):
+    """Every model is pydantic's (docs/decisions.md), so every function pays for importing
+    pydantic; none pays at cold start for building the validators of models it has not
+    used yet (`defer_build`), except the settings, which are read at import to fail fast."""
+    for module, (heavy, built) in imported.items():
+        assert "pydantic" in heavy, module
+        assert built == {"Settings"}, module
 
 
 def test_twilios_rest_client_loads_only_where_every_run_sends_through_it(loaded):

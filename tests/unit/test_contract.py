@@ -8,8 +8,9 @@ import json
 import re
 from typing import Any
 
-import msgspec
 import pytest
+from pydantic import BaseModel, ValidationError
+from pydantic.fields import FieldInfo
 
 from functions.contract import RunInput
 from functions.registry import TASKS
@@ -22,7 +23,7 @@ CONTEXT_PATHS = {"$$.Execution.Name", "$$.Task.Token", "$$.State.EnteredTime", "
 CATCH_ERROR_FIELDS = {"Error", "Cause"}
 
 
-def _lambda_tasks() -> dict[str, tuple[type[msgspec.Struct], type[msgspec.Struct]]]:
+def _lambda_tasks() -> dict[str, tuple[type[BaseModel], type[BaseModel]]]:
     """State name → (input model, output model) of the function it invokes."""
     tasks = {}
     for name, state in STATES.items():
@@ -41,7 +42,7 @@ def _shape() -> dict[str, set[str] | None]:
     """Every field the run's state can hold at top level, and its sub-fields: the run's
     input, each ResultPath with its ResultSelector's keys, each Catch's error."""
     shape: dict[str, set[str] | None] = {
-        name: set(_fields(field.type)) if _is_model(field.type) else None
+        name: set(_fields(field.annotation)) if _is_model(field.annotation) else None
         for name, field in _fields(RunInput).items()
     }
     for state in STATES.values():
@@ -56,12 +57,12 @@ def _shape() -> dict[str, set[str] | None]:
 
 
 def _is_model(annotation: Any) -> bool:
-    return isinstance(annotation, type) and issubclass(annotation, msgspec.Struct)
+    return isinstance(annotation, type) and issubclass(annotation, BaseModel)
 
 
-def _fields(model: Any) -> dict[str, msgspec.structs.FieldInfo]:
+def _fields(model: Any) -> dict[str, FieldInfo]:
     """A model's fields by the name they have in JSON."""
-    return {f.encode_name: f for f in msgspec.structs.fields(model)}
+    return {f.alias or name: f for name, f in model.model_fields.items()}
 
 
 def _paths(value: Any) -> list[str]:
@@ -100,7 +101,7 @@ def test_every_path_a_state_reads_is_written_by_the_run(name):
 def test_each_task_passes_exactly_its_input_model(name):
     model, _ = LAMBDA_TASKS[name]
     payload = {k.removesuffix(".$") for k in STATES[name]["Parameters"]["Payload"]}
-    required = {k for k, f in _fields(model).items() if f.required}
+    required = {k for k, f in _fields(model).items() if f.is_required()}
     assert payload <= set(_fields(model)), f"{name}: unknown keys {payload - set(_fields(model))}"
     assert required <= payload, f"{name}: missing keys {required - payload}"
 
@@ -125,11 +126,11 @@ def test_a_field_passed_on_to_another_task_is_typed_the_same_there(name):
     shape = _shape()
     for key, path in STATES[name]["Parameters"]["Payload"].items():
         field = _fields(model).get(key.removesuffix(".$"))
-        annotation = field.type if field else None
+        annotation = field.annotation if field else None
         if not _is_model(annotation) or not isinstance(path, str) or path.count(".") != 1:
             continue
         held = shape.get(path.removeprefix("$."))
-        wanted = {k for k, f in _fields(annotation).items() if f.required}
+        wanted = {k for k, f in _fields(annotation).items() if f.is_required()}
         assert held is not None and wanted <= held, f"{name}: {key} needs {wanted}, the run holds {held}"
 
 
@@ -204,3 +205,23 @@ def test_a_retrier_of_lambda_timeouts_retries_them_under_both_names(name):
 def test_send_reply_retries_an_attempt_that_timed_out():
     retried = {e for r in STATES["Send Reply"]["Retry"] for e in r["ErrorEquals"]}
     assert {"Sandbox.Timedout", "Lambda.Unknown"} <= retried
+
+
+def test_the_run_contract_is_read_strictly_and_its_errors_keep_no_values():
+    """A value of another JSON type is an error (the string "3" is not the number 3), and so
+    is a key the contract does not name; the error names the field, never the value."""
+    run = {
+        "conversation_id": "whatsapp#+15550001111#+15559990000",
+        "window_id": "w1",
+        "rules": {"mode": "quiet", "flush_keywords": ["now"], "max_wait_seconds": 30},
+        "burst": {"over": False, "wait_seconds": 3},
+        "batch_limit": 50,
+    }
+    assert RunInput.model_validate(run).rules.flush_keywords == ("now",)  # a JSON array
+    for wrong, field in (
+        ({"burst": {"over": False, "wait_seconds": "3"}}, "wait_seconds"),
+        ({"extra": 1}, "extra"),
+    ):
+        with pytest.raises(ValidationError) as error:
+            RunInput.model_validate({**run, **wrong})
+        assert field in str(error.value) and "+15550001111" not in str(error.value)

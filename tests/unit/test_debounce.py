@@ -1,6 +1,5 @@
-import msgspec
-
 from functions.dal.models import BatchWindow
+from functions.inbound import Channel
 from functions.logic.rules.debounce import (
     BatchingRules,
     due_ms,
@@ -9,7 +8,6 @@ from functions.logic.rules.debounce import (
     resolve_rules,
     seconds_until_due,
 )
-from functions.models import Channel
 
 
 def window(**clock: int | bool) -> BatchWindow:
@@ -42,11 +40,11 @@ def test_the_maximum_wait_caps_every_mode():
 
 
 def test_max_messages_and_a_flush_request_make_a_window_due_now():
-    rules = msgspec.structs.replace(QUIET, max_messages=3)
+    rules = QUIET.model_copy(update={"max_messages": 3})
     two = window(opened_ms=0, last_message_ms=1_000, message_count=2)
     assert not is_due_now(rules, two, now_ms=1_500)
-    assert is_due_now(rules, msgspec.structs.replace(two, message_count=3), now_ms=1_500)
-    assert is_due_now(rules, msgspec.structs.replace(two, flush_requested=True), now_ms=1_500)
+    assert is_due_now(rules, two.model_copy(update={"message_count": 3}), now_ms=1_500)
+    assert is_due_now(rules, two.model_copy(update={"flush_requested": True}), now_ms=1_500)
     assert is_due_now(rules, two, now_ms=4_000)
 
 

@@ -1,7 +1,8 @@
 import pytest
-from msgspec import ValidationError
+from pydantic import ValidationError
 
-from functions.models import InboundMessage
+from functions.inbound import InboundMessage
+from functions.logic.entry_points.webhook import invalid_fields
 
 ACCOUNT = "AC" + "1" * 32
 SID = "SM" + "a" * 32
@@ -66,3 +67,13 @@ def test_bad_forms_are_refused(overrides):
 
 def test_a_ten_thousand_character_body_is_accepted():
     assert len(InboundMessage.from_form(_form(Body="y" * 10_000)).body) == 10_000
+
+
+def test_a_malformed_message_is_named_by_its_fields_never_by_their_values():
+    with pytest.raises(ValidationError) as error:
+        InboundMessage.from_form(_form(MessageSid="SM-private-0123", Latitude="95.5", Longitude="1"))
+    assert sorted(invalid_fields(error.value)) == ["location", "message_sid"]
+    assert "SM-private-0123" not in str(error.value) and "95.5" not in str(error.value)
+    with pytest.raises(ValidationError) as error:
+        InboundMessage.from_form(_form(Body="", NumMedia="0"))
+    assert invalid_fields(error.value) == ["message"]  # a rule of the whole message

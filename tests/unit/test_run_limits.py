@@ -9,9 +9,9 @@ from functions.dal import dynamo, turns
 from functions.dal.models import StagedMessage
 from functions.dal.tables import assistant_turn_id, user_turn_id
 from functions.errors import TransactionConflict
+from functions.inbound import Channel
 from functions.logic.rules.debounce import MAX_WAIT_LIMIT_SECONDS, BatchingRules, resolve_rules
 from functions.logic.rules.merge import within_bytes
-from functions.models import Channel
 
 
 def test_rules_are_clamped_so_that_a_run_history_stays_far_below_25000_events():

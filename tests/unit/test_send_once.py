@@ -13,9 +13,9 @@ import pytest
 from functions.contract import ErrorInfo, FailedInput, FailedRun, MergedOrQueried
 from functions.dal import staged_messages, turns
 from functions.dal.models import Conversation
+from functions.inbound import Channel
 from functions.logic.shared.send_once import Claim, send_once
 from functions.logic.states import record_failed_batch
-from functions.models import Channel
 from tests.support.fakes import FakeTwilio, InMemoryStore, TwilioPermanentError, TwilioRetryableError, install
 
 US, USER = "whatsapp:+15550000001", "whatsapp:+15550001111"

@@ -1,15 +1,14 @@
 """Send Reply as a use case, on in-memory fakes: each reply part goes out once, in order."""
 
-import msgspec
 import pytest
 
 from functions.contract import ReplySummary, SendInput
 from functions.dal.models import Conversation, Turn
 from functions.errors import TwilioPermanentError, TwilioRetryableError
+from functions.inbound import Channel
 from functions.logic.entry_points import status_callback
 from functions.logic.rules.replies import split_reply
 from functions.logic.states import send_reply
-from functions.models import Channel
 from tests.support.fakes import FakeTwilio, InMemoryStore, install
 
 TASK = SendInput(
@@ -80,7 +79,7 @@ def test_a_closed_whatsapp_window_sends_the_template_once_and_records_why(world,
 
 def test_nothing_is_sent_for_a_batch_handed_off_to_a_person(world):
     _, twilio = world
-    human = msgspec.structs.replace(TASK, reply=msgspec.structs.replace(TASK.reply, answered_by="human"))
+    human = TASK.model_copy(update={"reply": TASK.reply.model_copy(update={"answered_by": "human"})})
 
     assert send_reply.send_reply(human).parts == 0
     assert twilio.attempts == 0
@@ -204,7 +203,7 @@ def test_another_owner_does_not_send_while_the_first_has_not_succeeded(world, te
 
 def test_no_template_without_one_configured_or_outside_whatsapp(world, template, monkeypatch):
     store, twilio = world
-    sms = msgspec.structs.replace(store.conversations["c1"], channel=Channel.SMS)
+    sms = store.conversations["c1"].model_copy(update={"channel": Channel.SMS})
     assert status_callback.send_template_once(sms, "w1", owner="SM-part-1") is None
     monkeypatch.setenv("WHATSAPP_TEMPLATE_CONTENT_SID", "")
     from functions.config import get_settings

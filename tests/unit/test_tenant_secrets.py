@@ -5,8 +5,8 @@ import pytest
 
 from functions.dal.models import Conversation
 from functions.errors import SecretOutsideTenant
+from functions.inbound import Channel
 from functions.integrations import secrets
-from functions.models import Channel
 from functions.stack_names import (
     STACK_NAME,
     openai_secret_name,

@@ -10,12 +10,12 @@ import pytest
 from functions.contract import AcquireInput, ParkInput
 from functions.dal.models import BatchWindow, Conversation
 from functions.errors import ConversationNotFound, ProcessingLockHeld
+from functions.inbound import Channel
 from functions.integrations import stepfunctions
 from functions.logic.rules import clock
 from functions.logic.rules.debounce import BatchingRules
 from functions.logic.states.acquire_processing_lock import acquire_processing_lock
 from functions.logic.states.wait_for_the_burst_to_end import wait_for_the_burst_to_end
-from functions.models import Channel
 from tests.support.fakes import FakeTwilio, InMemoryStore, install
 
 OPENED = datetime(2026, 11, 26, 12, 0, 0, tzinfo=UTC)

@@ -24,11 +24,11 @@ from functions.config import get_settings
 from functions.dal import conversations, turns
 from functions.dal.models import Conversation, Delivery, Turn
 from functions.dal.tables import assistant_turn_id, user_turn_id
+from functions.inbound import Channel
 from functions.integrations import secrets, twilio_messages
 from functions.logic.rules import clock
 from functions.logic.shared.admission import Refusal, Signature, admit
 from functions.logic.shared.send_once import Claim, send_once
-from functions.models import Channel
 from functions.observability import count, logger
 from functions.registry import STATUS_CALLBACK
 
@@ -53,7 +53,7 @@ RANKS = {
 NOT_DELIVERED = ("failed", "undelivered")
 
 
-class Outcome(StrEnum):
+class CallbackOutcome(StrEnum):
     FORBIDDEN = "forbidden"  # not a tenant, not its number, not its signature, not its conversation
     RECORDED = "recorded"
     UNCHANGED = "unchanged"  # a repeated or late callback, or nothing of ours
@@ -79,7 +79,7 @@ def status_callback_url(conversation_id: str, window_id: str, message: str) -> s
 
 def record_status(
     conversation_id: str, window_id: str, message: str, form: dict[str, str], url: str, signature: Signature
-) -> Outcome:
+) -> CallbackOutcome:
     """Keep a status callback on the turn of the message it reports, if it comes from the
     conversation's tenant, signed, about a message from the conversation's number. A
     failure is counted (`UndeliveredReplies`) and recorded on the conversation; 63016 on
@@ -88,20 +88,20 @@ def record_status(
     if isinstance(tenant, Refusal):
         logger.warning("Status callback refused", extra={"reason": tenant.value})
         count("StatusCallbacksRefused")
-        return Outcome.FORBIDDEN
+        return CallbackOutcome.FORBIDDEN
     conversation = conversations.get(conversation_id)
     if conversation is None:
         logger.warning("Status callback for no conversation of ours")
-        return Outcome.UNCHANGED
+        return CallbackOutcome.UNCHANGED
     if conversation.tenant_account_sid != tenant.account_sid or form.get("From") != conversation.our_address:
         logger.warning("Status callback refused", extra={"reason": "not_its_conversation"})
         count("StatusCallbacksRefused")
-        return Outcome.FORBIDDEN
+        return CallbackOutcome.FORBIDDEN
     sid, status = form.get("MessageSid", ""), form.get("MessageStatus") or form.get("SmsStatus") or ""
     error_code = int(form["ErrorCode"]) if form.get("ErrorCode", "").isdigit() else None
     if not sid or status not in RANKS or not (message.isdigit() or message in (TEMPLATE, FALLBACK)):
         logger.warning("Status callback not understood", extra={"status": status[:20], "part": message[:20]})
-        return Outcome.UNCHANGED
+        return CallbackOutcome.UNCHANGED
     logger.append_keys(message_sid=sid, conversation_id=conversation_id)
     delivery = Delivery(message=message, status=status, rank=RANKS[status], error_code=error_code, at=_now())
     turn_id = user_turn_id(window_id) if message == FALLBACK else assistant_turn_id(window_id)
@@ -114,7 +114,7 @@ def record_status(
         )
     if status in NOT_DELIVERED and error_code == twilio_messages.WHATSAPP_WINDOW_CLOSED and message.isdigit():
         send_template_once(conversation, window_id, owner=sid)  # also when a callback is repeated
-    return Outcome.RECORDED if recorded else Outcome.UNCHANGED
+    return CallbackOutcome.RECORDED if recorded else CallbackOutcome.UNCHANGED
 
 
 def send_template_once(conversation: Conversation, window_id: str, owner: str) -> str | None:

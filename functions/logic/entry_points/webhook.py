@@ -2,24 +2,23 @@
 
 from __future__ import annotations
 
-import re
 from enum import StrEnum
 
-import msgspec
+from pydantic import ValidationError
 
 from functions.config import get_settings
 from functions.dal import conversations, projects, staged_messages
 from functions.dal.models import Conversation
 from functions.dal.staged_messages import Staging
+from functions.inbound import Channel, InboundMessage
 from functions.logic.rules import clock
 from functions.logic.rules.debounce import BatchingRules, is_flush_keyword, resolve_rules
 from functions.logic.shared.admission import Refusal, Signature, admit
 from functions.logic.shared.windows import count_in_window, open_batch_window
-from functions.models import Channel, InboundMessage
 from functions.observability import count, logger
 
 
-class Outcome(StrEnum):
+class MessageOutcome(StrEnum):
     FORBIDDEN = "forbidden"  # not a tenant, not its number, or not its signature
     MALFORMED = "malformed"  # signed, but not a message we can stage
     UNKNOWN_SENDER = "unknown_sender"  # no conversation, and auto-create is off
@@ -33,26 +32,26 @@ class Outcome(StrEnum):
         """The configured answer to the sender for this outcome (empty: none)."""
         settings = get_settings()
         return {
-            Outcome.UNKNOWN_SENDER: settings.unknown_sender_reply,
-            Outcome.PROJECT_INACTIVE: settings.inactive_project_reply,
-            Outcome.CHANNEL_NOT_ALLOWED: settings.channel_not_allowed_reply,
+            MessageOutcome.UNKNOWN_SENDER: settings.unknown_sender_reply,
+            MessageOutcome.PROJECT_INACTIVE: settings.inactive_project_reply,
+            MessageOutcome.CHANNEL_NOT_ALLOWED: settings.channel_not_allowed_reply,
         }.get(self, "")
 
 
-def accept_message(channel: Channel, form: dict[str, str], url: str, signature: Signature) -> Outcome:
+def accept_message(channel: Channel, form: dict[str, str], url: str, signature: Signature) -> MessageOutcome:
     tenant = admit(form, url, signature)
     if isinstance(tenant, Refusal):
         logger.warning("Webhook refused", extra={"reason": tenant.value, "url": url})
         count("WebhooksRefused")
-        return Outcome.FORBIDDEN
+        return MessageOutcome.FORBIDDEN
     logger.append_keys(account_sid=tenant.account_sid)
     try:
         message = InboundMessage.from_form(form)
-    except msgspec.ValidationError as error:
-        fields = [invalid_field(error)]  # the field's name only: its value may be personal data
+    except ValidationError as error:
+        fields = invalid_fields(error)  # names only: a value may be personal data
         logger.warning("Webhook malformed, acknowledged and dropped", extra={"invalid_fields": fields})
         count("WebhooksMalformed")
-        return Outcome.MALFORMED
+        return MessageOutcome.MALFORMED
     logger.append_keys(message_sid=message.message_sid)
 
     received_at = clock.iso(clock.now())
@@ -60,7 +59,7 @@ def accept_message(channel: Channel, form: dict[str, str], url: str, signature: 
     if conversation is None:
         if not get_settings().auto_create_conversations:
             logger.warning("No conversation for this sender; message not staged")
-            return Outcome.UNKNOWN_SENDER
+            return MessageOutcome.UNKNOWN_SENDER
         conversation = conversations.create(
             channel, message.from_address, message.to_address, received_at, tenant.account_sid
         )
@@ -74,7 +73,7 @@ def accept_message(channel: Channel, form: dict[str, str], url: str, signature: 
 
 def _stage(
     conversation: Conversation, channel: Channel, message: InboundMessage, received_at: str
-) -> Outcome:
+) -> MessageOutcome:
     """Stage the message (once per MessageSid) and count it in its conversation's batch
     window, opening the window if none is open."""
     staging = staged_messages.stage(conversation.conversation_id, message, received_at)
@@ -88,7 +87,7 @@ def _stage(
     if staging is not Staging.STAGED:
         logger.info("Duplicate webhook: MessageSid already staged", extra={"staging": staging.value})
         count("DuplicateWebhooks")
-        return Outcome.DUPLICATE
+        return MessageOutcome.DUPLICATE
     logger.info(
         "Message staged",
         extra={
@@ -98,7 +97,7 @@ def _stage(
         },
     )
     count("MessagesStaged")
-    return Outcome.STAGED
+    return MessageOutcome.STAGED
 
 
 def batching_rules(conversation: Conversation, channel: Channel) -> BatchingRules:
@@ -107,16 +106,15 @@ def batching_rules(conversation: Conversation, channel: Channel) -> BatchingRule
     return resolve_rules(get_settings().batching_defaults(), channel, project, conversation.batching)
 
 
-def _refused_by_rules(conversation: Conversation, channel: Channel) -> Outcome | None:
+def _refused_by_rules(conversation: Conversation, channel: Channel) -> MessageOutcome | None:
     if conversation.project_status != "active":
-        return Outcome.PROJECT_INACTIVE
+        return MessageOutcome.PROJECT_INACTIVE
     if conversation.allowed_channels is not None and channel not in conversation.allowed_channels:
-        return Outcome.CHANNEL_NOT_ALLOWED
+        return MessageOutcome.CHANNEL_NOT_ALLOWED
     return None
 
 
-def invalid_field(error: msgspec.ValidationError) -> str:
-    """The field msgspec found amiss (its message ends "- at `$.location.latitude`"), or
+def invalid_fields(error: ValidationError) -> list[str]:
+    """The fields found amiss, by their place in the message (`location.latitude`), or
     "message" for a rule of the whole message."""
-    found = re.search(r"- at `\$\.?([^`]*)`$", str(error))
-    return found.group(1) if found and found.group(1) else "message"
+    return list(dict.fromkeys(".".join(map(str, e["loc"])) or "message" for e in error.errors()))

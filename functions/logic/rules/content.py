@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from enum import StrEnum
 
 from functions.dal.models import TurnMedia
-from functions.models import Attachment, MessageContent
+from functions.inbound import Attachment, MessageContent
 
 QUOTE_CHARS = 300  # of a quoted earlier message
 

@@ -8,17 +8,14 @@
   when `max_messages` fragments are in or a fragment matches a flush keyword.
 """
 
-from __future__ import annotations
-
 import re
 from collections.abc import Mapping
 from typing import Annotated, Any, Literal
 
-import msgspec
-from msgspec import Meta
+from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator
 
 from functions.dal.models import BatchWindow
-from functions.models import Channel
+from functions.inbound import Channel
 
 # No wait longer than this, whatever a conversation or project asks: each wait that new
 # fragments extend adds about 15 events to the run's history, which AWS caps at 25,000,
@@ -26,31 +23,46 @@ from functions.models import Channel
 MAX_WAIT_LIMIT_SECONDS = 600
 
 
-Positive = Annotated[float, Meta(gt=0)]
+Positive = Annotated[float, Field(gt=0)]
 
 
-class BatchingRules(msgspec.Struct, kw_only=True, frozen=True):
+class BatchingRules(BaseModel):
+    """A run carries its rules in its input, where they are read strictly like the rest of
+    the run contract (functions/contract.py); `parse` reads a record's or a setting's.
+    Keys that are not rules are ignored: a conversation's rules must never stop its messages."""
+
+    model_config = ConfigDict(
+        strict=True, frozen=True, extra="ignore", hide_input_in_errors=True, defer_build=True
+    )
+
     mode: Literal["fixed", "quiet"] = "fixed"
+    # First, so that the waits below are clamped to it (a field validator sees the fields
+    # before its own).
+    max_wait_seconds: Positive = 60
     window_seconds: Positive = 10
     quiet_seconds: Positive = 3
-    typing_gap_seconds: Annotated[float, Meta(ge=0)] = 2
+    typing_gap_seconds: Annotated[float, Field(ge=0)] = 2
     typing_quiet_seconds: Positive = 6
-    max_wait_seconds: Positive = 60
-    max_messages: Annotated[int, Meta(ge=0)] = 0  # 0: no limit
-    flush_keywords: tuple[str, ...] = ()
+    max_messages: Annotated[int, Field(ge=0)] = 0  # 0: no limit
+    # A JSON array: strict as JSON is (a list is a tuple), not as Python is.
+    flush_keywords: Annotated[tuple[str, ...], Field(strict=False)] = ()
     answer: Literal["ai", "human"] = "ai"
 
-    def __post_init__(self) -> None:
+    @field_validator("max_wait_seconds")
+    @classmethod
+    def _at_most_the_limit(cls, longest: float) -> float:
         """Clamped, not refused: a conversation's rules must never stop its messages."""
-        longest = min(self.max_wait_seconds, MAX_WAIT_LIMIT_SECONDS)
-        msgspec.structs.force_setattr(self, "max_wait_seconds", longest)
-        for bounded in ("window_seconds", "quiet_seconds", "typing_quiet_seconds"):
-            msgspec.structs.force_setattr(self, bounded, min(getattr(self, bounded), longest))
+        return min(longest, MAX_WAIT_LIMIT_SECONDS)
+
+    @field_validator("window_seconds", "quiet_seconds", "typing_quiet_seconds")
+    @classmethod
+    def _at_most_the_longest_wait(cls, wait: float, info: ValidationInfo) -> float:
+        return min(wait, info.data.get("max_wait_seconds", MAX_WAIT_LIMIT_SECONDS))
 
     @classmethod
-    def parse(cls, rules: Mapping[str, Any]) -> BatchingRules:
-        """Rules from a run's input or a record (numbers may be strings there)."""
-        return msgspec.convert(rules, cls, strict=False)
+    def parse(cls, rules: Mapping[str, Any]) -> "BatchingRules":
+        """Rules from a record or the settings, leniently (numbers may be strings there)."""
+        return cls.model_validate(rules, strict=False)
 
 
 def resolve_rules(

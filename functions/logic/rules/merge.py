@@ -6,8 +6,8 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from functions.dal.models import StagedMessage
+from functions.inbound import Consent
 from functions.logic.rules.content import RenderedTurn, render, size_of
-from functions.models import Consent
 
 
 def arrival_order(items: Iterable[Mapping[str, Any]]) -> list[str]:

@@ -18,9 +18,9 @@ from twilio.request_validator import RequestValidator, get_signature_algorithm
 from functions.config import get_settings
 from functions.dal import tenants
 from functions.dal.models import Tenant
+from functions.inbound import ACCOUNT_SID
 from functions.integrations import secrets
 from functions.integrations.secrets import TwilioCredentials
-from functions.models import ACCOUNT_SID
 from functions.public_url import with_overrides
 
 

@@ -24,8 +24,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-import msgspec
-
 from functions.dal import staged_messages, turns
 from functions.dal.models import AIRequest
 from functions.dal.tables import assistant_turn_id, user_turn_id
@@ -117,7 +115,7 @@ class BatchRequest:
             if not recovered and not ai.outcome_unknown(error):  # refused: nothing was asked
                 staged_messages.drop_ai_request(self.conversation_id, self.key)
             raise
-        request = msgspec.structs.replace(request, response_id=state.id)
+        request = request.model_copy(update={"response_id": state.id})
         staged_messages.keep_ai_request(self.conversation_id, self.key, request)
         logger.info("Reply requested", extra={"response_id": state.id, "recovered": recovered})
         return self._finish(request, state)

@@ -1,5 +1,5 @@
 """Opt-out: a user who sends STOP (or another of Twilio's opt-out keywords,
-functions/models.py) is answered no more until an opt-in keyword (START...).
+functions/inbound.py) is answered no more until an opt-in keyword (START...).
 
 The keywords of a batch are applied in arrival order, after the state the conversation
 was in: the last one holds. A batch that leaves the conversation opted out is recorded

@@ -7,8 +7,6 @@ import re
 import secrets
 from datetime import datetime
 
-import msgspec
-
 from functions.config import get_settings
 from functions.contract import BurstStatus, RunInput
 from functions.dal import batch_windows
@@ -79,7 +77,7 @@ def new_window(
         burst=burst,
         batch_limit=get_settings().max_batch_size,
     )
-    window.execution_input = msgspec.json.encode(run_input).decode()
+    window.execution_input = run_input.model_dump_json()
     return window
 
 

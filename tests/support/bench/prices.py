@@ -21,6 +21,11 @@ DYNAMODB_PER_READ_UNIT = 0.125 / 1_000_000
 API_GATEWAY_REST_PER_REQUEST = 3.50 / 1_000_000
 SECRETS_MANAGER_PER_CALL = 0.05 / 10_000
 EVENTBRIDGE_PER_EVENT = 1.00 / 1_000_000
+# Lambda SnapStart for Python (not enabled; docs/decisions.md): caching a published
+# version's snapshot, per GB of the function's memory per second it is cached (at least
+# 3 hours), and each restore of it, per GB (https://aws.amazon.com/lambda/pricing/).
+SNAPSTART_CACHE_PER_GB_SECOND = 0.0000015046
+SNAPSTART_RESTORE_PER_GB = 0.0001397998
 # gpt-6.1-terra, standard tier, prompts up to 272K input tokens: $1.00 / $5.00 per million
 # input / output tokens (https://developers.openai.com/api/docs/models/gpt-6.1-terra).
 OPENAI_MODEL_PRICED = "gpt-6.1-terra"
@@ -64,6 +69,15 @@ def aws_cost(burst: Burst) -> dict[str, float]:
         "Secrets Manager": burst.aws_calls["secretsmanager:GetSecretValue"] * SECRETS_MANAGER_PER_CALL,
         "EventBridge": burst.aws_calls["events:PutEvents"] * EVENTBRIDGE_PER_EVENT,
     }
+
+
+def snapstart_cost(memory_gb: float, cached_seconds: float, restores: int) -> tuple[float, float]:
+    """SnapStart's own charges for functions of `memory_gb` together, one version each:
+    caching their snapshots for `cached_seconds`, and restoring each `restores` times."""
+    return (
+        memory_gb * max(cached_seconds, 3 * 3600) * SNAPSTART_CACHE_PER_GB_SECOND,
+        memory_gb * restores * SNAPSTART_RESTORE_PER_GB,
+    )
 
 
 def ai_cost(input_tokens: int, output_tokens: int) -> float:

@@ -39,9 +39,9 @@ os.environ.setdefault("POWERTOOLS_METRICS_DISABLED", "true")
 from functions.config import get_settings  # noqa: E402
 from functions.dal import conversations as conversation_table  # noqa: E402
 from functions.dal import staged_messages  # noqa: E402
+from functions.inbound import Channel  # noqa: E402
 from functions.logic.rules import clock  # noqa: E402
 from functions.logic.rules.debounce import BatchingRules, due_ms  # noqa: E402
-from functions.models import Channel  # noqa: E402
 from functions.observability import logger  # noqa: E402
 from functions.registry import ALL_FUNCTIONS, BY_NAME, TASKS, WEBHOOK  # noqa: E402
 from infra.local import lambdas  # noqa: E402
@@ -57,6 +57,9 @@ SEED = 20261125
 # Tokens of one AI call, assumed (the stand-in's counts are not a model's): the
 # instructions, the conversation so far and the burst in; a short chat reply out.
 ASSUMED_INPUT_TOKENS, ASSUMED_OUTPUT_TOKENS = 2_000, 200
+# Cold imports against `import boto3`: each function without the OpenAI SDK, and the sum
+# over the state machine's functions (docs/decisions.md).
+COLD_TARGET_PER_FUNCTION, COLD_TARGET_STATE_MACHINE = 2.0, 18.0
 
 
 # --- 1. cold starts -----------------------------------------------------------------------
@@ -431,6 +434,9 @@ def report(results: dict) -> tuple[str, str]:
     touched = [WEBHOOK.logical_id, *b["functions"]]
     module_of = {f.logical_id: f.handler.rpartition(".")[0] for f in ALL_FUNCTIONS}
     cold_sum = sum(imports["by_module"][module_of[f]] for f in touched)
+    machine_sum = sum(imports["by_module"][module_of[f.logical_id]] for f in TASKS)
+    machine_gb = sum(f.memory_mb for f in TASKS) / 1024
+    snapstart_month, snapstart_restores = prices.snapstart_cost(machine_gb, 30 * 86400, 1000)
     rows = [
         (
             "Burst, answered (fixed or quiet, no extension): state transitions / Lambda invocations",
@@ -458,9 +464,15 @@ def report(results: dict) -> tuple[str, str]:
             (
                 f"Cold import, {f.logical_id} ({module_of[f.logical_id]})",
                 f"{imports['by_module'][module_of[f.logical_id]]:.0f} ms, "
-                f"{imports['by_module'][module_of[f.logical_id]] / boto3_ms:.2f}× boto3",
+                f"{imports['by_module'][module_of[f.logical_id]] / boto3_ms:.2f}× boto3"
+                + ("" if f.logical_id == "GenerateReply" else f" (target ≤ {COLD_TARGET_PER_FUNCTION}×)"),
             )
             for f in (WEBHOOK, *TASKS)
+        ),
+        (
+            f"The state machine's {len(TASKS)} functions: sum of their cold imports",
+            f"{machine_sum:.0f} ms, {machine_sum / boto3_ms:.1f}× boto3 "
+            f"(target ≤ {COLD_TARGET_STATE_MACHINE}×)",
         ),
         (
             f"Functions one burst touches: {len(touched)}; sum of their cold imports",
@@ -485,6 +497,11 @@ def report(results: dict) -> tuple[str, str]:
             money(sum(month.values())),
         ),
         ("... of which Step Functions", money(month["Step Functions"])),
+        (
+            f"SnapStart on the state machine's {len(TASKS)} functions ({machine_gb:.2f} GB, not enabled): "
+            "snapshots cached a month / 1,000 restores of each",
+            f"{money(snapstart_month)} / {money(snapstart_restores)}",
+        ),
         (
             "... OpenAI a month at the assumed tokens / Twilio WhatsApp replies a month",
             f"{money(ai * batches_per_month)} / "

@@ -10,8 +10,6 @@ ad a conversation started from (`Referral*`); with Advanced Opt-Out, `OptOutType
 an opt-out, opt-in or help keyword. Their Body may be empty. Parameters:
 https://www.twilio.com/docs/messaging/guides/webhook-request."""
 
-from __future__ import annotations
-
 import base64
 import binascii
 import re
@@ -19,8 +17,7 @@ from enum import StrEnum
 from typing import Annotated, Any, Literal
 from urllib.parse import parse_qsl
 
-import msgspec
-from msgspec import Meta
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 MAX_BODY_CHARS = 10_000  # WhatsApp allows 4,096 and SMS 1,600; keep a margin, refuse more
 MAX_MEDIA = 10
@@ -45,29 +42,45 @@ class Channel(StrEnum):
     SMS = "sms"
 
 
-class Location(msgspec.Struct, kw_only=True, frozen=True):
+class MessagePart(BaseModel):
+    """What a person sent, or a part of it, read leniently from Twilio's text (NumMedia
+    "2" is 2): a field it does not know is ignored, and an error names the field, never
+    its value (personal data)."""
+
+    model_config = ConfigDict(extra="ignore", hide_input_in_errors=True, defer_build=True)
+
+
+class FixedPart(MessagePart):
+    """A part that does not change once read."""
+
+    model_config = ConfigDict(frozen=True)
+
+
+class Location(FixedPart):
     """A shared location. Coordinates are kept as Twilio sends them (decimal strings,
     as precise as the user's phone made them), checked to be coordinates."""
 
-    latitude: Annotated[str, Meta(max_length=40)]
-    longitude: Annotated[str, Meta(max_length=40)]
+    latitude: Annotated[str, Field(max_length=40)]
+    longitude: Annotated[str, Field(max_length=40)]
     address: str | None = None
     label: str | None = None
 
-    def __post_init__(self) -> None:
+    @model_validator(mode="after")
+    def _on_earth(self) -> "Location":
         latitude, longitude = float(self.latitude), float(self.longitude)  # ValueError: not numbers
         if not (-90 <= latitude <= 90 and -180 <= longitude <= 180):
             raise ValueError("coordinates out of range")
+        return self
 
 
-class Attachment(msgspec.Struct, kw_only=True, frozen=True):
+class Attachment(FixedPart):
     """One media item of a message: Twilio's URL for it and its MIME type."""
 
-    url: Annotated[str, Meta(max_length=MAX_FIELD_CHARS)]
+    url: Annotated[str, Field(max_length=MAX_FIELD_CHARS)]
     content_type: str = ""
 
 
-class Referral(msgspec.Struct, kw_only=True, frozen=True):
+class Referral(FixedPart):
     """The click-to-WhatsApp ad the user answered (Twilio's `Referral*` parameters)."""
 
     headline: str | None = None
@@ -78,11 +91,11 @@ class Referral(msgspec.Struct, kw_only=True, frozen=True):
     media_content_type: str | None = None
 
 
-class MessageContent(msgspec.Struct, kw_only=True):
+class MessageContent(MessagePart):
     """What a person sent in one message, whatever its kind, as a staged message stores
     it (InboundMessage.from_form reads it from Twilio's parameters)."""
 
-    body: Annotated[str, Meta(max_length=MAX_BODY_CHARS)] = ""
+    body: Annotated[str, Field(max_length=MAX_BODY_CHARS)] = ""
     message_type: str | None = None
     media: tuple[Attachment, ...] = ()
     location: Location | None = None
@@ -101,29 +114,31 @@ class MessageContent(msgspec.Struct, kw_only=True):
         return any(kinds) or self.message_type not in (None, "", "text")
 
 
-class InboundMessage(MessageContent, kw_only=True):
+class InboundMessage(MessageContent):
     """A Twilio Messaging webhook (WhatsApp or SMS), validated."""
 
-    message_sid: Annotated[str, Meta(pattern=MESSAGE_SID)]
-    account_sid: Annotated[str, Meta(pattern=ACCOUNT_SID.pattern)]
-    from_address: Annotated[str, Meta(min_length=3, max_length=100)]
-    to_address: Annotated[str, Meta(min_length=3, max_length=100)]
-    num_media: Annotated[int, Meta(ge=0, le=MAX_MEDIA)] = 0
+    message_sid: Annotated[str, Field(pattern=MESSAGE_SID)]
+    account_sid: Annotated[str, Field(pattern=ACCOUNT_SID.pattern)]
+    from_address: Annotated[str, Field(min_length=3, max_length=100)]
+    to_address: Annotated[str, Field(min_length=3, max_length=100)]
+    num_media: Annotated[int, Field(ge=0, le=MAX_MEDIA)] = 0
     profile_name: str | None = None
     opt_out_type: str | None = None
 
-    def __post_init__(self) -> None:
+    @model_validator(mode="after")
+    def _has_content(self) -> "InboundMessage":
         if not self.has_content:
             raise ValueError("a message needs a body, media, a location, a button or an ad reply")
+        return self
 
     @classmethod
-    def from_form(cls, form: dict[str, str]) -> InboundMessage:
-        """The webhook's form, validated (msgspec.ValidationError if it is not a message)."""
-        return msgspec.convert(_gathered(form), cls, strict=False)
+    def from_form(cls, form: dict[str, str]) -> "InboundMessage":
+        """The webhook's form, validated (pydantic's ValidationError if it is not a message)."""
+        return cls.model_validate(_gathered(form))
 
     def content(self) -> MessageContent:
         """What the person sent, without the webhook's envelope."""
-        return MessageContent(**{name: getattr(self, name) for name in MessageContent.__struct_fields__})
+        return MessageContent(**{name: getattr(self, name) for name in MessageContent.model_fields})
 
 
 # Twilio's parameter for each field of a message, and how many characters are kept of it:
