@@ -151,7 +151,10 @@ class CloseOutput(Contract):
 
 
 class ErrorInfo(Lenient):
-    """A Catch's error output (`Error`, `Cause`): the error name and its cause."""
+    """A Catch's error output (`Error`, `Cause`): the error name and its cause (built in
+    code by the field names too)."""
+
+    model_config = ConfigDict(**Lenient.model_config, populate_by_name=True)
 
     error: str = Field("Unknown", alias="Error")
     cause: str | None = Field("", alias="Cause")
