@@ -42,6 +42,8 @@ class FakeOpenAI:
     refuse: dict[int, Exception] = field(default_factory=dict)
     fail: dict[int, str] = field(default_factory=dict)
     forgotten: set[str] = field(default_factory=set)
+    # The user texts the conversation held when each creation was asked (what it read).
+    read_at_creation: list[list[str]] = field(default_factory=list)
 
     def exchange(self, number: int, user_text: str, reply_text: str | None = None) -> ResponseState:
         """Add an exchange to the conversation; the response it stands for."""
@@ -59,6 +61,7 @@ class FakeOpenAI:
         self, client: Any, *, conversation: str, user_turn: Any, **options: Any
     ) -> ResponseState:
         number, self.created = self.created, self.created + 1
+        self.read_at_creation.append(self.user_texts())
         if number in self.refuse:
             raise self.refuse[number]
         if number in self.fail:

@@ -90,6 +90,7 @@ def test_a_lost_requests_copy_is_removed_before_asking_again(store, openai):
     reply = request().reply()
 
     assert reply.text == "reply 1" and openai.created == 2
+    assert openai.read_at_creation[1] == []  # the copy was gone before asking again
     assert openai.deleted == ["msg_user_0", "msg_reply_0"] and openai.user_texts() == [BODY]
     assert kept(store)[SM1].response_id == "resp_1"
 
@@ -101,6 +102,16 @@ def test_a_request_openai_no_longer_knows_is_asked_again_once_its_copy_is_remove
     reply = request().reply()
 
     assert reply.text == "reply 1" and openai.user_texts() == [BODY]
+    assert openai.read_at_creation[1] == []
+
+
+def test_a_request_kept_on_another_of_the_batchs_messages_moves_to_its_first(store, openai):
+    request().reply()
+    store.keep_ai_request("c1", SM2, kept(store)[SM1])
+    store.drop_ai_request("c1", SM1)
+
+    assert request().reply().text == "reply 0" and openai.created == 1
+    assert list(kept(store)) == [SM1]
 
 
 def test_a_request_openai_refused_is_not_kept(store, openai):

@@ -52,6 +52,7 @@ def window_opened_at(store: InMemoryStore, moment: datetime) -> BatchWindow:
         opened_ms=clock.epoch_ms(moment),
         last_message_ms=clock.epoch_ms(moment),
         execution_name="c1-w1",
+        execution_input='{"conversation_id": "c1"}',
     )
     store.windows["c1"] = window
     return window
@@ -84,7 +85,7 @@ def test_a_running_run_is_left_alone_however_long_its_burst(store, runs):
     summary = reconcile()
 
     assert (summary["windows_closed"], summary["windows_opened"]) == (0, 0)
-    assert store.windows["c1"].window_id == "w1" and runs.started == {}
+    assert store.windows["c1"].window_id == "w1" and runs.starts == 0
 
 
 @pytest.mark.parametrize("status", ["SUCCEEDED", "FAILED", "TIMED_OUT", None])
