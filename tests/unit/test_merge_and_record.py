@@ -169,7 +169,9 @@ def test_the_announcement_carries_the_texts_when_configured(answered, published,
 
     record_turns_and_release_lock(RECORD)
 
-    assert (published[0]["merged_body"], published[0]["reply_body"]) == ("first\nsecond", "Open at nine.")
+    [detail] = published
+    assert (detail["merged_body"], detail["reply_body"]) == ("first\nsecond", "Open at nine.")
+    assert detail["user_address"] == USER and detail["truncated"] is False
 
 
 def test_a_failed_announcement_is_reported_not_raised(answered, monkeypatch):
