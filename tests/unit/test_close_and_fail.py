@@ -160,8 +160,7 @@ def test_the_attempt_that_reaches_the_maximum_dead_letters_the_batch(batch, conf
     assert (turn.status, turn.error, turn.message_sids) == ("dead_lettered", "States.Timeout", [SM1, SM2])
 
 
-def test_a_permanent_error_sets_the_merged_batch_aside_at_once(batch, configure):
-    configure(FALLBACK_REPLY="")
+def test_a_permanent_error_sets_the_merged_batch_aside_at_once(batch):
     stage(batch, SM3, 3)  # arrived after the merge: stays pending
     cause = json.dumps({"errorMessage": "Twilio HTTP 400 code 21211", "errorType": "TwilioPermanentError"})
 
