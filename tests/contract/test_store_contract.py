@@ -116,3 +116,41 @@ def test_the_template_is_claimed_by_the_first_owner(store):
     assert (claimed.template_owner, claimed.template_since) == ("run-a", "t1")
     turns.record_template("c1", "a1", "SMtemplate")
     assert turns.require("c1", "a1").template_sid == "SMtemplate"
+
+
+def test_a_message_counted_in_no_window_opens_one_and_a_later_one_moves_it(store):
+    opened = batch_windows.arrive(window("w1"), 2_000, flush=False)
+    assert (opened.window_id, opened.message_count, opened.last_message_ms) == ("w1", 1, 2_000)
+    assert opened.previous_message_ms is None and not opened.flush_requested
+
+    later = batch_windows.arrive(window("w2"), 3_000, flush=True)
+    assert (later.window_id, later.message_count, later.opened_ms) == ("w1", 2, 1_000)
+    assert (later.previous_message_ms, later.last_message_ms, later.flush_requested) == (2_000, 3_000, True)
+    assert batch_windows.arrive(window("w3"), 4_000, flush=False).flush_requested  # a flush stays
+
+
+def test_the_scan_lists_the_open_windows(store):
+    batch_windows.open(window("w1"))
+    other = window("w9").model_copy(update={"conversation_id": "c2", "execution_name": "c2-w9"})
+    batch_windows.open(other)
+
+    assert sorted((w.conversation_id, w.window_id) for w in batch_windows.scan()) == [
+        ("c1", "w1"),
+        ("c2", "w9"),
+    ]
+
+
+# --- conversations --------------------------------------------------------------------------
+
+
+def test_a_created_conversation_is_found_by_its_tenant_and_addresses_only(store):
+    user, us, tenant = CONVERSATION.user_address, CONVERSATION.our_address, "AC" + "1" * 32
+
+    created = conversations.create(Channel.WHATSAPP, user, us, "2026-11-26T00:00:00+00:00", tenant)
+
+    assert conversations.create(Channel.WHATSAPP, user, us, "later", tenant) == created
+    assert conversations.find(Channel.WHATSAPP, user, us, tenant) == created
+    assert conversations.get(created.conversation_id) == created
+    assert conversations.find(Channel.WHATSAPP, user, us, "AC" + "2" * 32) is None
+    assert conversations.find(Channel.SMS, user, us, tenant) is None
+    assert conversations.get("nobody") is None

@@ -7,16 +7,18 @@ from __future__ import annotations
 
 import copy
 from dataclasses import dataclass, field
-from datetime import datetime
 from typing import Any
 
 import pytest
 from botocore.exceptions import ClientError
 
-from functions.dal import batch_windows, conversations, turns
+from functions.dal import batch_windows, conversations, staged_messages, turns
 from functions.dal.models import BatchWindow, Conversation, Turn
 from functions.errors import ConversationNotFound, TwilioPermanentError, TwilioRetryableError
+from functions.inbound import Channel, address_key
 from functions.integrations import secrets, twilio_messages
+from tests.support.fake_staged_messages import InMemoryStagedMessages
+from tests.support.fake_twilio import FakeTwilio
 
 
 def condition_failed(operation: str) -> ClientError:
@@ -26,11 +28,13 @@ def condition_failed(operation: str) -> ClientError:
 
 
 @dataclass
-class InMemoryStore:
-    """Conversations, their processing locks, batch windows and turns, with the dal's
-    conditional rules (a reply part is recorded only in order, once; the time sending
-    began is recorded once; a lock is taken when free, ours or expired; a task token is
-    parked on its own window only, and never replaced by an older one)."""
+class InMemoryStore(InMemoryStagedMessages):
+    """Conversations, their processing locks, batch windows, staged messages and turns,
+    with the dal's conditional rules (a reply part is recorded only in order, once; the
+    time sending began is recorded once; a lock is taken when free, ours or expired; a
+    task token is parked on its own window only, and never replaced by an older one; a
+    MessageSid is staged once; only a pending message counts attempts, is set aside or
+    keeps an OpenAI request)."""
 
     conversations: dict[str, Conversation] = field(default_factory=dict)
     turns: dict[tuple[str, str], Turn] = field(default_factory=dict)
@@ -46,6 +50,37 @@ class InMemoryStore:
         if conversation_id not in self.conversations:
             raise ConversationNotFound(conversation_id)
         return self.conversations[conversation_id]
+
+    def find_conversation(
+        self, channel: Channel, user_address: str, our_address: str, tenant_account_sid: str
+    ) -> Conversation | None:
+        for conversation in self.conversations.values():
+            if (conversation.channel, conversation.user_address, conversation.our_address) == (
+                channel,
+                user_address,
+                our_address,
+            ) and (not conversation.task_complete and conversation.tenant_account_sid == tenant_account_sid):
+                return copy.deepcopy(conversation)
+        return None
+
+    def create_conversation(
+        self, channel: Channel, user_address: str, our_address: str, now: str, tenant_account_sid: str
+    ) -> Conversation:
+        key = address_key(channel, user_address, our_address)
+        conversation_id = conversations.new_conversation_id(tenant_account_sid, key)
+        if conversation_id not in self.conversations:
+            self.conversations[conversation_id] = Conversation(
+                conversation_id=conversation_id,
+                channel=channel,
+                user_address=user_address,
+                our_address=our_address,
+                created_at=now,
+                tenant_account_sid=tenant_account_sid,
+            )
+        return copy.deepcopy(self.conversations[conversation_id])
+
+    def get_conversation(self, conversation_id: str) -> Conversation | None:
+        return copy.deepcopy(self.conversations.get(conversation_id))
 
     # --- the processing lock ----------------------------------------------------------
 
@@ -95,10 +130,64 @@ class InMemoryStore:
         self.token_entered_ms.pop(conversation_id, None)
         return self.windows.pop(conversation_id)
 
+    def arrive_in_window(self, candidate: BatchWindow, now_ms: int, flush: bool) -> BatchWindow:
+        window = self.windows.get(candidate.conversation_id)
+        if window is None:
+            window = copy.deepcopy(candidate)
+            window.message_count, window.previous_message_ms = 0, None
+            self.windows[candidate.conversation_id] = window
+        else:
+            window.previous_message_ms = window.last_message_ms
+        window.last_message_ms, window.message_count = now_ms, window.message_count + 1
+        window.flush_requested = flush or window.flush_requested
+        return copy.deepcopy(window)
+
+    def scan_windows(self) -> list[BatchWindow]:
+        return [copy.deepcopy(window) for window in self.windows.values()]
+
     # --- turns ------------------------------------------------------------------------
 
     def put_turn(self, turn: Turn) -> None:
         self.turns[(turn.conversation_id, turn.turn_id)] = copy.deepcopy(turn)
+
+    def recent_turns(self, conversation_id: str, limit: int) -> list[Turn]:
+        own = sorted((t for (c, _), t in self.turns.items() if c == conversation_id), key=lambda t: t.turn_id)
+        return [copy.deepcopy(t) for t in reversed(own)][:limit]
+
+    def last_reply(self, conversation_id: str) -> Turn | None:
+        sent = [t for t in self.recent_turns(conversation_id, len(self.turns)) if t.role == "assistant"]
+        return next((t for t in sent if t.status == "sent"), None)
+
+    def record_answered_batch(
+        self,
+        *,
+        conversation_id: str,
+        owner: str,
+        user_turn_id: str,
+        assistant_turn_id: str | None,
+        answered_at: str,
+        processing_time_ms: int,
+        tokens: dict[str, int],
+        last_message_sid: str | None,
+        limited: bool = False,
+    ) -> bool:
+        """The transaction: the turns' statuses, and the lock released, if `owner` holds it
+        (the conversation's totals are not kept here)."""
+        if self.locks.get(conversation_id, ("", 0))[0] != owner:
+            return False
+        user = self._turn(conversation_id, user_turn_id, "user")
+        user.status = "handed_off" if assistant_turn_id is None else ("limited" if limited else "answered")
+        user.answered_at = answered_at
+        if assistant_turn_id is not None:
+            assistant = self._turn(conversation_id, assistant_turn_id, "assistant")
+            assistant.status, assistant.sent_at = ("limited" if limited else "sent"), answered_at
+            assistant.processing_time_ms = processing_time_ms
+        del self.locks[conversation_id]
+        return True
+
+    def _turn(self, conversation_id: str, turn_id: str, role: str) -> Turn:
+        key = (conversation_id, turn_id)  # an update: it makes the item if it is missing
+        return self.turns.setdefault(key, Turn(conversation_id=conversation_id, turn_id=turn_id, role=role))
 
     def require_turn(self, conversation_id: str, turn_id: str) -> Turn:
         return copy.deepcopy(self.turns[(conversation_id, turn_id)])
@@ -140,67 +229,11 @@ class InMemoryStore:
         self.turns[(conversation_id, turn_id)].template_sid = message_sid
 
 
-@dataclass
-class FakeTwilio:
-    """Accepts messages, or refuses the ones whose number is in `refuse` (0-based, in
-    the order of the create calls) with the given error; those in `lose_answer` are
-    accepted, and then the answer is lost (a timeout: TwilioRetryableError)."""
-
-    sent: list[dict[str, Any]] = field(default_factory=list)
-    refuse: dict[int, Exception] = field(default_factory=dict)
-    lose_answer: set[int] = field(default_factory=set)
-    attempts: int = 0
-    lookups: int = 0
-
-    def send_message(
-        self,
-        client: Any,
-        from_address: str,
-        to_address: str,
-        body: str | None = None,
-        content_sid: str | None = None,
-        status_callback: str | None = None,
-    ) -> str:
-        number, self.attempts = self.attempts, self.attempts + 1
-        if number in self.refuse:
-            raise self.refuse[number]
-        sid = f"SM{len(self.sent) + 1:032d}"
-        self.sent.append(
-            {
-                "sid": sid,
-                "from": from_address,
-                "to": to_address,
-                "body": body,
-                "content_sid": content_sid,
-                "status_callback": status_callback,
-            }
-        )
-        if number in self.lose_answer:
-            raise TwilioRetryableError("Twilio unreachable: ReadTimeout")
-        return sid
-
-    def find_sent(
-        self,
-        client: Any,
-        from_address: str,
-        to_address: str,
-        body: str | None,
-        since: datetime,
-        exclude: list[str] | tuple[str, ...] = (),
-    ) -> str | None:
-        self.lookups += 1
-        found = [
-            m["sid"]
-            for m in self.sent
-            if (m["from"], m["to"]) == (from_address, to_address)
-            and m["sid"] not in exclude
-            and (body is None or m["body"] == body)
-        ]
-        return found[0] if found else None
-
-
 def install(monkeypatch: pytest.MonkeyPatch, store: InMemoryStore, twilio: FakeTwilio) -> None:
     monkeypatch.setattr(conversations, "require", store.require_conversation)
+    monkeypatch.setattr(conversations, "find", store.find_conversation)
+    monkeypatch.setattr(conversations, "create", store.create_conversation)
+    monkeypatch.setattr(conversations, "get", store.get_conversation)
     monkeypatch.setattr(conversations, "record_delivery_failure", store.record_delivery_failure)
     monkeypatch.setattr(conversations, "acquire_lock", store.acquire_lock)
     monkeypatch.setattr(conversations, "release_lock", store.release_lock)
@@ -208,9 +241,24 @@ def install(monkeypatch: pytest.MonkeyPatch, store: InMemoryStore, twilio: FakeT
     monkeypatch.setattr(batch_windows, "get", store.get_window)
     monkeypatch.setattr(batch_windows, "park_task_token", store.park_task_token)
     monkeypatch.setattr(batch_windows, "close", store.close_window)
+    monkeypatch.setattr(batch_windows, "arrive", store.arrive_in_window)
+    monkeypatch.setattr(batch_windows, "scan", store.scan_windows)
+    monkeypatch.setattr(staged_messages, "stage", store.stage)
+    monkeypatch.setattr(staged_messages, "load", store.load_staged)
+    monkeypatch.setattr(staged_messages, "pending", store.pending)
+    monkeypatch.setattr(staged_messages, "scan_pending", store.scan_pending)
+    monkeypatch.setattr(staged_messages, "count_failed_attempt", store.count_failed_attempt)
+    monkeypatch.setattr(staged_messages, "mark_failed", store.set_aside)
+    monkeypatch.setattr(staged_messages, "mark_answered", store.mark_answered)
+    monkeypatch.setattr(staged_messages, "ai_requests", store.ai_requests)
+    monkeypatch.setattr(staged_messages, "keep_ai_request", store.keep_ai_request)
+    monkeypatch.setattr(staged_messages, "drop_ai_request", store.drop_ai_request)
     monkeypatch.setattr(turns, "put", store.put_turn)
     monkeypatch.setattr(turns, "require", store.require_turn)
     monkeypatch.setattr(turns, "get", store.get_turn)
+    monkeypatch.setattr(turns, "recent", store.recent_turns)
+    monkeypatch.setattr(turns, "last_reply", store.last_reply)
+    monkeypatch.setattr(turns, "record_answered_batch", store.record_answered_batch)
     monkeypatch.setattr(turns, "mark_failed", store.mark_failed)
     monkeypatch.setattr(turns, "begin_sending", store.begin_sending)
     monkeypatch.setattr(turns, "append_sent_part", store.append_sent_part)

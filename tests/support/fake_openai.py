@@ -1,0 +1,104 @@
+"""A fake of OpenAI's Responses and Conversations APIs as
+functions/integrations/openai_responses.py offers them: one OpenAI conversation's items,
+and responses that complete at once, adding their input and reply to it (as a background
+response does when it completes, whether or not its client still waits)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+import httpx2
+import openai
+import pytest
+
+from functions.errors import AIRetryableError
+from functions.integrations import openai_responses as ai
+from functions.integrations.openai_responses import ResponseState
+from functions.logic.rules.conversation_items import ConversationItem
+
+
+def answer_lost() -> AIRetryableError:
+    """What a creation whose answer never came raises (its outcome is unknown)."""
+    timeout = openai.APITimeoutError(request=httpx2.Request("POST", "https://api.openai.com/v1/responses"))
+    error = AIRetryableError("OpenAI unreachable: APITimeoutError")
+    error.__cause__ = timeout
+    return error
+
+
+@dataclass
+class FakeOpenAI:
+    """Creation number n (0-based) answers "reply n"; those in `lose_answer` complete and
+    their answer is lost; those in `refuse` raise the error and do nothing; those in
+    `fail` complete with that error code and no reply. `forgotten`: response ids that
+    retrieve no longer finds."""
+
+    items: list[ConversationItem] = field(default_factory=list)  # oldest first
+    responses: dict[str, ResponseState] = field(default_factory=dict)
+    created: int = 0
+    retrieved: int = 0
+    deleted: list[str] = field(default_factory=list)
+    lose_answer: set[int] = field(default_factory=set)
+    refuse: dict[int, Exception] = field(default_factory=dict)
+    fail: dict[int, str] = field(default_factory=dict)
+    forgotten: set[str] = field(default_factory=set)
+    # The user texts the conversation held when each creation was asked (what it read).
+    read_at_creation: list[list[str]] = field(default_factory=list)
+
+    def exchange(self, number: int, user_text: str, reply_text: str | None = None) -> ResponseState:
+        """Add an exchange to the conversation; the response it stands for."""
+        reply_id = f"msg_reply_{number}"
+        self.items += [ConversationItem(f"msg_user_{number}", "user", user_text)]
+        if reply_text is not None:
+            self.items += [ConversationItem(reply_id, "assistant", reply_text)]
+        state = ResponseState(
+            id=f"resp_{number}", status="completed", text=reply_text or "", item_ids=(reply_id,)
+        )
+        self.responses[state.id] = state
+        return state
+
+    def create_response(
+        self, client: Any, *, conversation: str, user_turn: Any, **options: Any
+    ) -> ResponseState:
+        number, self.created = self.created, self.created + 1
+        self.read_at_creation.append(self.user_texts())
+        if number in self.refuse:
+            raise self.refuse[number]
+        if number in self.fail:
+            state = self.exchange(number, str(user_turn))
+            self.responses[state.id] = replace(state, status="failed", error_code=self.fail[number])
+            return self.responses[state.id]
+        state = self.exchange(number, str(user_turn), f"reply {number}")
+        if number in self.lose_answer:
+            raise answer_lost()
+        return replace(state, status="queued")
+
+    def retrieve_response(self, client: Any, response_id: str, budget: Any) -> ResponseState | None:
+        self.retrieved += 1
+        return None if response_id in self.forgotten else self.responses.get(response_id)
+
+    def cancel_response(self, client: Any, response_id: str, budget: Any) -> ResponseState | None:
+        return self.responses.get(response_id)
+
+    def wait_for(self, client: Any, response: ResponseState, budget: Any) -> ResponseState:
+        return self.responses[response.id]
+
+    def newest_items(
+        self, client: Any, conversation: str, budget: Any, limit: int = 20
+    ) -> list[ConversationItem]:
+        return list(reversed(self.items))[:limit]
+
+    def delete_items(self, client: Any, conversation: str, item_ids: list[str], budget: Any) -> None:
+        self.deleted += item_ids
+        self.items = [item for item in self.items if item.id not in item_ids]
+
+    def user_texts(self) -> list[str]:
+        return [item.text for item in self.items if item.role == "user"]
+
+
+def install_openai(monkeypatch: pytest.MonkeyPatch) -> FakeOpenAI:
+    fake = FakeOpenAI()
+    for name in ("create_response", "retrieve_response", "cancel_response", "wait_for", "newest_items"):
+        monkeypatch.setattr(ai, name, getattr(fake, name))
+    monkeypatch.setattr(ai, "delete_items", fake.delete_items)
+    return fake
