@@ -154,15 +154,6 @@ def test_the_reconciler_opens_a_window_for_stranded_messages(harness):
     assert harness.replies_to(user) == ["You said: stranded"]
 
 
-def test_the_reconciler_leaves_recent_messages_to_their_window(harness):
-    user = harness.new_user()
-    conversation_id = harness.stage_directly(user, ["just now"])
-
-    reconcile()
-
-    assert harness.runs(conversation_id) == []
-
-
 def test_the_reconciler_leaves_a_conversation_whose_run_is_waiting_alone(harness, monkeypatch):
     """A waiting run will take its conversation's pending messages: the reconciler checks
     that it runs and does nothing more, however long its burst lasts (it used to open a

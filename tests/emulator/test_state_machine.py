@@ -246,15 +246,6 @@ def test_an_answered_batch_is_announced_with_keys_and_counts_only(harness):
     assert user not in json.dumps(detail) and "parcel" not in json.dumps(detail)
 
 
-def test_an_answered_batch_carries_its_texts_when_configured(harness, configure):
-    configure(EVENT_INCLUDES_TEXTS="true")
-    user, _, detail = _answered_batch_event(harness, ["where is", "my parcel"])
-
-    assert detail["merged_body"] == "where is\nmy parcel"
-    assert detail["reply_body"] == "You said: where is\nmy parcel"
-    assert detail["user_address"] == user and detail["truncated"] is False
-
-
 def test_a_conversation_with_thousands_of_turns_keeps_working(harness):
     user = harness.new_user()
     conversation_id = harness.stage_directly(user, ["still there?"])
