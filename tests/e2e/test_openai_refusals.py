@@ -5,12 +5,16 @@ background response is stored explicitly, so that a later attempt can still poll
 
 from __future__ import annotations
 
+import httpx2
+import openai
 import pytest
 
 from functions.config import get_settings
 from functions.dal import staged_messages
+from functions.errors import AIRetryableError
+from functions.integrations import openai_responses
 from functions.logic.shared import ai_requests
-from tests.e2e.test_corpus import IMAGE, PHOTO_SEEN, send_burst, text
+from tests.e2e.test_corpus import IMAGE, send_burst, text
 
 pytestmark = pytest.mark.e2e
 
@@ -64,8 +68,41 @@ def test_a_photo_openai_refuses_is_left_out_and_the_burst_answered(harness, coun
     assert [r["status"] for r in runs] == ["SUCCEEDED"]
     assert harness.ai_inputs(conversation_id) == [WITH_IMAGE, WITHOUT_IMAGE]  # asked again once
     assert harness.replies_to(user) == [f"You said: {WITHOUT_IMAGE}"]
-    assert items_of(harness, conversation_id) == [("user", WITHOUT_IMAGE), ("assistant", f"You said: {WITHOUT_IMAGE}")]
+    assert items_of(harness, conversation_id) == [
+        ("user", WITHOUT_IMAGE),
+        ("assistant", f"You said: {WITHOUT_IMAGE}"),
+    ]
     assert "AIImagesRefused" in counted
+
+
+def test_a_later_attempt_asks_without_the_images_too(harness, monkeypatch):
+    """The request without images is carried out and its answer lost: the next attempt
+    removes the turn it left and asks without images again (not with the image, which
+    OpenAI would now read: the lost turn would stay as a second one)."""
+    user = harness.new_user()
+    harness.stack.openai.inject({"refuse_image": "invalid_image"})
+    real_create = openai_responses.create_response
+
+    def answer_lost_without_images(*args, **kwargs):
+        if not isinstance(kwargs["user_turn"], str):
+            return real_create(*args, **kwargs)
+        monkeypatch.setattr(openai_responses, "create_response", real_create)
+        state = real_create(*args, **kwargs)  # OpenAI does the work, and its answer never arrives
+        openai_responses.wait_for(args[0], state, openai_responses.Budget(5))
+        lost = openai.APITimeoutError(request=httpx2.Request("POST", "https://api.openai.com/v1/responses"))
+        raise AIRetryableError("OpenAI unreachable: APITimeoutError") from lost
+
+    monkeypatch.setattr(openai_responses, "create_response", answer_lost_without_images)
+    conversation_id = send_burst(harness, user, BURST)
+
+    runs = harness.wait_until_quiet(conversation_id, runs=1)
+
+    assert [r["status"] for r in runs] == ["SUCCEEDED"]
+    assert harness.failures_in(runs[0]["executionArn"]) == ["AIRetryableError"]
+    assert harness.ai_inputs(conversation_id) == [WITH_IMAGE, WITHOUT_IMAGE, WITHOUT_IMAGE]
+    reply = f"You said: {WITHOUT_IMAGE}"
+    assert items_of(harness, conversation_id) == [("user", WITHOUT_IMAGE), ("assistant", reply)]
+    assert harness.replies_to(user) == [reply]
 
 
 def test_a_reply_cut_by_the_content_filter_is_not_sent_the_fallback_is(harness, counted):

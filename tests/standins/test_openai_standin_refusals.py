@@ -19,7 +19,10 @@ WITH_IMAGE = [
         "role": "user",
         "content": [
             {"type": "input_text", "text": "look"},
-            {"type": "input_image", "image_url": f"data:image/jpeg;base64,{base64.b64encode(PHOTO).decode()}"},
+            {
+                "type": "input_image",
+                "image_url": f"data:image/jpeg;base64,{base64.b64encode(PHOTO).decode()}",
+            },
         ],
     }
 ]
@@ -29,7 +32,9 @@ def test_an_image_refused_at_once_is_a_400_with_its_code_and_nothing_is_added(ai
     standin, url = openai_standin
     conversation = ai.conversations.create()
     requests.post(
-        f"{url}/_control/faults", json={"faults": [{"refuse_image": "image_content_policy_violation"}]}, timeout=2
+        f"{url}/_control/faults",
+        json={"faults": [{"refuse_image": "image_content_policy_violation"}]},
+        timeout=2,
     ).raise_for_status()
 
     with pytest.raises(openai.BadRequestError) as refused:
@@ -46,7 +51,9 @@ def test_an_image_refused_in_the_background_ends_failed_with_its_code(ai, openai
     conversation = ai.conversations.create()
     standin.inject({"refuse_image": "image_parse_error", "failed": True})
 
-    created = ai.responses.create(model=MODEL, conversation=conversation.id, input=WITH_IMAGE, background=True)
+    created = ai.responses.create(
+        model=MODEL, conversation=conversation.id, input=WITH_IMAGE, background=True
+    )
 
     failed = wait_until(lambda: (r := ai.responses.retrieve(created.id)).status == "failed" and r)
     assert failed.error.code == "image_parse_error" and failed.output_text == ""
