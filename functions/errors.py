@@ -27,7 +27,12 @@ class AIRetryableError(Exception):
 
 
 class AIPermanentError(Exception):
-    """OpenAI rejected the request; retrying the same request cannot succeed."""
+    """OpenAI rejected the request; retrying the same request cannot succeed. `code`:
+    OpenAI's error code, if it gave one."""
+
+    def __init__(self, message: str, code: str | None = None) -> None:
+        super().__init__(message)
+        self.code = code
 
 
 class AIModelUnavailable(Exception):

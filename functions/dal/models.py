@@ -94,6 +94,8 @@ class AIRequest(TableItem):
     response_id: str | None = None
     # Asked again after an unknown outcome: once answered, check for a stray earlier copy.
     recovered: bool = False
+    # Asked without the batch's images, after OpenAI refused one of them.
+    images_left_out: bool = False
 
 
 class StagedMessage(MessageContent, TableItem):

@@ -36,6 +36,27 @@ MODEL_NOT_FOUND = "model_not_found"
 QUOTA_CODES = {"insufficient_quota", "billing_hard_limit_reached", "billing_not_active"}
 # A background response that ended `failed` with one of these may be created again.
 RETRYABLE_FAILURES = {"server_error", "rate_limit_exceeded", "vector_store_timeout"}
+# An image OpenAI will not read: the request fails whatever attempt sends it, and may be
+# made again without its images (functions/logic/shared/ai_requests.py). The codes of a
+# Response's `error` (openai-python's types/responses/response_error.py).
+IMAGE_ERRORS = {
+    "invalid_image",
+    "invalid_image_format",
+    "invalid_base64_image",
+    "invalid_image_url",
+    "image_too_large",
+    "image_too_small",
+    "image_parse_error",
+    "image_content_policy_violation",
+    "invalid_image_mode",
+    "image_file_too_large",
+    "unsupported_image_media_type",
+    "empty_image_file",
+    "failed_to_download_image",
+    "image_file_not_found",
+}
+# A response the content filter stopped: its text is not sent.
+CONTENT_FILTER = "content_filter"
 UNFINISHED = ("queued", "in_progress")
 # Polling a background response: first after 0.2 s, then doubling up to every 2 s.
 FIRST_POLL_SECONDS, MAX_POLL_SECONDS = 0.2, 2.0
@@ -105,8 +126,10 @@ def create_response(
     max_output_tokens: int,
     budget: Budget,
 ) -> ResponseState:
-    """Start a response in background mode. `truncation: auto` drops the oldest items
-    from what the model reads once the conversation outgrows its context window."""
+    """Start a response in background mode, stored (`store: true`, said explicitly: without
+    it, a project with modified abuse monitoring loses a background response after about
+    10 minutes, and a later attempt would poll in vain). `truncation: auto` drops the oldest
+    items from what the model reads once the conversation outgrows its context window."""
     response = _call(
         lambda: client.responses.create(
             model=model,
@@ -114,6 +137,7 @@ def create_response(
             conversation=conversation,
             input=user_turn,
             background=True,
+            store=True,
             truncation="auto",
             max_output_tokens=max_output_tokens,
             timeout=budget.timeout(),
@@ -226,10 +250,10 @@ def _call[T](request: Callable[[], T], conversation_call: bool = False) -> T:
         if is_quota_error(error.status_code, error.code, error.type):
             count("AIQuotaExhausted")
             logger.error("OpenAI quota or billing limit reached", extra={"code": error.code})
-            raise AIPermanentError(f"{described}: quota or billing limit") from error
+            raise AIPermanentError(f"{described}: quota or billing limit", error.code) from error
         if is_retryable(error.status_code, error.code):
             raise AIRetryableError(described) from error
-        raise AIPermanentError(described) from error
+        raise AIPermanentError(described, error.code) from error
     finally:
         milliseconds("AILatency", (time.monotonic() - started) * 1000)
 

@@ -17,6 +17,11 @@ tombstone drops it once the batch is answered.
   arrived): cancel it if it still runs, remove its turn, and ask for the whole batch.
 - A response that failed or was cancelled: remove the turn it may have left, then ask
   again on the next attempt (or fail permanently if OpenAI says retrying cannot help).
+- An image OpenAI refused (a 400 or a failed response with an image error code): asked
+  again at once, once, without the batch's images, each photo's line saying it could not
+  be shown; the request kept on the batch says so, so later attempts ask the same way.
+- A reply the content filter cut: its turn removed, and a permanent error (the user gets
+  the fallback reply, not the cut text).
 See docs/decisions.md for what this costs in API calls."""
 
 from __future__ import annotations
@@ -54,6 +59,8 @@ class BatchRequest:
     model: str
     instructions: str
     max_output_tokens: int
+    without_images: str | None = None  # the input with no image, each photo's line saying so
+    images_left_out: bool = False
 
     @property
     def key(self) -> str:
@@ -61,7 +68,24 @@ class BatchRequest:
 
     def reply(self) -> ResponseState:
         """The batch's finished response, with text: polled if it was asked before,
-        asked otherwise. AIRetryableError while it runs."""
+        asked otherwise; asked once more without images if OpenAI refused one of them.
+        AIRetryableError while it runs."""
+        try:
+            return self._reply()
+        except AIPermanentError as error:
+            if self.images_left_out or self.without_images is None or error.code not in ai.IMAGE_ERRORS:
+                raise
+            count("AIImagesRefused")
+            logger.warning("OpenAI refused an image: asking without the images", extra={"code": error.code})
+        self._leave_images_out()
+        return self._reply()
+
+    def _leave_images_out(self) -> None:
+        if self.without_images is not None:
+            self.input = self.body = self.without_images
+            self.images_left_out = True
+
+    def _reply(self) -> ResponseState:
         same: AIRequest | None = None
         found = staged_messages.ai_requests(self.conversation_id, self.message_sids)
         for sid, request in found.items():
@@ -78,6 +102,8 @@ class BatchRequest:
                 staged_messages.drop_ai_request(self.conversation_id, sid)
         if same is None:
             return self._ask(recovered=False)
+        if same.images_left_out:  # an earlier attempt's image was refused
+            self._leave_images_out()
         if same.response_id is None:  # asked before, and the answer was lost
             self._remove_copies()
             return self._ask(recovered=True)
@@ -99,6 +125,7 @@ class BatchRequest:
             openai_conversation_id=self.openai_conversation,
             requested_at=clock.iso(clock.now()),
             recovered=recovered,
+            images_left_out=self.images_left_out,
         )
         staged_messages.keep_ai_request(self.conversation_id, self.key, request)  # before asking
         try:
@@ -122,14 +149,15 @@ class BatchRequest:
 
     def _finish(self, request: AIRequest, state: ResponseState) -> ResponseState:
         state = ai.wait_for(self.client, state, self.budget)
-        if state.text and state.status in ("completed", "incomplete"):
+        filtered = state.status == "incomplete" and state.incomplete_reason == ai.CONTENT_FILTER
+        if state.text and state.status in ("completed", "incomplete") and not filtered:
             if state.status == "incomplete":
                 logger.warning("Reply cut short", extra={"reason": state.incomplete_reason})
                 count("AIRepliesCut")
             if request.recovered:
                 self._remove_copies(keep=state)
             return state
-        # Failed, cancelled, or no text: remove the turn it may have left, then ask again.
+        # Failed, cancelled, filtered or no text: remove the turn it may have left.
         own = exchange_of(self._exchanges(), state.item_ids, self.body, state.text)
         self._delete([own] if own else [])
         staged_messages.drop_ai_request(self.conversation_id, self.key)
@@ -137,7 +165,10 @@ class BatchRequest:
         described = f"OpenAI response {state.id} {state.status} ({reason})"
         if state.status == "cancelled" or state.error_code in ai.RETRYABLE_FAILURES:
             raise AIRetryableError(described)
-        raise AIPermanentError(described)
+        if filtered:
+            count("AIRepliesFiltered")
+            logger.warning("Reply stopped by OpenAI's content filter: not sent")
+        raise AIPermanentError(described, state.error_code or state.incomplete_reason)
 
     def _stored_reply(self, request: AIRequest) -> ResponseState | None:
         """The reply an earlier window stored for the same response (no API call)."""

@@ -10,7 +10,9 @@ line of the turn (functions/logic/rules/content.py) is kept in its place, and:
     is one user message whose text and images alternate in arrival order;
   - a voice note transcribed is replaced by `[voice note 2, transcribed] <what it says>`;
   - a media item that could not be loaded keeps its line, which then says so.
-Only a turn with images becomes a list; text and transcripts alone stay a string."""
+Only a turn with images becomes a list; text and transcripts alone stay a string. A turn
+with images also has a text-only input, each photo's line saying it could not be shown:
+what the model is asked with when OpenAI refuses one of the images (ai_requests.py)."""
 
 from __future__ import annotations
 
@@ -29,14 +31,27 @@ if TYPE_CHECKING:
 
 
 def for_model(conversation: Conversation, user_turn: Turn, client: openai.OpenAI) -> str | ResponseInputParam:
+    return inputs_for_model(conversation, user_turn, client)[0]
+
+
+def inputs_for_model(
+    conversation: Conversation, user_turn: Turn, client: openai.OpenAI
+) -> tuple[str | ResponseInputParam, str | None]:
+    """The model's input, and the same turn without its images (None if it has none)."""
     loaded = media.load(conversation, user_turn, client)
     if not loaded:
-        return model_input(user_turn.body)
-    return assemble(user_turn.body, user_turn.media, loaded)
+        return model_input(user_turn.body), None
+    given = assemble(user_turn.body, user_turn.media, loaded)
+    if isinstance(given, str):
+        return given, None
+    return given, cast("str", assemble(user_turn.body, user_turn.media, loaded, images=False))
 
 
-def assemble(body: str, items: list[TurnMedia], loaded: dict[int, Loaded]) -> str | ResponseInputParam:
-    """The turn's text, each media line replaced by what was loaded for it."""
+def assemble(
+    body: str, items: list[TurnMedia], loaded: dict[int, Loaded], images: bool = True
+) -> str | ResponseInputParam:
+    """The turn's text, each media line replaced by what was loaded for it; `images`
+    False: each photo loaded is not given, its line says it could not be shown."""
     content: list[dict[str, Any]] = []
     pieces: list[str] = []
     cursor = 0
@@ -48,6 +63,8 @@ def assemble(body: str, items: list[TurnMedia], loaded: dict[int, Loaded]) -> st
             pieces.append(line)
         elif got.transcript is not None:
             pieces.append(f"[{item.kind} {item.number}, transcribed] {got.transcript}")
+        elif got.image is not None and not images:
+            pieces.append(f"{line[:-1]}, which could not be shown]")
         elif got.image is not None:
             pieces.append(line)
             _add_text(content, pieces)

@@ -48,7 +48,8 @@ def _new_assistant_turn(task: GenerateInput) -> Turn:
     if limited is not None:
         return limits.store_limited_turn(task, limited)  # no AI call
     client = openai_responses.client_for(secrets.openai_api_key_for(conversation))
-    model_input = turn_input.for_model(conversation, user_turn, client)  # within its own time budget
+    # Within its own time budget; and the same turn without its images, if it has any.
+    model_input, without_images = turn_input.inputs_for_model(conversation, user_turn, client)
     budget = Budget(settings.openai_timeout_seconds)
     request = BatchRequest(
         conversation_id=task.conversation_id,
@@ -62,6 +63,7 @@ def _new_assistant_turn(task: GenerateInput) -> Turn:
         model=conversation.ai_model or settings.openai_model,
         instructions=conversation.ai_instructions or settings.openai_instructions,
         max_output_tokens=settings.openai_max_output_tokens,
+        without_images=without_images,
     )
     if not request.openai_conversation:
         request.openai_conversation = _start_conversation(request)

@@ -19,7 +19,13 @@ Faults (see base.py for the queue) are used by `POST /v1/responses`:
     mode, it completes 30 s later);
   - `{"fail": "server_error"}` (with a `delay`, if given): the response is accepted and
     then ends `failed` with that error code, as a background response can; it adds nothing
-    to its conversation.
+    to its conversation;
+  - `{"refuse_image": "image_content_policy_violation"}` (any image error code): a request
+    whose input holds an `input_image` is refused with 400 and that code, nothing done;
+    with `"failed": true` it is accepted and then ends `failed` with that code, as `fail`
+    does. A request without an image spends the fault and is answered as usual;
+  - `{"incomplete": "content_filter"}`: the response ends `incomplete` with that reason,
+    its reply cut after a few words, and its input and output added to its conversation.
 A model OpenAI does not serve (one past its shutdown date by the stand-in's `today`, or one
 not in functions/integrations/openai_models.py) is refused with 404 `model_not_found`, as
 OpenAI refuses it; `POST /_control/today {"today": "2026-12-11"}` moves that date (null:
@@ -102,10 +108,11 @@ class OpenAIStandIn(TranscriptionsStandIn):
             "at": time.time(),
             "fault": fault or None,  # what the stand-in was told to do with it
         }
+        inputs = input_items(body.get("input"))
+        fault = _for_this_input(fault, inputs)
         if fault.get("status"):
             time.sleep(float(fault.get("delay") or 0))
             return self._answer(call, _fault_error(fault, conversation_id, str(body.get("model") or "")))
-        inputs = input_items(body.get("input"))
         with self._lock:
             refusal = self._refusal(body, conversation_id, inputs)
             if refusal is not None:
@@ -122,11 +129,11 @@ class OpenAIStandIn(TranscriptionsStandIn):
             # Background mode answers at once; GET /v1/responses/{id} shows the progress
             # (https://platform.openai.com/docs/guides/background).
             work = threading.Thread(
-                target=self._generate, args=(response, inputs, seconds, epoch, fault.get("fail")), daemon=True
+                target=self._generate, args=(response, inputs, seconds, epoch, fault), daemon=True
             )
             work.start()
             return self._answer(call, json_response(created))
-        self._generate(response, inputs, seconds, epoch, fault.get("fail"))
+        self._generate(response, inputs, seconds, epoch, fault)
         with self._lock:
             return self._answer(call, json_response(copy.deepcopy(response)))
 
@@ -159,11 +166,13 @@ class OpenAIStandIn(TranscriptionsStandIn):
         inputs: list[dict[str, Any]],
         seconds: float,
         epoch: int,
-        fail: str | None = None,
+        fault: Fault,
     ) -> None:
         """Do the work of a response: after `seconds`, complete it and add its items to its
         conversation (even if its client has gone), unless it was cancelled meanwhile, or
-        end it `failed` with the error code `fail` (nothing added)."""
+        end it `failed` with the fault's error code `fail` (nothing added), or `incomplete`
+        with its reason `incomplete`."""
+        fail, cut = fault.get("fail"), fault.get("incomplete")
         with self._lock:
             if response["status"] == "queued":
                 response["status"] = "in_progress"
@@ -175,6 +184,8 @@ class OpenAIStandIn(TranscriptionsStandIn):
             conversation = self.conversations.get(conversation_id) if conversation_id else None
             if fail:
                 message = "The server had an error processing your request. Please retry."
+                if fail != "server_error":
+                    message = f"The response could not be generated ({fail})."
                 response.update(status="failed", error={"code": fail, "message": message})
                 if conversation is not None and conversation.busy_with == response["id"]:
                     conversation.busy_with = None
@@ -185,7 +196,10 @@ class OpenAIStandIn(TranscriptionsStandIn):
                 seen = self.context_window.truncate(seen)
             reply = "You said: " + "\n".join(item_text(item) for item in inputs)
             status, limit = "completed", response["max_output_tokens"]
-            if limit is not None and words(reply) > int(limit):
+            if cut:  # stopped by the content filter (or another reason), after a few words
+                status, reply = "incomplete", " ".join(reply.split()[:3])
+                response["incomplete_details"] = {"reason": cut}
+            elif limit is not None and words(reply) > int(limit):
                 # Cut at max_output_tokens: status "incomplete", reason given.
                 status, reply = "incomplete", " ".join(reply.split()[: int(limit)])
                 response["incomplete_details"] = {"reason": "max_output_tokens"}
@@ -253,6 +267,19 @@ def _conversation_id(value: Any) -> str | None:
     if isinstance(value, dict):
         return value.get("id")
     return value or None
+
+
+def _for_this_input(fault: Fault, inputs: list[dict[str, Any]]) -> Fault:
+    """An image refusal as the fault it is for this input: a 400 or a `fail` if the input
+    holds an image, nothing otherwise."""
+    code = fault.get("refuse_image")
+    if not code:
+        return fault
+    if not any(part.get("type") == "input_image" for item in inputs for part in item.get("content") or []):
+        return {}
+    if fault.get("failed"):
+        return {"fail": code, "delay": fault.get("delay")}
+    return {"status": 400, "code": code, "delay": fault.get("delay")}
 
 
 def _fault_error(fault: Fault, conversation_id: str | None, model: str) -> Response:
