@@ -128,7 +128,12 @@ class Settings(BaseModel):
     media_max_bytes: Annotated[int, Field(ge=1)] = 10_000_000
     media_max_batch_bytes: Annotated[int, Field(ge=1)] = 20_000_000
     media_time_budget_seconds: Annotated[float, Field(gt=0, le=30)] = 20
-    twilio_media_hosts: str = "api.twilio.com,mms.twiliocdn.com"
+    # The hosts of a media URL itself, the one request that carries the account's
+    # credentials; and the hosts its redirect may go to, without them: mms.twiliocdn.com,
+    # and s3-external-1.amazonaws.com where Twilio still serves media stored before HTTP
+    # authentication was enforced (functions/integrations/twilio_media.py).
+    twilio_media_hosts: str = "api.twilio.com"
+    media_redirect_hosts: str = "mms.twiliocdn.com,s3-external-1.amazonaws.com"
 
     # The model, unless the conversation names one (functions/integrations/openai_models.py
     # lists OpenAI's announced shutdowns). When OpenAI does not serve it (404
