@@ -87,8 +87,16 @@ class Settings(BaseModel):
     unknown_sender_reply: str = ""
     inactive_project_reply: str = ""
     channel_not_allowed_reply: str = ""
-    # WhatsApp template (Content SID) sent when the 24-hour window has closed (63016).
+    # WhatsApp template (Content SID) sent when the 24-hour window has closed (63016),
+    # through this Messaging Service (MG...), as Twilio sends Content Template Builder
+    # templates; a template without a Messaging Service is not sent (logged as an error).
     whatsapp_template_content_sid: str = ""
+    twilio_messaging_service_sid: str = ""
+    # WhatsApp: the one message that confirms an opt-out (Twilio confirms an SMS opt-out
+    # itself); empty sends none.
+    opt_out_confirmation: str = (
+        "You won't get any more messages from us here. Send START to hear from us again."
+    )
 
     # Secrets Manager: each tenant's Twilio credentials are the secret
     # <TWILIO_TENANT_SECRET_PREFIX><AccountSid>; a tenant's own OpenAI keys lie under
