@@ -184,7 +184,11 @@ def test_a_closed_window_reported_by_callback_sends_the_template_once(harness, c
 def test_a_template_send_that_fails_is_retried_with_the_callback_and_sent_once(
     harness, configure, template_fault
 ):
-    configure(WHATSAPP_TEMPLATE_CONTENT_SID=TEMPLATE, TWILIO_MESSAGING_SERVICE_SID=MESSAGING_SERVICE, TWILIO_TIMEOUT_SECONDS="0.5")
+    configure(
+        WHATSAPP_TEMPLATE_CONTENT_SID=TEMPLATE,
+        TWILIO_MESSAGING_SERVICE_SID=MESSAGING_SERVICE,
+        TWILIO_TIMEOUT_SECONDS="0.5",
+    )
     harness.stack.twilio.inject({"outcome": "undelivered", "error_code": 63016, "after": 0.2}, template_fault)
 
     user, conversation_id = _answered(harness)

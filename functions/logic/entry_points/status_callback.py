@@ -131,7 +131,9 @@ def send_template_once(conversation: Conversation, window_id: str, owner: str) -
     if not settings.twilio_messaging_service_sid:
         template_without_messaging_service()
         return None
-    return send_once(_Template(conversation, window_id, owner, template, settings.twilio_messaging_service_sid))
+    return send_once(
+        _Template(conversation, window_id, owner, template, settings.twilio_messaging_service_sid)
+    )
 
 
 def template_without_messaging_service() -> bool:
