@@ -122,14 +122,15 @@ def send_template_once(conversation: Conversation, window_id: str, owner: str) -
     turn's reply, once, whoever asks how many times: the first to claim it (`owner`: the
     MessageSid whose callback said 63016, or Send Reply) sends it, and only that owner
     tries again if its attempt failed, after looking for a message that attempt may have
-    sent (send_once.py). Its SID, or None when no template is configured, it is not
-    WhatsApp, or another owner sends it."""
+    sent (send_once.py). It goes through TWILIO_MESSAGING_SERVICE_SID, as Twilio sends
+    templates. Its SID, or None when no template (or no Messaging Service) is configured,
+    it is not WhatsApp, or another owner sends it."""
     settings = get_settings()
     template = settings.whatsapp_template_content_sid
     if not template or conversation.channel != Channel.WHATSAPP:
         return None
-    if not settings.twilio_messaging_service_sid:
-        template_without_messaging_service()
+    if template_without_messaging_service():
+        count("TemplateNotConfigured")
         return None
     return send_once(
         _Template(conversation, window_id, owner, template, settings.twilio_messaging_service_sid)
@@ -138,7 +139,7 @@ def send_template_once(conversation: Conversation, window_id: str, owner: str) -
 
 def template_without_messaging_service() -> bool:
     """Whether the template is configured without the Messaging Service it is sent through
-    (Twilio refuses it, 30124): said once per process, as an error, and counted."""
+    (Twilio refuses it, 30124): said once per process, as an error."""
     settings = get_settings()
     amiss = bool(settings.whatsapp_template_content_sid and not settings.twilio_messaging_service_sid)
     if amiss and not _said_amiss:
@@ -147,8 +148,6 @@ def template_without_messaging_service() -> bool:
             "WHATSAPP_TEMPLATE_CONTENT_SID is set without TWILIO_MESSAGING_SERVICE_SID: "
             "the template is not sent (Twilio sends templates through a Messaging Service)"
         )
-    if amiss:
-        count("TemplateNotConfigured")
     return amiss
 
 
