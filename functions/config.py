@@ -87,8 +87,16 @@ class Settings(BaseModel):
     unknown_sender_reply: str = ""
     inactive_project_reply: str = ""
     channel_not_allowed_reply: str = ""
-    # WhatsApp template (Content SID) sent when the 24-hour window has closed (63016).
+    # WhatsApp template (Content SID) sent when the 24-hour window has closed (63016),
+    # through this Messaging Service (MG...), as Twilio sends Content Template Builder
+    # templates; a template without a Messaging Service is not sent (logged as an error).
     whatsapp_template_content_sid: str = ""
+    twilio_messaging_service_sid: str = ""
+    # WhatsApp: the one message that confirms an opt-out (Twilio confirms an SMS opt-out
+    # itself); empty sends none.
+    opt_out_confirmation: str = (
+        "You won't get any more messages from us here. Send START to hear from us again."
+    )
 
     # Secrets Manager: each tenant's Twilio credentials are the secret
     # <TWILIO_TENANT_SECRET_PREFIX><AccountSid>; a tenant's own OpenAI keys lie under
@@ -128,7 +136,12 @@ class Settings(BaseModel):
     media_max_bytes: Annotated[int, Field(ge=1)] = 10_000_000
     media_max_batch_bytes: Annotated[int, Field(ge=1)] = 20_000_000
     media_time_budget_seconds: Annotated[float, Field(gt=0, le=30)] = 20
-    twilio_media_hosts: str = "api.twilio.com,mms.twiliocdn.com"
+    # The hosts of a media URL itself, the one request that carries the account's
+    # credentials; and the hosts its redirect may go to, without them: mms.twiliocdn.com,
+    # and s3-external-1.amazonaws.com where Twilio still serves media stored before HTTP
+    # authentication was enforced (functions/integrations/twilio_media.py).
+    twilio_media_hosts: str = "api.twilio.com"
+    media_redirect_hosts: str = "mms.twiliocdn.com,s3-external-1.amazonaws.com"
 
     # The model, unless the conversation names one (functions/integrations/openai_models.py
     # lists OpenAI's announced shutdowns). When OpenAI does not serve it (404

@@ -32,6 +32,8 @@ MESSAGE_SID = r"^(SM|MM)[0-9a-fA-F]{32}$"
 # (https://www.twilio.com/docs/messaging/tutorials/advanced-opt-out; "only single-word
 # messages trigger the block": https://help.twilio.com/articles/223134027). With Advanced
 # Opt-Out, a Messaging Service's own keywords arrive flagged with `OptOutType`.
+# Only typed text counts (is_typed_text); Twilio itself applies these keywords to SMS, and
+# to WhatsApp only through a Messaging Service's Advanced Opt-Out.
 OPT_OUT_KEYWORDS = frozenset({"STOP", "STOPALL", "UNSUBSCRIBE", "CANCEL", "END", "QUIT", "REVOKE", "OPTOUT"})
 OPT_IN_KEYWORDS = frozenset({"START", "YES", "UNSTOP"})
 Consent = Literal["opt_out", "opt_in"]
@@ -173,7 +175,8 @@ def _clip(value: Any, limit: int) -> Any:
 def _gathered(form: dict[str, Any]) -> dict[str, Any]:
     """Twilio's flat parameters, gathered into the message's fields: the media items, the
     location, the ad, and whether the message is an opt-out or opt-in keyword."""
-    gathered: dict[str, Any] = {"consent": _consent(form.get("OptOutType"), form.get("Body"))}
+    typed = form.get("Body") if is_typed_text(form) else None
+    gathered: dict[str, Any] = {"consent": _consent(form.get("OptOutType"), typed)}
     for parameter, (name, limit) in _PARAMETERS.items():
         value = form.get(parameter)
         if value is None or (parameter in _EMPTY_IS_ABSENT and value == ""):
@@ -216,9 +219,24 @@ _REFERRAL = {
 }
 
 
+# What marks a message as a tap rather than typed text: a quick-reply button (its label is
+# also its Body), or a reply to an interactive list or button message.
+_TAPPED = ("ButtonText", "ButtonPayload", "ListId", "ListTitle", "InteractiveData")
+
+
+def is_typed_text(form: dict[str, Any]) -> bool:
+    """Whether the person typed the message: a text (`MessageType` absent, as on SMS, or
+    `text`) that carries no button or interactive reply. Only typed text can be a keyword:
+    a button labelled "Cancel" or "Stop" is an answer, not an opt-out."""
+    if (form.get("MessageType") or "text").strip().lower() != "text":
+        return False
+    return not any(form.get(field) for field in _TAPPED)
+
+
 def _consent(opt_out_type: str | None, body: str | None) -> Consent | None:
     """`OptOutType` when Twilio's Advanced Opt-Out flagged the message (STOP, START; HELP
-    is an ordinary message here), else the default keywords, alone in the body."""
+    is an ordinary message here), else the default keywords, alone in the body (None: not
+    typed text, never a keyword unless Twilio flagged it)."""
     flagged = (opt_out_type or "").strip().upper()
     word = flagged or (body or "").strip().upper()
     if word == "STOP" or (not flagged and word in OPT_OUT_KEYWORDS):

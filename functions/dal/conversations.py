@@ -102,12 +102,13 @@ def set_openai_conversation(conversation_id: str, openai_conversation_id: str) -
     )
 
 
-def set_opted_out(conversation_id: str, opted_out: bool, at: str) -> None:
-    """Record that the user opted out (STOP) or back in (START)."""
+def set_opted_out(conversation_id: str, opted_out: bool, at: str, by: str) -> None:
+    """Record that the user opted out (STOP) or back in (START), by the keyword of the
+    user turn `by`."""
     _table().update_item(
         Key={"conversation_id": conversation_id},
         UpdateExpression=expressions.SET_OPTED_OUT,
-        ExpressionAttributeValues={":o": opted_out, ":at": at},
+        ExpressionAttributeValues={":o": opted_out, ":at": at, ":by": by},
     )
 
 

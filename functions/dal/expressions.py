@@ -22,7 +22,7 @@ HOLDS_LOCK = "lock_owner = :me"
 NEW_CONVERSATION = "attribute_not_exists(conversation_id)"
 IS_A_CONVERSATION = "attribute_exists(conversation_id)"
 SET_OPENAI_CONVERSATION = "SET openai_conversation_id = :o"
-SET_OPTED_OUT = "SET opted_out = :o, opted_out_changed_at = :at"
+SET_OPTED_OUT = "SET opted_out = :o, opted_out_changed_at = :at, opted_out_by = :by"
 RECORD_DELIVERY_FAILURE = (
     "SET last_delivery_error = :code, last_delivery_error_at = :at ADD delivery_failures :one"
 )
@@ -40,6 +40,8 @@ COUNT_ATTEMPT = "ADD attempts :one"
 SET_ASIDE = "SET failed_in = :w, failure = :r REMOVE pending_since"
 IS_SET_ASIDE = "attribute_exists(failed_in)"
 REQUEUE = "SET pending_since = :since REMOVE failed_in, failure, attempts"
+# A configured answer to a sender: none given yet, or the last one before :since.
+ANSWER_DUE = "attribute_not_exists(message_sid) OR answered_ms < :since"
 
 # --- batch windows ----------------------------------------------------------------------
 NO_OPEN_WINDOW = "attribute_not_exists(conversation_id)"

@@ -78,6 +78,7 @@ class Conversation(TableItem):
     # The user sent an opt-out keyword (STOP...) and no opt-in keyword since: its batches
     # are recorded, not answered (functions/logic/shared/consent.py).
     opted_out: bool = False
+    opted_out_by: str | None = None  # the user turn whose keyword last changed `opted_out`
 
 
 class AIRequest(TableItem):

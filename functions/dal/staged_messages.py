@@ -65,6 +65,30 @@ def stage(conversation_id: str, message: InboundMessage, received_at: str) -> St
     return Staging.STAGED
 
 
+def claim_answer(tenant_account_sid: str, sender: str, now_ms: int, interval_seconds: int) -> bool:
+    """Whether a configured answer may go to this sender now: none went to it within
+    `interval_seconds` (then this one is recorded, in one conditional put). The record is
+    an item of this table under a key of its own (`answer#<tenant>#<sender>`, never a
+    conversation id), without `pending_since` (outside the pending index), removed by the
+    table's TTL after the interval."""
+    try:
+        _table().put_item(
+            Item={
+                "conversation_id": f"answer#{tenant_account_sid}#{sender}",
+                "message_sid": "answer",
+                "answered_ms": now_ms,
+                "expires_at": now_ms // 1000 + interval_seconds,
+            },
+            ConditionExpression=expressions.ANSWER_DUE,
+            ExpressionAttributeValues={":since": now_ms - interval_seconds * 1000},
+        )
+    except ClientError as error:
+        if not dynamo.condition_failed(error):
+            raise
+        return False
+    return True
+
+
 def load(conversation_id: str, message_sids: list[str]) -> list[StagedMessage]:
     """The staged messages with these SIDs (bodies included), in no particular order."""
     return [StagedMessage.from_item(i) for i in _get_many(conversation_id, message_sids)]

@@ -14,10 +14,12 @@ from functions.logic.entry_points.status_callback import (
     STATUS_CALLBACK_RESOURCE,
     CallbackOutcome,
     record_status,
+    template_without_messaging_service,
 )
 from functions.observability import lambda_entry_point, logger
 
 get_settings()  # fail at cold start if the stack left a setting out
+template_without_messaging_service()  # said at cold start: such a template is not sent
 
 
 @lambda_entry_point

@@ -44,10 +44,10 @@ def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
 
 def _receive(channel: Channel, event: dict[str, Any]) -> dict[str, Any]:
     form = twilio_form(event)
-    outcome = accept_message(channel, form, public_url(event), signature_of(event))
-    if outcome is MessageOutcome.FORBIDDEN:
+    accepted = accept_message(channel, form, public_url(event), signature_of(event))
+    if accepted.outcome is MessageOutcome.FORBIDDEN:
         return response(403, "text/plain", "Forbidden")
-    return response(200, "text/xml", twiml(outcome.reply))
+    return response(200, "text/xml", twiml(accepted.reply))
 
 
 def twiml(reply: str) -> str:

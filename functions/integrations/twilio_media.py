@@ -3,10 +3,12 @@
 Only Twilio's media URLs are fetched, and only with the credentials of the account they
 belong to: the URL must be `https://api.twilio.com/2010-04-01/Accounts/<AccountSid>/
 Messages/<MessageSid>/Media/<MediaSid>` (https://www.twilio.com/docs/messaging/api/media-resource)
-with the conversation's own AccountSid, and every redirect must stay on Twilio's media
-hosts (TWILIO_MEDIA_HOSTS, https). Twilio requires HTTP Basic authentication on media
-URLs and redirects an authenticated request to a short-lived URL on mms.twiliocdn.com
-(https://help.twilio.com/articles/223183748), which needs no credentials: they are sent
+with the conversation's own AccountSid, on Twilio's API host (TWILIO_MEDIA_HOSTS, https),
+and every redirect must go to one of Twilio's media hosts (MEDIA_REDIRECT_HOSTS, https).
+Twilio requires HTTP Basic authentication on media URLs and redirects an authenticated
+request to a short-lived URL on mms.twiliocdn.com; media stored before authentication was
+enforced stays on its older public host, s3-external-1.amazonaws.com
+(https://help.twilio.com/articles/223183748). Neither needs credentials: they are sent
 to the first URL only, never on a redirect. A file over the size limit is not read to
 its end. Locally, TWILIO_API_BASE_URL (the Twilio stand-in) stands for Twilio's hosts."""
 
@@ -45,7 +47,7 @@ def is_twilio_media_url(url: str, account_sid: str) -> bool:
     parts = urlsplit(url)
     match = MEDIA_PATH.fullmatch(parts.path)
     return bool(
-        _on_media_host(url)
+        _on_host(url, get_settings().twilio_media_hosts)
         and match
         and match["account"] == account_sid
         and not parts.query
@@ -71,7 +73,7 @@ def fetch(url: str, credentials: TwilioCredentials, max_bytes: int, deadline: fl
                     return _read(response, max_bytes, deadline)
             target = urljoin(target, response.headers.get("Location", ""))
             response.close()
-            if not _on_media_host(target):
+            if not _on_host(target, get_settings().media_redirect_hosts):
                 raise MediaUnavailable("redirected off Twilio's media hosts")
             auth = None  # a redirect's short-lived URL needs none, and gets none
         raise MediaUnavailable("too many redirects")
@@ -97,13 +99,14 @@ def _read(response: requests.Response, max_bytes: int, deadline: float) -> Media
     return Media(content_type=content_type, data=bytes(data))
 
 
-def _on_media_host(url: str) -> bool:
-    settings = get_settings()
-    standin = settings.twilio_api_base_url.rstrip("/")
+def _on_host(url: str, setting: str) -> bool:
+    """Whether `url` is https on one of the hosts of `setting` (comma-separated), or on the
+    Twilio stand-in."""
+    standin = get_settings().twilio_api_base_url.rstrip("/")
     if standin and url.startswith(standin + "/"):
         return True
     parts = urlsplit(url)
-    hosts = {h.strip().lower() for h in settings.twilio_media_hosts.split(",") if h.strip()}
+    hosts = {h.strip().lower() for h in setting.split(",") if h.strip()}
     return (
         parts.scheme == "https"
         and parts.hostname in hosts

@@ -75,13 +75,18 @@ def send_message(
     body: str | None = None,
     content_sid: str | None = None,
     status_callback: str | None = None,
+    messaging_service_sid: str | None = None,
 ) -> str:
     """Send one message (a body, or a WhatsApp template by its Content SID); its SID.
     Twilio reports what becomes of it to `status_callback`
-    (https://www.twilio.com/docs/messaging/api/message-resource#create-a-message-resource)."""
+    (https://www.twilio.com/docs/messaging/api/message-resource#create-a-message-resource).
+    With a Messaging Service, the message is sent through it, still from our number (a
+    MessagingServiceSid "instead of or in addition to" From: https://www.twilio.com/docs/api/errors/21603)."""
     content = {"content_sid": content_sid} if content_sid else {"body": body}
     if status_callback:
         content["status_callback"] = status_callback
+    if messaging_service_sid:
+        content["messaging_service_sid"] = messaging_service_sid
     with _calling_twilio():
         message = client.messages.create(from_=from_address, to=to_address, **content)
     return str(message.sid)

@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import time
+from datetime import UTC, datetime
+from unittest.mock import patch
+
 import pytest
 import requests
 
@@ -99,6 +103,32 @@ def test_an_unknown_sender_with_auto_create_off_gets_the_configured_answer(harne
     assert response.status_code == 200
     assert "<Message>This number is not in service.</Message>" in response.text
     assert harness.conversation_of(user) is None
+
+
+def test_an_opt_out_keyword_never_gets_a_configured_answer(harness, configure):
+    configure(AUTO_CREATE_CONVERSATIONS="false", UNKNOWN_SENDER_REPLY="This number is not in service.")
+    user = harness.new_user()
+
+    for keyword in ("STOP", "cancel", "START"):
+        response = _post(harness, _form(harness, user, body=keyword))
+        assert response.status_code == 200 and response.text == EMPTY_TWIML
+
+    answered = _post(harness, _form(harness, user, body="hello?"))  # the first other message is
+    assert "<Message>This number is not in service.</Message>" in answered.text
+    assert harness.conversation_of(user) is None
+
+
+def test_configured_answers_go_to_a_sender_at_most_once_an_hour(harness, configure):
+    configure(AUTO_CREATE_CONVERSATIONS="false", UNKNOWN_SENDER_REPLY="This number is not in service.")
+    user, other = harness.new_user(), harness.new_user()
+
+    answers = [_post(harness, _form(harness, user, body=f"try {n}")).text for n in range(3)]
+
+    assert "<Message>" in answers[0] and answers[1:] == [EMPTY_TWIML, EMPTY_TWIML]
+    assert "<Message>" in _post(harness, _form(harness, other)).text  # another sender's own hour
+    later = time.time() + 3601
+    with patch("functions.logic.rules.clock.now", lambda: datetime.fromtimestamp(later, UTC)):
+        assert "<Message>" in _post(harness, _form(harness, user, body="an hour on")).text
 
 
 def test_an_inactive_project_or_a_channel_not_allowed_gets_the_configured_answer(harness, configure):

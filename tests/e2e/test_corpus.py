@@ -10,6 +10,7 @@ from typing import Any
 
 import pytest
 
+from functions.config import Settings
 from functions.dal import turns
 from tests.support.events import event_names, load_event
 from tests.support.local_stack import Harness
@@ -30,7 +31,10 @@ def text(value: str) -> dict[str, str]:
 
 IMAGE = {"type": "input_image", "image_url": PHOTO_URL, "detail": "auto"}
 
-# event → what the model is given for it alone (None: no AI call, nothing sent).
+# What a WhatsApp opt-out is answered with, once (Twilio confirms an SMS opt-out itself).
+CONFIRMATION = Settings.model_fields["opt_out_confirmation"].default
+
+# event → what the model is given for it alone (None: an opt-out, no AI call).
 INPUTS: dict[str, Any] = {
     "sms_text": "Hi, is my order 4471 on its way?",
     "sms_stop": None,
@@ -150,7 +154,8 @@ def test_each_event_is_staged_batched_and_answered_with_what_it_held(outcomes, n
     user_turn = outcome.turns[0]
     assert (user_turn.role, user_turn.message_count) == ("user", 1)  # recorded, whatever happened
     if expected is None:
-        assert outcome.ai_inputs == [] and outcome.replies == []
+        assert outcome.ai_inputs == []
+        assert outcome.replies == ([CONFIRMATION] if name.startswith("whatsapp") else [])
         assert [(t.role, t.status, t.limited) for t in outcome.turns] == [
             ("user", "limited", None),
             ("assistant", "limited", "opted_out"),
@@ -242,15 +247,55 @@ def test_after_stop_nothing_is_answered_until_start(harness):
         "Hi! I have a question about my order",
         "START\n[location: -33.8567844, 151.213108]",
     ]
-    assert len(harness.replies_to(user)) == 2
+    assert harness.replies_to(user) == [
+        "You said: Hi! I have a question about my order",
+        CONFIRMATION,  # once, and nothing while opted out
+        "You said: START\n[location: -33.8567844, 151.213108]",
+    ]
     recorded = sorted(turns.list_of(conversation_id), key=lambda t: t.turn_id)
     assert [(t.role, t.body, t.status, t.limited) for t in recorded] == [
         ("user", "Hi! I have a question about my order", "answered", None),
         ("assistant", "You said: Hi! I have a question about my order", "sent", None),
         ("user", "STOP", "limited", None),
-        ("assistant", "", "limited", "opted_out"),
+        ("assistant", CONFIRMATION, "limited", "opted_out"),
         ("user", "👍🏽🙏", "limited", None),  # recorded while opted out, not answered
         ("assistant", "", "limited", "opted_out"),
         ("user", "START\n[location: -33.8567844, 151.213108]", "answered", None),
         ("assistant", "You said: START\n[location: -33.8567844, 151.213108]", "sent", None),
     ]
+
+    assert len(recorded[3].message_sids) == 1  # the confirmation, kept with its turn
+
+
+def test_a_stop_sent_again_while_opted_out_is_not_confirmed_again_nor_without_a_text(harness, configure):
+    user = harness.new_user()
+    for number, burst in enumerate([["whatsapp_stop"], ["whatsapp_stop"]], start=1):
+        conversation_id = send_burst(harness, user, burst)
+        harness.wait_until_quiet(conversation_id, runs=number)
+    assert harness.replies_to(user) == [CONFIRMATION]
+
+    configure(OPT_OUT_CONFIRMATION="")
+    other = harness.new_user()
+    conversation_id = send_burst(harness, other, ["whatsapp_stop"])
+    harness.wait_until_quiet(conversation_id, runs=1)
+    assert harness.replies_to(other) == []
+    assert harness.conversation_item(conversation_id)["opted_out"]["BOOL"]
+
+
+@pytest.mark.parametrize("label", ["Stop", "Cancel"])
+def test_a_button_labelled_stop_or_cancel_is_an_answer_not_an_opt_out(harness, label):
+    user = harness.new_user()
+    tap = {
+        "Body": label,
+        "ButtonText": label,
+        "ButtonPayload": label.lower(),
+        "OriginalRepliedMessageSid": "",
+    }
+    conversation_id = send_burst(harness, user, ["whatsapp_quick_reply"], whatsapp_quick_reply=tap)
+
+    harness.wait_until_quiet(conversation_id, runs=1)
+
+    expected = f'[tapped the button "{label}" (payload: {label.lower()})]'
+    assert harness.ai_inputs(conversation_id) == [expected]
+    assert harness.replies_to(user) == [echoed(expected)]
+    assert not harness.conversation_item(conversation_id).get("opted_out", {}).get("BOOL", False)

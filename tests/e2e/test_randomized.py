@@ -52,6 +52,7 @@ AT_ONCE = int(os.environ.get("CHAOS_AT_ONCE", str(CONVERSATIONS)))
 AWS_FAULT_RATE = 0.08
 API_FAULT_RATE = 0.15
 TEMPLATE = "HX" + "5" * 32
+MESSAGING_SERVICE = "MG" + "3" * 32
 TWILIO_FAULTS = [
     {"status": 429, "code": 20429},
     {"status": 503},
@@ -128,6 +129,7 @@ def test_random_traffic_with_faults_loses_and_duplicates_nothing(harness, config
         OPENAI_TIMEOUT_SECONDS=OPENAI_ATTEMPT_SECONDS,
         TWILIO_TIMEOUT_SECONDS="0.5",
         WHATSAPP_TEMPLATE_CONTENT_SID=TEMPLATE,
+        TWILIO_MESSAGING_SERVICE_SID=MESSAGING_SERVICE,
     )
     rng = random.Random(SEED)
     harness.stack.openai.chaos(API_FAULT_RATE, OPENAI_FAULTS, SEED)

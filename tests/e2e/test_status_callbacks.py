@@ -22,6 +22,7 @@ from tests.support.waiting import wait_until
 pytestmark = pytest.mark.e2e
 
 TEMPLATE = "HX" + "7" * 32
+MESSAGING_SERVICE = "MG" + "3" * 32
 
 
 def _answered(harness, body: str = "hello") -> tuple[str, str]:
@@ -146,7 +147,7 @@ def test_callbacks_signed_without_the_urls_fragment_are_taken_too(harness):
 
 
 def test_a_closed_window_reported_by_callback_sends_the_template_once(harness, configure):
-    configure(WHATSAPP_TEMPLATE_CONTENT_SID=TEMPLATE)
+    configure(WHATSAPP_TEMPLATE_CONTENT_SID=TEMPLATE, TWILIO_MESSAGING_SERVICE_SID=MESSAGING_SERVICE)
     words = " ".join(f"w{i:04d}" for i in range(400))  # a reply of two parts
     closed = {"outcome": "undelivered", "error_code": 63016, "after": 0.2}
     harness.stack.twilio.inject(closed, closed)  # both parts: 201 queued, then 63016
@@ -172,6 +173,7 @@ def test_a_closed_window_reported_by_callback_sends_the_template_once(harness, c
         assert _callback(harness, conversation_id, turn.window_id, str(index), form).status == 204
     (template,) = templates()
     assert template["content_sid"] == TEMPLATE and turn.template_sid == template["sid"]
+    assert (template["messaging_service_sid"], template["from"]) == (MESSAGING_SERVICE, OUR_WHATSAPP)
     assert template["status_callback"].split("#")[0].endswith(f"/{turn.window_id}/template")
     assert harness.conversation_item(conversation_id)["last_delivery_error"]["N"] == "63016"
 
@@ -182,7 +184,11 @@ def test_a_closed_window_reported_by_callback_sends_the_template_once(harness, c
 def test_a_template_send_that_fails_is_retried_with_the_callback_and_sent_once(
     harness, configure, template_fault
 ):
-    configure(WHATSAPP_TEMPLATE_CONTENT_SID=TEMPLATE, TWILIO_TIMEOUT_SECONDS="0.5")
+    configure(
+        WHATSAPP_TEMPLATE_CONTENT_SID=TEMPLATE,
+        TWILIO_MESSAGING_SERVICE_SID=MESSAGING_SERVICE,
+        TWILIO_TIMEOUT_SECONDS="0.5",
+    )
     harness.stack.twilio.inject({"outcome": "undelivered", "error_code": 63016, "after": 0.2}, template_fault)
 
     user, conversation_id = _answered(harness)

@@ -18,6 +18,8 @@ from functions.logic.shared.windows import execution_name
 from infra.local.lambdas import invoke
 from tests.support.waiting import wait_until
 
+MESSAGING_SERVICE = "MG" + "3" * 32
+
 pytestmark = pytest.mark.emulator
 
 
@@ -66,7 +68,7 @@ def test_a_permanent_twilio_error_is_not_retried_and_is_recorded(harness, code):
 
 
 def test_closed_whatsapp_window_sends_the_configured_template(harness, configure):
-    configure(WHATSAPP_TEMPLATE_CONTENT_SID="HX" + "1" * 32)
+    configure(WHATSAPP_TEMPLATE_CONTENT_SID="HX" + "1" * 32, TWILIO_MESSAGING_SERVICE_SID=MESSAGING_SERVICE)
     user = harness.new_user()
     conversation_id = harness.stage_directly(user, ["back after two days"])
     harness.stack.twilio.inject({"status": 400, "code": 63016})

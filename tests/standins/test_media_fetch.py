@@ -4,10 +4,12 @@ within a size limit; anything else refused before a request is made."""
 
 from __future__ import annotations
 
+import io
 import time
 from collections.abc import Iterator
 
 import pytest
+import requests
 
 from functions.config import get_settings
 from functions.dal.tables import ALL_TABLES
@@ -65,6 +67,9 @@ def test_a_media_is_fetched_with_the_accounts_credentials_and_its_redirect_witho
         "https://api.twilio.com/2010-04-01/Accounts/{sid}/Messages/MM{h}/Media/ME{h}?x=1",
         "https://api.twilio.com/2010-04-01/Accounts/{sid}/Messages/MM{h}.json",  # not a media
         "{standin}/2010-04-01/Accounts/AC{h}/Messages/MM{h}/Media/ME{h}",  # another account's, locally
+        # a redirect's hosts are never where the credentials go
+        "https://mms.twiliocdn.com/2010-04-01/Accounts/{sid}/Messages/MM{h}/Media/ME{h}",
+        "https://s3-external-1.amazonaws.com/2010-04-01/Accounts/{sid}/Messages/MM{h}/Media/ME{h}",
     ],
 )
 def test_only_media_urls_of_the_account_on_twilios_hosts_are_fetched(twilio_at, media_url):
@@ -90,6 +95,69 @@ def test_a_redirect_off_twilios_hosts_is_not_followed(twilio_at):
 
     with pytest.raises(MediaUnavailable, match="redirected off"):
         twilio_media.fetch(media_url, CREDENTIALS, 1_000_000, soon())
+
+
+class _LegacyMediaHost(requests.adapters.BaseAdapter):
+    """Twilio's older media host, answered here: records each request it is sent."""
+
+    def __init__(self, seen: list[requests.PreparedRequest]) -> None:
+        super().__init__()
+        self.seen = seen
+
+    def send(self, request: requests.PreparedRequest, **kwargs: object) -> requests.Response:
+        self.seen.append(request)
+        response = requests.Response()
+        response.status_code, response.url, response.request = 200, str(request.url), request
+        response.headers["Content-Type"] = "image/jpeg"
+        response.raw = io.BytesIO(PHOTO)
+        return response
+
+    def close(self) -> None:
+        pass
+
+
+@pytest.fixture
+def legacy_host(monkeypatch) -> list[requests.PreparedRequest]:
+    """Requests to s3-external-1.amazonaws.com answered without leaving the machine."""
+    seen: list[requests.PreparedRequest] = []
+
+    class Session(requests.Session):
+        def __init__(self) -> None:
+            super().__init__()
+            self.mount(f"https://{LEGACY_HOST}/", _LegacyMediaHost(seen))
+
+    monkeypatch.setattr(twilio_media.requests, "Session", Session)
+    return seen
+
+
+LEGACY_HOST = "s3-external-1.amazonaws.com"
+
+
+def test_a_redirect_to_twilios_older_media_host_is_followed_by_default_without_credentials(
+    twilio_at, legacy_host
+):
+    standin, url = twilio_at
+    media_url = url + standin.add_media(ACCOUNT_SID, AUTH_TOKEN, "image/jpeg", PHOTO)
+    standin.inject_media_faults({"location": f"https://{LEGACY_HOST}/media.twiliocdn.com/{ACCOUNT_SID}/x"})
+
+    fetched = twilio_media.fetch(media_url, CREDENTIALS, 1_000_000, soon())
+
+    assert fetched.data == PHOTO
+    assert [r["user"] for r in standin.media_requests] == [ACCOUNT_SID]
+    (followed,) = legacy_host
+    assert "Authorization" not in followed.headers
+
+
+def test_the_hosts_a_media_may_redirect_to_are_a_setting(twilio_at, legacy_host, monkeypatch):
+    standin, url = twilio_at
+    monkeypatch.setenv("MEDIA_REDIRECT_HOSTS", "mms.twiliocdn.com")
+    get_settings.cache_clear()
+    media_url = url + standin.add_media(ACCOUNT_SID, AUTH_TOKEN, "image/jpeg", PHOTO)
+    standin.inject_media_faults({"location": f"https://{LEGACY_HOST}/media.twiliocdn.com/{ACCOUNT_SID}/x"})
+
+    with pytest.raises(MediaUnavailable, match="redirected off"):
+        twilio_media.fetch(media_url, CREDENTIALS, 1_000_000, soon())
+    assert legacy_host == []
 
 
 @pytest.mark.parametrize(

@@ -206,6 +206,20 @@ def test_the_1600_character_limit_counts_utf16_code_units(sms, twilio_standin, b
     assert standin.messages == [] and standin.calls[0]["status"] == 400
 
 
+def test_a_content_template_is_refused_without_a_messaging_service(sms, twilio_standin):
+    standin, _ = twilio_standin
+    template = "HX" + "1" * 32
+    with pytest.raises(TwilioRestException) as refused:
+        sms.messages.create(from_=OURS, to=USER, content_sid=template)
+    assert refused.value.status == 400 and refused.value.code == 30124
+    assert standin.messages == []
+
+    service = "MG" + "2" * 32
+    sent = sms.messages.create(from_=OURS, to=USER, content_sid=template, messaging_service_sid=service)
+    assert (sent.messaging_service_sid, sent.from_) == (service, OURS)
+    assert [m["content_sid"] for m in standin.messages] == [template]
+
+
 def test_status_faults_refuse_the_message(sms, twilio_standin):
     standin, _ = twilio_standin
     standin.inject({"status": 429, "code": 20429}, {"status": 400, "code": 63016})

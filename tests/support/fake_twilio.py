@@ -30,6 +30,7 @@ class FakeTwilio:
         body: str | None = None,
         content_sid: str | None = None,
         status_callback: str | None = None,
+        messaging_service_sid: str | None = None,
     ) -> str:
         number, self.attempts = self.attempts, self.attempts + 1
         if number in self.refuse:
@@ -43,6 +44,7 @@ class FakeTwilio:
                 "body": body,
                 "content_sid": content_sid,
                 "status_callback": status_callback,
+                "messaging_service_sid": messaging_service_sid,
             }
         )
         if number in self.lose_answer:

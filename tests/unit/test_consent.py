@@ -5,7 +5,9 @@ from __future__ import annotations
 
 import pytest
 
-from functions.dal import conversations
+from functions.config import Settings
+from functions.contract import BatchRef
+from functions.dal import conversations, turns
 from functions.dal.models import Conversation, StagedMessage, Turn
 from functions.dal.tables import user_turn_id
 from functions.logic.rules.merge import last_consent
@@ -48,7 +50,36 @@ def _batch(*keywords: str | None) -> Turn:
 )
 def test_the_last_keyword_of_the_batch_holds(monkeypatch, opted_out, keywords, held_back, recorded):
     changes: list[bool] = []
-    monkeypatch.setattr(conversations, "set_opted_out", lambda cid, value, at: changes.append(value))
+    monkeypatch.setattr(conversations, "set_opted_out", lambda cid, value, at, by: changes.append(value))
 
-    assert consent.record_consent_and_hold_back(_conversation(opted_out), _batch(*keywords)) is held_back
+    state = consent.record_consent(_conversation(opted_out), _batch(*keywords))
+    assert (state is not consent.ConsentState.ANSWER) is held_back
     assert changes == recorded
+
+
+def test_the_batch_that_opts_out_is_known_again_by_its_retry_and_only_by_it(monkeypatch):
+    monkeypatch.setattr(conversations, "set_opted_out", lambda cid, value, at, by: None)
+    stop = _batch("opt_out")
+    assert consent.record_consent(_conversation(False), stop) is consent.ConsentState.OPTED_OUT_NOW
+    # A retry after the change was recorded by this batch's own user turn: still this batch's.
+    recorded = _conversation(True).model_copy(update={"opted_out_by": stop.turn_id})
+    assert consent.record_consent(recorded, stop) is consent.ConsentState.OPTED_OUT_NOW
+    # STOP again in a later batch: already opted out, not confirmed again.
+    later = stop.model_copy(update={"turn_id": user_turn_id("w2")})
+    assert consent.record_consent(recorded, later) is consent.ConsentState.HOLD_BACK
+    assert consent.record_consent(recorded, _batch(None)) is consent.ConsentState.HOLD_BACK
+
+
+@pytest.mark.parametrize(("channel", "confirmed"), [("whatsapp", True), ("sms", False)])
+def test_only_a_whatsapp_opt_out_carries_the_confirmation(monkeypatch, channel, confirmed):
+    stored: list[Turn] = []
+    monkeypatch.setattr(conversations, "set_opted_out", lambda cid, value, at, by: None)
+    monkeypatch.setattr(turns, "put", stored.append)
+    conversation = _conversation(False).model_copy(update={"channel": channel})
+    task = BatchRef(conversation_id="c1", window_id="w", execution_name="c1-w")
+
+    turn = consent.held_back_turn(task, conversation, _batch("opt_out"))
+
+    assert turn is not None and stored == [turn] and turn.limited == "opted_out"
+    default = Settings.model_fields["opt_out_confirmation"].default
+    assert turn.body == (default if confirmed else "")

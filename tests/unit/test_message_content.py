@@ -104,6 +104,28 @@ def test_opt_out_and_opt_in_keywords(body, opt_out_type, consent):
 
 
 @pytest.mark.parametrize(
+    "change",
+    [
+        {"Body": "Cancel", "ButtonText": "Cancel", "ButtonPayload": "cancel_booking"},  # a quick reply
+        {"Body": "Stop", "ButtonText": "Stop"},
+        {"Body": "STOP", "ButtonPayload": "stop"},
+        {"Body": "Stop", "MessageType": "interactive", "ButtonText": ""},  # an interactive reply
+        {"Body": "End", "MessageType": "interactive", "ListId": "end", "ListTitle": "End"},
+        {"Body": "Quit", "MessageType": "text", "ListId": "quit"},
+    ],
+)
+def test_a_tapped_button_or_an_interactive_reply_is_never_a_keyword(change):
+    form = {**load_event("whatsapp_quick_reply"), "OriginalRepliedMessageSid": "", **change}
+    if "MessageType" not in change:
+        form["MessageType"] = "button"
+    assert InboundMessage.from_form(form).consent is None
+    typed = {**load_event("whatsapp_text"), "Body": change["Body"]}
+    assert InboundMessage.from_form(typed).consent == "opt_out"  # typed, the same word is one
+    flagged = {**form, "OptOutType": "STOP"}  # Twilio's Advanced Opt-Out has opted them out
+    assert InboundMessage.from_form(flagged).consent == "opt_out"
+
+
+@pytest.mark.parametrize(
     "change", [{"Latitude": "north"}, {"Latitude": "91", "Longitude": "0"}, {"Longitude": "-180.5"}]
 )
 def test_a_location_that_is_not_on_earth_is_refused(change):

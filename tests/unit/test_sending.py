@@ -17,6 +17,7 @@ TASK = SendInput(
     execution_name="c1-w1",
     reply=ReplySummary(answered_by="ai", reply_chars=0, prompt_tokens=0, completion_tokens=0, total_tokens=0),
 )
+SERVICE = "MG" + "5" * 32
 LONG_REPLY = " ".join(f"Sentence number {n} of a long answer." for n in range(120))  # three parts
 
 
@@ -63,6 +64,7 @@ def test_a_retry_after_everything_was_sent_sends_nothing(world):
 def test_a_closed_whatsapp_window_sends_the_template_once_and_records_why(world, monkeypatch):
     store, twilio = world
     monkeypatch.setenv("WHATSAPP_TEMPLATE_CONTENT_SID", "HX" + "1" * 32)
+    monkeypatch.setenv("TWILIO_MESSAGING_SERVICE_SID", SERVICE)
     from functions.config import get_settings
 
     get_settings.cache_clear()
@@ -74,6 +76,7 @@ def test_a_closed_whatsapp_window_sends_the_template_once_and_records_why(world,
         get_settings.cache_clear()
 
     assert [m["content_sid"] for m in twilio.sent] == ["HX" + "1" * 32] and sent.parts == 1
+    assert [m["messaging_service_sid"] for m in twilio.sent] == [SERVICE]
     assert store.delivery_failures == [("c1", 63016)]
 
 
@@ -154,6 +157,7 @@ def template(monkeypatch):
     from functions.config import get_settings
 
     monkeypatch.setenv("WHATSAPP_TEMPLATE_CONTENT_SID", "HX" + "2" * 32)
+    monkeypatch.setenv("TWILIO_MESSAGING_SERVICE_SID", SERVICE)
     monkeypatch.setenv("WEBHOOK_BASE_URL", "https://hooks.example/prod")
     monkeypatch.setenv("TWILIO_CONNECTION_OVERRIDES", "rc=5&rp=all")
     get_settings.cache_clear()
@@ -211,3 +215,21 @@ def test_no_template_without_one_configured_or_outside_whatsapp(world, template,
     get_settings.cache_clear()
     assert status_callback.send_template_once(store.conversations["c1"], "w1", owner="SM-part-1") is None
     assert twilio.sent == []
+
+
+def test_a_template_without_a_messaging_service_is_not_sent_and_said_so(world, template, monkeypatch, caplog):
+    store, twilio = world
+    monkeypatch.setenv("TWILIO_MESSAGING_SERVICE_SID", "")
+    from functions.config import get_settings
+
+    get_settings.cache_clear()
+    monkeypatch.setattr(status_callback, "_said_amiss", [])
+    twilio.refuse[0] = TwilioPermanentError("window closed", 63016)
+
+    with pytest.raises(TwilioPermanentError):  # as without a template: the reply's refusal
+        send_reply.send_reply(TASK)
+    assert status_callback.send_template_once(store.conversations["c1"], "w1", owner="SM-part-1") is None
+
+    assert [m["content_sid"] for m in twilio.sent] == []
+    said = [r for r in caplog.records if "TWILIO_MESSAGING_SERVICE_SID" in r.getMessage()]
+    assert [r.levelname for r in said] == ["ERROR"]  # once, however many sends

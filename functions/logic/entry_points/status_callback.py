@@ -122,12 +122,36 @@ def send_template_once(conversation: Conversation, window_id: str, owner: str) -
     turn's reply, once, whoever asks how many times: the first to claim it (`owner`: the
     MessageSid whose callback said 63016, or Send Reply) sends it, and only that owner
     tries again if its attempt failed, after looking for a message that attempt may have
-    sent (send_once.py). Its SID, or None when no template is configured, it is not
-    WhatsApp, or another owner sends it."""
-    template = get_settings().whatsapp_template_content_sid
+    sent (send_once.py). It goes through TWILIO_MESSAGING_SERVICE_SID, as Twilio sends
+    templates. Its SID, or None when no template (or no Messaging Service) is configured,
+    it is not WhatsApp, or another owner sends it."""
+    settings = get_settings()
+    template = settings.whatsapp_template_content_sid
     if not template or conversation.channel != Channel.WHATSAPP:
         return None
-    return send_once(_Template(conversation, window_id, owner, template))
+    if template_without_messaging_service():
+        count("TemplateNotConfigured")
+        return None
+    return send_once(
+        _Template(conversation, window_id, owner, template, settings.twilio_messaging_service_sid)
+    )
+
+
+def template_without_messaging_service() -> bool:
+    """Whether the template is configured without the Messaging Service it is sent through
+    (Twilio refuses it, 30124): said once per process, as an error."""
+    settings = get_settings()
+    amiss = bool(settings.whatsapp_template_content_sid and not settings.twilio_messaging_service_sid)
+    if amiss and not _said_amiss:
+        _said_amiss.append(True)
+        logger.error(
+            "WHATSAPP_TEMPLATE_CONTENT_SID is set without TWILIO_MESSAGING_SERVICE_SID: "
+            "the template is not sent (Twilio sends templates through a Messaging Service)"
+        )
+    return amiss
+
+
+_said_amiss: list[bool] = []
 
 
 @dataclass
@@ -139,6 +163,7 @@ class _Template:
     window_id: str
     owner: str
     content_sid: str
+    messaging_service_sid: str
     turn: Turn = field(init=False)  # as claimed
 
     @property
@@ -170,6 +195,7 @@ class _Template:
             self.conversation.user_address,
             content_sid=self.content_sid,
             status_callback=status_callback_url(self.conversation.conversation_id, self.window_id, TEMPLATE),
+            messaging_service_sid=self.messaging_service_sid,
         )
 
     def record(self, sid: str) -> None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from enum import StrEnum
 
 from pydantic import ValidationError
@@ -38,12 +39,26 @@ class MessageOutcome(StrEnum):
         }.get(self, "")
 
 
-def accept_message(channel: Channel, form: dict[str, str], url: str, signature: Signature) -> MessageOutcome:
+# At most one configured answer per sender in this time (claim_answer).
+ANSWER_INTERVAL_SECONDS = 3600
+
+
+@dataclass(frozen=True)
+class Accepted:
+    """What became of a webhook, and the TwiML answer to its sender (empty: none)."""
+
+    outcome: MessageOutcome
+    reply: str = ""
+
+
+def accept_message(channel: Channel, form: dict[str, str], url: str, signature: Signature) -> Accepted:
+    """The webhook's message, staged or refused; a refusal by the conversation rules gets
+    its configured answer (answer_to)."""
     tenant = admit(form, url, signature)
     if isinstance(tenant, Refusal):
         logger.warning("Webhook refused", extra={"reason": tenant.value, "url": url})
         count("WebhooksRefused")
-        return MessageOutcome.FORBIDDEN
+        return Accepted(MessageOutcome.FORBIDDEN)
     logger.append_keys(account_sid=tenant.account_sid)
     try:
         message = InboundMessage.from_form(form)
@@ -51,7 +66,7 @@ def accept_message(channel: Channel, form: dict[str, str], url: str, signature: 
         fields = invalid_fields(error)  # names only: a value may be personal data
         logger.warning("Webhook malformed, acknowledged and dropped", extra={"invalid_fields": fields})
         count("WebhooksMalformed")
-        return MessageOutcome.MALFORMED
+        return Accepted(MessageOutcome.MALFORMED)
     logger.append_keys(message_sid=message.message_sid)
 
     received_at = clock.iso(clock.now())
@@ -59,7 +74,7 @@ def accept_message(channel: Channel, form: dict[str, str], url: str, signature: 
     if conversation is None:
         if not get_settings().auto_create_conversations:
             logger.warning("No conversation for this sender; message not staged")
-            return MessageOutcome.UNKNOWN_SENDER
+            return answer_to(MessageOutcome.UNKNOWN_SENDER, message)
         conversation = conversations.create(
             channel, message.from_address, message.to_address, received_at, tenant.account_sid
         )
@@ -67,8 +82,30 @@ def accept_message(channel: Channel, form: dict[str, str], url: str, signature: 
     refused = _refused_by_rules(conversation, channel)
     if refused:
         logger.warning("Message refused by the conversation's rules", extra={"outcome": refused.value})
-        return refused
-    return _stage(conversation, channel, message, received_at)
+        return answer_to(refused, message)
+    return Accepted(_stage(conversation, channel, message, received_at))
+
+
+def answer_to(outcome: MessageOutcome, message: InboundMessage) -> Accepted:
+    """The configured answer for a refused message (MessageOutcome.reply), if any, except
+    to an opt-out or opt-in keyword (answered by Twilio itself on SMS, and never to be
+    answered with anything else), and at most one per sender an hour: the answer is
+    recorded in the StagedMessages table, which the webhook writes already
+    (staged_messages.claim_answer), before it is given."""
+    reply = outcome.reply
+    if not reply:
+        return Accepted(outcome)
+    if message.consent is not None:
+        logger.info("Opt-out or opt-in keyword: no configured answer")
+        return Accepted(outcome)
+    now_ms = clock.epoch_ms(clock.now())
+    if not staged_messages.claim_answer(
+        message.account_sid, message.from_address, now_ms, ANSWER_INTERVAL_SECONDS
+    ):
+        logger.info("Configured answer given to this sender within the hour: none now")
+        count("AnswersHeldBack")
+        return Accepted(outcome)
+    return Accepted(outcome, reply)
 
 
 def _stage(

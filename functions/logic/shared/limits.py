@@ -61,9 +61,10 @@ def admit_ai_call(conversation: Conversation) -> Limit | None:
     return reached
 
 
-def store_limited_turn(ref: BatchRef, limit: Limit) -> Turn:
-    """The assistant turn of a batch that a limit stopped: empty, status `limited`. The
-    send step then sends nothing, and the batch is recorded as limited (recording.py)."""
+def store_limited_turn(ref: BatchRef, limit: Limit, body: str = "") -> Turn:
+    """The assistant turn of a batch that a limit stopped: status `limited`, empty (the
+    send step then sends nothing) or with the one message to send instead of a reply (an
+    opt-out's confirmation); the batch is recorded as limited (recording.py)."""
     turn = Turn(
         conversation_id=ref.conversation_id,
         turn_id=ref.assistant_turn_id,
@@ -72,6 +73,7 @@ def store_limited_turn(ref: BatchRef, limit: Limit) -> Turn:
         window_id=ref.window_id,
         execution_name=ref.execution_name,
         limited=limit.value,
+        body=body,
         created_at=clock.iso(clock.now()),
     )
     turns.put(turn)

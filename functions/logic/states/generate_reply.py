@@ -42,8 +42,9 @@ def _new_assistant_turn(task: GenerateInput) -> Turn:
     settings = get_settings()
     conversation = conversations.require(task.conversation_id)
     user_turn = turns.require(task.conversation_id, task.user_turn_id)
-    if consent.record_consent_and_hold_back(conversation, user_turn):
-        return limits.store_limited_turn(task, limits.Limit.OPTED_OUT)  # no AI call
+    held_back = consent.held_back_turn(task, conversation, user_turn)
+    if held_back is not None:
+        return held_back  # no AI call
     limited = limits.admit_ai_call(conversation)
     if limited is not None:
         return limits.store_limited_turn(task, limited)  # no AI call

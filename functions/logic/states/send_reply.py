@@ -35,8 +35,10 @@ def send_reply(task: SendInput) -> SentSummary:
     already sent (by an earlier attempt) are not sent again. Each carries its status
     callback (status_callback.py). A permanent refusal is recorded on the conversation; when it
     is WhatsApp's closed 24-hour window and a template is configured, the template is sent
-    instead, once. Nothing to send unless the AI answered."""
-    if task.reply.answered_by != "ai":
+    instead, once. Nothing to send unless the AI answered, or a limited turn carries a
+    message of its own (an opt-out's confirmation, consent.py)."""
+    notice = task.reply.answered_by == "limited" and task.reply.reply_chars > 0
+    if task.reply.answered_by != "ai" and not notice:
         return SentSummary(message_sids=[], parts=0)
     conversation = conversations.require(task.conversation_id)
     turn = turns.require(task.conversation_id, task.assistant_turn_id)
@@ -50,6 +52,9 @@ def send_reply(task: SendInput) -> SentSummary:
             _send_missing_parts(task, conversation, turn, parts, sent, client)
         except TwilioPermanentError as error:
             conversations.record_delivery_failure(task.conversation_id, error.code, clock.iso(clock.now()))
+            if notice:  # a courtesy, not the answer to the batch: the batch stands
+                logger.warning("Notice not sent: Twilio refused it", extra={"error_code": error.code})
+                return SentSummary(message_sids=[], parts=0)
             if error.code != twilio_messages.WHATSAPP_WINDOW_CLOSED or sent:
                 raise
             sid = status_callback.send_template_once(

@@ -193,6 +193,11 @@ def _refusal(form: Any) -> Response | None:
         return twilio_error(400, 21604, "A 'To' phone number is required.")
     if not form.get("From") and not form.get("MessagingServiceSid"):
         return twilio_error(400, 21603, "A 'From' phone number is required.")
+    # Content Template Builder templates are sent through a Messaging Service
+    # (https://www.twilio.com/docs/content/send-templates-created-with-the-content-template-builder);
+    # 30124: "MessagingServiceSID cannot be empty or null" (https://www.twilio.com/docs/api/errors/30124).
+    if form.get("ContentSid") and not form.get("MessagingServiceSid"):
+        return twilio_error(400, 30124, "MessagingServiceSID cannot be empty or null")
     body = form.get("Body") or ""
     if not body and not form.get("ContentSid") and not form.get("MediaUrl"):
         return twilio_error(400, 21602, "Message body is required.")
