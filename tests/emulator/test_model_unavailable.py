@@ -10,7 +10,7 @@ from datetime import date
 
 import pytest
 
-from functions.dal import staged_messages, turns
+from functions.dal import conversations, staged_messages, turns
 from functions.integrations import openai_responses
 from functions.integrations.openai_models import DEFAULT_MODEL
 
@@ -35,8 +35,11 @@ def after_the_shutdown(harness, monkeypatch) -> None:
     monkeypatch.setattr(harness.stack.openai, "today", lambda: date(2026, 12, 11))
 
 
-def creates(harness) -> list[tuple[str, int]]:
-    return [(call["model"], call["status"]) for call in harness.stack.openai.calls]
+def creates(harness, conversation_id: str) -> list[tuple[str, int]]:
+    """The responses this conversation asked OpenAI for (a leftover run of an earlier test,
+    in this process, asks with the model this test configured too)."""
+    ours = conversations.require(conversation_id).openai_conversation
+    return [(c["model"], c["status"]) for c in harness.stack.openai.calls if c["conversation"] == ours]
 
 
 def test_without_a_fallback_model_the_batch_is_kept_pending_and_the_run_fails(
@@ -52,7 +55,7 @@ def test_without_a_fallback_model_the_batch_is_kept_pending_and_the_run_fails(
     assert RETIRED in run["cause"] and "model_not_found" in run["cause"]
     assert harness.failures_in(run["executionArn"]) == ["AIModelUnavailable"]  # not retried
     assert "AIModelUnavailable" in counted
-    assert creates(harness) == [(RETIRED, 404)]
+    assert creates(harness, conversation_id) == [(RETIRED, 404)]
     assert harness.replies_to(user) == []  # no fallback reply: not the user's doing
     pending = staged_messages.pending(conversation_id)
     assert len(pending) == 2 and [key.attempts for key in pending] == [0, 0]  # kept, uncounted
@@ -74,7 +77,7 @@ def test_with_a_fallback_model_the_burst_is_answered_by_it(harness, configure, c
     run = harness.wait_for_run(harness.start_run(conversation_id))
 
     assert run["status"] == "SUCCEEDED"
-    assert creates(harness) == [(RETIRED, 404), (DEFAULT_MODEL, 200)]
+    assert creates(harness, conversation_id) == [(RETIRED, 404), (DEFAULT_MODEL, 200)]
     assert "AIModelUnavailable" in counted
     assert harness.replies_to(user) == ["You said: hi\nthere"]
     assert staged_messages.pending(conversation_id) == []
@@ -93,6 +96,6 @@ def test_a_fallback_model_that_is_not_served_either_keeps_the_batch(
 
     assert run["status"] == "FAILED" and run["error"] == "AIModelUnavailable"
     assert "'o3'" in run["cause"]
-    assert creates(harness) == [(RETIRED, 404), ("o3", 404)]
+    assert creates(harness, conversation_id) == [(RETIRED, 404), ("o3", 404)]
     assert harness.replies_to(user) == []
     assert [key.attempts for key in staged_messages.pending(conversation_id)] == [0]
