@@ -38,7 +38,7 @@ def after_the_shutdown(harness, monkeypatch) -> None:
 def creates(harness, conversation_id: str) -> list[tuple[str, int]]:
     """The responses this conversation asked OpenAI for (a leftover run of an earlier test,
     in this process, asks with the model this test configured too)."""
-    ours = conversations.require(conversation_id).openai_conversation
+    ours = conversations.require(conversation_id).openai_conversation_id
     return [(c["model"], c["status"]) for c in harness.stack.openai.calls if c["conversation"] == ours]
 
 

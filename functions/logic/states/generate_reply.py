@@ -5,7 +5,7 @@ from __future__ import annotations
 from functions.config import get_settings
 from functions.contract import GenerateInput, ReplySummary
 from functions.dal import conversations, turns
-from functions.dal.models import Turn
+from functions.dal.models import Conversation, Turn
 from functions.errors import AIModelUnavailable, AIPermanentError
 from functions.integrations import openai_responses, secrets
 from functions.integrations.openai_responses import Budget, OpenAIConversationGone, ResponseState
@@ -48,24 +48,7 @@ def _new_assistant_turn(task: GenerateInput) -> Turn:
     limited = limits.admit_ai_call(conversation)
     if limited is not None:
         return limits.store_limited_turn(task, limited)  # no AI call
-    client = openai_responses.client_for(secrets.openai_api_key_for(conversation))
-    # Within its own time budget; and the same turn without its images, if it has any.
-    model_input, without_images = turn_input.inputs_for_model(conversation, user_turn, client)
-    budget = Budget(settings.openai_timeout_seconds)
-    request = BatchRequest(
-        conversation_id=task.conversation_id,
-        window_id=task.window_id,
-        message_sids=task.batch.message_sids,
-        input=model_input,
-        body=turn_input.text_of(model_input),
-        openai_conversation=conversation.openai_conversation_id or "",
-        client=client,
-        budget=budget,
-        model=conversation.ai_model or settings.openai_model,
-        instructions=conversation.ai_instructions or settings.openai_instructions,
-        max_output_tokens=settings.openai_max_output_tokens,
-        without_images=without_images,
-    )
+    request = _batch_request(task, conversation, user_turn)
     if not request.openai_conversation:
         request.openai_conversation = _start_conversation(request)
     reply = _reply_with_a_served_model(request, settings.openai_fallback_model)
@@ -90,6 +73,28 @@ def _new_assistant_turn(task: GenerateInput) -> Turn:
     turns.put(turn)
     logger.info("Reply generated", extra={"reply_chars": len(reply.text), "total_tokens": reply.total_tokens})
     return turn
+
+
+def _batch_request(task: GenerateInput, conversation: Conversation, user_turn: Turn) -> BatchRequest:
+    """The batch's one request to OpenAI: its input (within its own time budget, and the
+    same turn without its images, if it has any), model and instructions."""
+    settings = get_settings()
+    client = openai_responses.client_for(secrets.openai_api_key_for(conversation))
+    model_input, without_images = turn_input.inputs_for_model(conversation, user_turn, client)
+    return BatchRequest(
+        conversation_id=task.conversation_id,
+        window_id=task.window_id,
+        message_sids=task.batch.message_sids,
+        input=model_input,
+        body=turn_input.text_of(model_input),
+        openai_conversation=conversation.openai_conversation_id or "",
+        client=client,
+        budget=Budget(settings.openai_timeout_seconds),
+        model=conversation.ai_model or settings.openai_model,
+        instructions=conversation.ai_instructions or settings.openai_instructions,
+        max_output_tokens=settings.openai_max_output_tokens,
+        without_images=without_images,
+    )
 
 
 def _reply_with_a_served_model(request: BatchRequest, fallback_model: str) -> ResponseState:

@@ -51,6 +51,7 @@ from functions.integrations import openai_models
 from infra.local.standins.base import Fault, json_response
 from infra.local.standins.openai_model import (
     error,
+    fail_response,
     image_refusal,
     input_items,
     item_text,
@@ -183,40 +184,40 @@ class OpenAIStandIn(TranscriptionsStandIn):
             conversation_id = (response["conversation"] or {}).get("id")
             conversation = self.conversations.get(conversation_id) if conversation_id else None
             if fail:
-                message = "The server had an error processing your request. Please retry."
-                if fail != "server_error":
-                    message = f"The response could not be generated ({fail})."
-                response.update(status="failed", error={"code": fail, "message": message})
-                if conversation is not None and conversation.busy_with == response["id"]:
-                    conversation.busy_with = None
+                fail_response(response, fail, conversation)
                 return
-            history = conversation.items if conversation else []
-            seen = history + inputs
-            if response["truncation"] == "auto":
-                seen = self.context_window.truncate(seen)
-            reply = "You said: " + "\n".join(item_text(item) for item in inputs)
-            status, limit = "completed", response["max_output_tokens"]
-            if cut:  # stopped by the content filter (or another reason), after a few words
-                status, reply = "incomplete", " ".join(reply.split()[:3])
-                response["incomplete_details"] = {"reason": cut}
-            elif limit is not None and words(reply) > int(limit):
-                # Cut at max_output_tokens: status "incomplete", reason given.
-                status, reply = "incomplete", " ".join(reply.split()[: int(limit)])
-                response["incomplete_details"] = {"reason": "max_output_tokens"}
-            output = output_message(reply, status)
-            input_tokens = sum(words(item_text(item)) for item in seen) + words(
-                response["instructions"] or ""
-            )
-            response.update(
-                status=status,
-                output=[output],
-                completed_at=int(time.time()),
-                usage=usage(input_tokens, words(reply)),
-            )
-            if conversation is not None:
-                conversation.items.extend([*inputs, output])
-                if conversation.busy_with == response["id"]:
-                    conversation.busy_with = None
+            self._complete(response, inputs, conversation, cut)
+
+    def _complete(
+        self, response: dict[str, Any], inputs: list[dict[str, Any]], conversation: Any, cut: Any
+    ) -> None:
+        """The response done: its reply (cut if asked to), its usage, and its items added
+        to its conversation."""
+        history = conversation.items if conversation else []
+        seen = history + inputs
+        if response["truncation"] == "auto":
+            seen = self.context_window.truncate(seen)
+        reply = "You said: " + "\n".join(item_text(item) for item in inputs)
+        status, limit = "completed", response["max_output_tokens"]
+        if cut:  # stopped by the content filter (or another reason), after a few words
+            status, reply = "incomplete", " ".join(reply.split()[:3])
+            response["incomplete_details"] = {"reason": cut}
+        elif limit is not None and words(reply) > int(limit):
+            # Cut at max_output_tokens: status "incomplete", reason given.
+            status, reply = "incomplete", " ".join(reply.split()[: int(limit)])
+            response["incomplete_details"] = {"reason": "max_output_tokens"}
+        output = output_message(reply, status)
+        input_tokens = sum(words(item_text(item)) for item in seen) + words(response["instructions"] or "")
+        response.update(
+            status=status,
+            output=[output],
+            completed_at=int(time.time()),
+            usage=usage(input_tokens, words(reply)),
+        )
+        if conversation is not None:
+            conversation.items.extend([*inputs, output])
+            if conversation.busy_with == response["id"]:
+                conversation.busy_with = None
 
     def retrieve_response(self, request: Request, response_id: str) -> Response:
         with self._lock:

@@ -266,3 +266,13 @@ def not_found(what: str, identifier: str, param: str | None = None, code: str | 
     """The API answers 404 for an id it does not know (or no longer knows). The body of
     that 404 is not in the API reference: this one has the shape of OpenAI's other errors."""
     return error(404, code, f"{what} with id '{identifier}' not found.", param)
+
+
+def fail_response(response: dict[str, Any], fail: str, conversation: Any) -> None:
+    """End the response `failed` with the error code `fail` (nothing added to its conversation)."""
+    message = "The server had an error processing your request. Please retry."
+    if fail != "server_error":
+        message = f"The response could not be generated ({fail})."
+    response.update(status="failed", error={"code": fail, "message": message})
+    if conversation is not None and conversation.busy_with == response["id"]:
+        conversation.busy_with = None
