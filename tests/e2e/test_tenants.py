@@ -259,3 +259,18 @@ def test_a_tenant_cannot_tell_anothers_conversations_from_none_by_its_status_cal
     assert for_a == for_none == 204
     assert forged == [403, 403]
     assert _status_callback(harness, a_conversation, window, a_sid, a_token, a_number) == 204
+
+
+def test_a_tenant_cannot_use_up_the_ai_calls_of_anothers_customer(harness, two_tenants, configure):
+    configure(MAX_AI_CALLS_PER_HOUR_PER_SENDER="1")
+    (a_sid, a_token), (b_sid, b_token) = two_tenants
+    a_number, b_number, customer = _numbers(a_sid)[0], _numbers(b_sid)[0], harness.new_user()
+
+    # B writes, as A's customer, to B's own number: its one AI call this hour at B.
+    assert _post(harness, b_sid, b_token, customer, b_number, "as your customer").status_code == 200
+    _answered_under(harness, customer, b_sid, b_number, "as your customer")
+
+    assert _post(harness, a_sid, a_token, customer, a_number, "the real customer").status_code == 200
+    a_conversation = harness.conversation_of(customer, a_number, a_sid)
+    harness.wait_until_quiet(a_conversation.conversation_id, runs=1)
+    assert harness.replies_to(customer)[-1] == "You said: the real customer"
