@@ -15,9 +15,11 @@ import subprocess
 import sys
 import time
 
+import botocore.client
 import pytest
 
 from functions.dal import tenants, turns
+from functions.integrations import secrets as credentials_cache
 from functions.logic.entry_points import status_callback
 from infra.local.webhooks import inbound_form, new_message_sid, post_webhook
 from tests.support.local_stack import OUR_WHATSAPP
@@ -274,3 +276,36 @@ def test_a_tenant_cannot_use_up_the_ai_calls_of_anothers_customer(harness, two_t
     a_conversation = harness.conversation_of(customer, a_number, a_sid)
     harness.wait_until_quiet(a_conversation.conversation_id, runs=1)
     assert harness.replies_to(customer)[-1] == "You said: the real customer"
+
+
+def _secret_reads(monkeypatch, account_sid: str) -> list[str]:
+    """The GetSecretValue calls (to the emulator) for the tenant's Twilio secret, as they happen."""
+    reads: list[str] = []
+    original = botocore.client.BaseClient._make_api_call
+
+    def recorded(client, operation, params):
+        if operation == "GetSecretValue" and params.get("SecretId", "").endswith(account_sid):
+            reads.append(params["SecretId"])
+        return original(client, operation, params)
+
+    monkeypatch.setattr(botocore.client.BaseClient, "_make_api_call", recorded)
+    return reads
+
+
+def test_a_rotated_token_is_taken_at_once_and_forgeries_do_not_flood_secrets_manager(
+    harness, two_tenants, monkeypatch
+):
+    (a_sid, old_token), _ = two_tenants
+    a_number, customer = _numbers(a_sid)[0], harness.new_user()
+    assert credentials_cache.tenant_twilio_credentials(a_sid).auth_token == old_token  # the webhook's cache
+    new_token = secrets.token_hex(16)
+    harness.stack.tenants.add(a_sid, new_token, _numbers(a_sid))  # as `python -m infra.tenants add` does
+    reads = _secret_reads(monkeypatch, a_sid)
+
+    rotated = _post(harness, a_sid, new_token, customer, a_number, "with the new token")
+    refused = [_post(harness, a_sid, t, customer, a_number, "x").status_code for t in [old_token] + ["f"] * 5]
+
+    assert rotated.status_code == 200
+    assert refused == [403] * 6
+    assert len(reads) == 1  # one forced read for the new token; the forgeries that follow read nothing
+    _answered_under(harness, customer, a_sid, a_number, "with the new token")
