@@ -74,8 +74,9 @@ class Settings(BaseModel):
     auto_create_conversations: Flag = False
     # Answered staged messages are kept as bodiless tombstones this long, so that a
     # late Twilio retry, or a replay of a signed request, of the same MessageSid is still
-    # recognised as a duplicate.
-    answered_message_retention_seconds: Annotated[int, Field(ge=1)] = 30 * 24 * 3600
+    # recognised as a duplicate: a year, so that a captured START or STOP replayed later
+    # flips nothing and costs no AI call (about 230 bytes of storage each).
+    answered_message_retention_seconds: Annotated[int, Field(ge=1)] = 365 * 24 * 3600
 
     # A batch whose run failed this many times is set aside (dead-lettered), not retried.
     max_batch_attempts: Annotated[int, Field(ge=1)] = 3

@@ -22,7 +22,7 @@ from functions.dal import tenants, turns
 from functions.integrations import secrets as credentials_cache
 from functions.logic.entry_points import status_callback
 from infra.local.webhooks import inbound_form, new_message_sid, post_webhook
-from tests.support.local_stack import OUR_WHATSAPP
+from tests.support.local_stack import BATCH_WINDOW_SECONDS, OUR_WHATSAPP
 from tests.support.twilio_delivery import deliver_as_twilio
 
 pytestmark = pytest.mark.e2e
@@ -309,3 +309,25 @@ def test_a_rotated_token_is_taken_at_once_and_forgeries_do_not_flood_secrets_man
     assert refused == [403] * 6
     assert len(reads) == 1  # one forced read for the new token; the forgeries that follow read nothing
     _answered_under(harness, customer, a_sid, a_number, "with the new token")
+
+
+def test_a_stop_replayed_after_a_month_neither_opts_out_nor_costs_an_ai_call(harness):
+    config = harness.stack.config
+    user, stop_sid = harness.new_user(), new_message_sid()
+    stop = (config.twilio_account_sid, config.twilio_auth_token, user, OUR_WHATSAPP, "STOP", stop_sid)
+    assert _post(harness, *stop).status_code == 200
+    conversation_id = harness.conversation_of(user).conversation_id
+    harness.wait_until_quiet(conversation_id, runs=1)
+    start = (*stop[:4], "START")
+    assert _post(harness, *start).status_code == 200
+    harness.wait_until_quiet(conversation_id, runs=2)
+    ai_calls = len(harness.ai_inputs(conversation_id))
+
+    # Thirty-one days on, DynamoDB's TTL has removed what expired; the captured STOP again.
+    harness.expire_ttl("StagedMessages", time.time() + 31 * 24 * 3600)
+    assert _post(harness, *stop).status_code == 200
+    time.sleep(2 * BATCH_WINDOW_SECONDS)
+
+    assert len(harness.runs(conversation_id)) == 2
+    assert harness.conversation_item(conversation_id).get("opted_out", {}).get("BOOL", False) is False
+    assert len(harness.ai_inputs(conversation_id)) == ai_calls
