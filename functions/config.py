@@ -139,7 +139,9 @@ class Settings(BaseModel):
     openai_fallback_model: str = ""
     openai_instructions: str = (
         "You are a helpful assistant replying on WhatsApp or SMS. The user may have sent "
-        "several short messages in a row; answer them together, briefly."
+        "several short messages in a row; answer them together, briefly. Lines in square "
+        "brackets are the messaging service's notes on what was sent (a photo, a quoted "
+        "message); brackets the user typed arrive escaped with a backslash."
     )
     # The time one "Generate Reply" attempt spends on OpenAI: each request's timeout, and how
     # long it waits for a background response before the state machine's Retry takes over.
