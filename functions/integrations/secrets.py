@@ -67,11 +67,9 @@ def twilio_credentials(secret_name: str, fresh: bool = False) -> TwilioCredentia
 
 def tenant_twilio_credentials(account_sid: str, fresh: bool = False) -> TwilioCredentials | None:
     """A registered tenant's Twilio credentials (the webhook checks signatures with them),
-    or None when its secret is missing or names another account. `fresh`: read past the
-    cache (a rotated token), if may_refetch allows it now; None if it does not."""
+    or None when its secret is missing or names another account (`fresh`: read past the
+    cache)."""
     name = get_settings().twilio_tenant_secret_prefix + account_sid
-    if fresh and not may_refetch(name):
-        return None
     try:
         credentials = twilio_credentials(name, fresh)
     except parameters.GetParameterError as error:
@@ -81,17 +79,36 @@ def tenant_twilio_credentials(account_sid: str, fresh: bool = False) -> TwilioCr
     return credentials if credentials.account_sid == account_sid else None
 
 
-def twilio_credentials_for(conversation: Conversation) -> TwilioCredentials:
+def refetched_tenant_twilio_credentials(account_sid: str) -> TwilioCredentials | None:
+    """tenant_twilio_credentials read past the cache (a signature the cached token does not
+    match: it may have been rotated), if may_refetch allows it now; None if it does not."""
+    if not may_refetch(get_settings().twilio_tenant_secret_prefix + account_sid):
+        return None
+    return tenant_twilio_credentials(account_sid, fresh=True)
+
+
+def twilio_credentials_for(conversation: Conversation, fresh: bool = False) -> TwilioCredentials:
     """The Twilio credentials a conversation's replies are sent with: its tenant's, from
-    the secret the conversation names if it lies within the tenant's prefix."""
+    the secret the conversation names if it lies within the tenant's prefix (`fresh`:
+    read past the cache)."""
     tenant = _tenant_of(conversation)
-    name = within_tenant(
-        get_settings().twilio_tenant_secret_prefix, tenant, conversation.twilio_credentials_secret
-    )
-    credentials = twilio_credentials(name)
+    credentials = twilio_credentials(_conversation_secret(conversation, tenant), fresh)
     if credentials.account_sid != tenant:
         raise SecretOutsideTenant(f"the Twilio secret of {conversation.conversation_id} is another account's")
     return credentials
+
+
+def refetched_twilio_credentials_for(conversation: Conversation) -> TwilioCredentials | None:
+    """twilio_credentials_for read past the cache (Twilio refused the token we hold), if
+    may_refetch allows it now; None if it does not."""
+    if not may_refetch(_conversation_secret(conversation, _tenant_of(conversation))):
+        return None
+    return twilio_credentials_for(conversation, fresh=True)
+
+
+def _conversation_secret(conversation: Conversation, tenant: str) -> str:
+    prefix = get_settings().twilio_tenant_secret_prefix
+    return within_tenant(prefix, tenant, conversation.twilio_credentials_secret)
 
 
 def openai_api_key_for(conversation: Conversation) -> str:

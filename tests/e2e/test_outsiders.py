@@ -104,3 +104,20 @@ def test_a_rotated_token_is_taken_at_once_and_forgeries_do_not_flood_secrets_man
     conversation = harness.conversation_of(customer, number, account_sid)
     harness.wait_until_quiet(conversation.conversation_id, runs=1)
     assert harness.replies_to(customer) == ["You said: with the new token"]
+
+
+def test_a_reply_twilio_refuses_for_a_rotated_token_is_sent_with_the_new_one(harness, tenant, monkeypatch):
+    account_sid, old_token, number = tenant
+    customer = harness.new_user()
+    form = inbound_form("are you there?", customer, number, account_sid)
+    assert post_webhook(harness.stack.whatsapp_url, form, old_token).status_code == 200  # the old one cached
+    harness.stack.tenants.add(account_sid, secrets.token_hex(16), [number])  # rotated meanwhile
+    harness.stack.twilio.inject({"status": 401, "code": 20003})  # Twilio: the old token no longer works
+    reads = _secret_reads(monkeypatch, account_sid)
+
+    conversation = harness.conversation_of(customer, number, account_sid)
+    runs = harness.wait_until_quiet(conversation.conversation_id, runs=1)
+
+    assert [r["status"] for r in runs] == ["SUCCEEDED"]
+    assert harness.replies_to(customer) == ["You said: are you there?"]
+    assert len(reads) == 1  # read again once, after Twilio's 401

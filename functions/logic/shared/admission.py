@@ -62,7 +62,7 @@ def admit(form: dict[str, str], url: str, signature: Signature, our_number: str 
         return Refusal.NO_CREDENTIALS
     if not signature_is_valid(credentials, form, url, signature):
         # The token may have been rotated since it was cached: read it again, within bounds.
-        fresh = secrets.tenant_twilio_credentials(account_sid, fresh=True)
+        fresh = secrets.refetched_tenant_twilio_credentials(account_sid)
         if fresh is None or fresh == credentials or not signature_is_valid(fresh, form, url, signature):
             return Refusal.BAD_SIGNATURE
     return tenant
