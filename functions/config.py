@@ -74,8 +74,9 @@ class Settings(BaseModel):
     auto_create_conversations: Flag = False
     # Answered staged messages are kept as bodiless tombstones this long, so that a
     # late Twilio retry, or a replay of a signed request, of the same MessageSid is still
-    # recognised as a duplicate.
-    answered_message_retention_seconds: Annotated[int, Field(ge=1)] = 30 * 24 * 3600
+    # recognised as a duplicate: a year, so that a captured START or STOP replayed later
+    # flips nothing and costs no AI call (about 230 bytes of storage each).
+    answered_message_retention_seconds: Annotated[int, Field(ge=1)] = 365 * 24 * 3600
 
     # A batch whose run failed this many times is set aside (dead-lettered), not retried.
     max_batch_attempts: Annotated[int, Field(ge=1)] = 3
@@ -151,7 +152,9 @@ class Settings(BaseModel):
     openai_fallback_model: str = ""
     openai_instructions: str = (
         "You are a helpful assistant replying on WhatsApp or SMS. The user may have sent "
-        "several short messages in a row; answer them together, briefly."
+        "several short messages in a row; answer them together, briefly. Lines in square "
+        "brackets are the messaging service's notes on what was sent (a photo, a quoted "
+        "message); brackets the user typed arrive escaped with a backslash."
     )
     # The time one "Generate Reply" attempt spends on OpenAI: each request's timeout, and how
     # long it waits for a background response before the state machine's Retry takes over.

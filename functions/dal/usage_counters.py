@@ -1,4 +1,4 @@
-"""The UsageCounters table: how many AI calls a conversation and a sender made this hour
+"""The UsageCounters table: how many AI calls a conversation, and a sender at one tenant, made this hour
 (the cost limits of functions/logic/shared/limits.py). One item per counter and hour, removed by
 TTL once the hour is over."""
 

@@ -12,6 +12,7 @@ before anything is read (SecretOutsideTenant otherwise)."""
 
 from __future__ import annotations
 
+import time
 from typing import Any
 
 from aws_lambda_powertools.utilities import parameters
@@ -35,22 +36,42 @@ class TwilioCredentials(BaseModel):
     signing_keys: dict[str, str] = Field(default_factory=dict, repr=False)
 
 
-def _secret(name: str) -> dict[str, Any]:
-    value = parameters.get_secret(name, transform="json", max_age=get_settings().secrets_max_age_seconds)
+# A secret is read again before its cache expires (force_fetch) only when Twilio refused
+# the token we hold, and at most once per secret per this many seconds in one Lambda
+# instance: a flood of forged signatures costs at most one Secrets Manager call a minute.
+REFETCH_INTERVAL_SECONDS = 60.0
+_refetched_at: dict[str, float] = {}
+
+
+def _secret(name: str, fresh: bool = False) -> dict[str, Any]:
+    max_age = get_settings().secrets_max_age_seconds
+    value = parameters.get_secret(name, transform="json", max_age=max_age, force_fetch=fresh)
     if not isinstance(value, dict):
         raise ValueError(f"secret {name} is not a JSON object")
     return value
 
 
-def twilio_credentials(secret_name: str) -> TwilioCredentials:
-    return TwilioCredentials.model_validate(_secret(secret_name))
+def may_refetch(name: str) -> bool:
+    """Whether the secret may be read again now, past its cache (REFETCH_INTERVAL_SECONDS);
+    if so, the time is taken."""
+    now = time.monotonic()
+    if now - _refetched_at.get(name, -REFETCH_INTERVAL_SECONDS) < REFETCH_INTERVAL_SECONDS:
+        return False
+    _refetched_at[name] = now
+    return True
 
 
-def tenant_twilio_credentials(account_sid: str) -> TwilioCredentials | None:
+def twilio_credentials(secret_name: str, fresh: bool = False) -> TwilioCredentials:
+    return TwilioCredentials.model_validate(_secret(secret_name, fresh))
+
+
+def tenant_twilio_credentials(account_sid: str, fresh: bool = False) -> TwilioCredentials | None:
     """A registered tenant's Twilio credentials (the webhook checks signatures with them),
-    or None when its secret is missing or names another account."""
+    or None when its secret is missing or names another account (`fresh`: read past the
+    cache)."""
+    name = get_settings().twilio_tenant_secret_prefix + account_sid
     try:
-        credentials = twilio_credentials(get_settings().twilio_tenant_secret_prefix + account_sid)
+        credentials = twilio_credentials(name, fresh)
     except parameters.GetParameterError as error:
         if _not_found(error):
             return None
@@ -58,17 +79,36 @@ def tenant_twilio_credentials(account_sid: str) -> TwilioCredentials | None:
     return credentials if credentials.account_sid == account_sid else None
 
 
-def twilio_credentials_for(conversation: Conversation) -> TwilioCredentials:
+def refetched_tenant_twilio_credentials(account_sid: str) -> TwilioCredentials | None:
+    """tenant_twilio_credentials read past the cache (a signature the cached token does not
+    match: it may have been rotated), if may_refetch allows it now; None if it does not."""
+    if not may_refetch(get_settings().twilio_tenant_secret_prefix + account_sid):
+        return None
+    return tenant_twilio_credentials(account_sid, fresh=True)
+
+
+def twilio_credentials_for(conversation: Conversation, fresh: bool = False) -> TwilioCredentials:
     """The Twilio credentials a conversation's replies are sent with: its tenant's, from
-    the secret the conversation names if it lies within the tenant's prefix."""
+    the secret the conversation names if it lies within the tenant's prefix (`fresh`:
+    read past the cache)."""
     tenant = _tenant_of(conversation)
-    name = within_tenant(
-        get_settings().twilio_tenant_secret_prefix, tenant, conversation.twilio_credentials_secret
-    )
-    credentials = twilio_credentials(name)
+    credentials = twilio_credentials(_conversation_secret(conversation, tenant), fresh)
     if credentials.account_sid != tenant:
         raise SecretOutsideTenant(f"the Twilio secret of {conversation.conversation_id} is another account's")
     return credentials
+
+
+def refetched_twilio_credentials_for(conversation: Conversation) -> TwilioCredentials | None:
+    """twilio_credentials_for read past the cache (Twilio refused the token we hold), if
+    may_refetch allows it now; None if it does not."""
+    if not may_refetch(_conversation_secret(conversation, _tenant_of(conversation))):
+        return None
+    return twilio_credentials_for(conversation, fresh=True)
+
+
+def _conversation_secret(conversation: Conversation, tenant: str) -> str:
+    prefix = get_settings().twilio_tenant_secret_prefix
+    return within_tenant(prefix, tenant, conversation.twilio_credentials_secret)
 
 
 def openai_api_key_for(conversation: Conversation) -> str:

@@ -20,6 +20,7 @@ from functions.integrations.secrets import TwilioCredentials
 from functions.observability import count, milliseconds
 
 RATE_LIMITED = 20429
+AUTHENTICATION_FAILED = 20003  # HTTP 401: the account's token is wrong (rotated, revoked)
 WHATSAPP_WINDOW_CLOSED = 63016
 # One page of the Messages list, newest first, is read to find a message sent since an
 # attempt began: far more than the parts of one reply (MAX_REPLY_PARTS_PER_BATCH).

@@ -17,9 +17,11 @@ import time
 
 import pytest
 
-from functions.dal import tenants
+from functions.dal import tenants, turns
+from functions.logic.entry_points import status_callback
 from infra.local.webhooks import inbound_form, new_message_sid, post_webhook
 from tests.support.local_stack import OUR_WHATSAPP
+from tests.support.twilio_delivery import deliver_as_twilio
 
 pytestmark = pytest.mark.e2e
 
@@ -226,3 +228,49 @@ def test_the_cli_registers_lists_moves_and_removes_on_the_local_stack_with_no_ot
     assert cli("remove", account_sid).returncode == 0
     assert cli("remove", other_sid).returncode == 0
     assert account_sid not in cli("list").stdout and tenants.owner_of(number) is None
+
+
+def _status_callback(harness, conversation_id: str, window_id: str, account_sid: str, token: str, ours: str):
+    """A `delivered` status callback, signed by `account_sid`, about a message from `ours`."""
+    sid = new_message_sid()
+    form = {"AccountSid": account_sid, "From": ours, "To": harness.new_user(), "MessageSid": sid}
+    form |= {"MessageStatus": "delivered", "SmsSid": sid, "SmsStatus": "delivered"}
+    url = status_callback.status_callback_url(conversation_id, window_id, "0")
+    return deliver_as_twilio(url, form, token).status
+
+
+def test_a_tenant_cannot_tell_anothers_conversations_from_none_by_its_status_callbacks(harness, two_tenants):
+    (a_sid, a_token), (b_sid, b_token) = two_tenants
+    a_number, b_number, customer = _numbers(a_sid)[0], _numbers(b_sid)[0], harness.new_user()
+    assert _post(harness, a_sid, a_token, customer, a_number, "hello A").status_code == 200
+    _answered_under(harness, customer, a_sid, a_number, "hello A")
+    a_conversation = harness.conversation_of(customer, a_number, a_sid).conversation_id
+    window = turns.list_of(a_conversation)[-1].window_id
+
+    # B, correctly signed, about A's conversation and about one that does not exist.
+    for_a = _status_callback(harness, a_conversation, window, b_sid, b_token, b_number)
+    for_none = _status_callback(harness, "whatsapp:+15550000000-nobody", window, b_sid, b_token, b_number)
+    # A forged signature is refused, whichever conversation it names.
+    forged = [
+        _status_callback(harness, conversation, window, a_sid, "forged", a_number)
+        for conversation in (a_conversation, "whatsapp:+15550000000-nobody")
+    ]
+
+    assert for_a == for_none == 204
+    assert forged == [403, 403]
+    assert _status_callback(harness, a_conversation, window, a_sid, a_token, a_number) == 204
+
+
+def test_a_tenant_cannot_use_up_the_ai_calls_of_anothers_customer(harness, two_tenants, configure):
+    configure(MAX_AI_CALLS_PER_HOUR_PER_SENDER="1")
+    (a_sid, a_token), (b_sid, b_token) = two_tenants
+    a_number, b_number, customer = _numbers(a_sid)[0], _numbers(b_sid)[0], harness.new_user()
+
+    # B writes, as A's customer, to B's own number: its one AI call this hour at B.
+    assert _post(harness, b_sid, b_token, customer, b_number, "as your customer").status_code == 200
+    _answered_under(harness, customer, b_sid, b_number, "as your customer")
+
+    assert _post(harness, a_sid, a_token, customer, a_number, "the real customer").status_code == 200
+    a_conversation = harness.conversation_of(customer, a_number, a_sid)
+    harness.wait_until_quiet(a_conversation.conversation_id, runs=1)
+    assert harness.replies_to(customer)[-1] == "You said: the real customer"

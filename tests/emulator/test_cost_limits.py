@@ -72,7 +72,8 @@ def test_a_sender_over_its_hourly_ai_calls_is_limited_across_conversations(harne
     assert harness.replies_to(user) == ["You said: to the first number"]
     assert harness.ai_inputs(second) == []
     assert [t.status for t in _user_turns(second)] == ["limited"]
-    assert usage_counters.calls(f"sender#{user}#{int(clock.now().timestamp()) // 3600}") == 1
+    tenant, hour = harness.stack.config.twilio_account_sid, int(clock.now().timestamp()) // 3600
+    assert usage_counters.calls(f"sender#{tenant}#{user}#{hour}") == 1
 
 
 def test_a_reply_longer_than_the_parts_a_batch_may_send_is_cut(harness, configure):

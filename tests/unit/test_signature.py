@@ -37,6 +37,7 @@ TENANTS = {
 def known_accounts(monkeypatch):
     monkeypatch.setattr(tenants, "find", TENANTS.get)
     monkeypatch.setattr(secrets, "tenant_twilio_credentials", CREDENTIALS.get)
+    monkeypatch.setattr(secrets, "refetched_tenant_twilio_credentials", CREDENTIALS.get)  # not rotated
 
 
 def _signed(form: dict[str, str], token: str, url: str = URL, algorithm: str | None = None) -> str:

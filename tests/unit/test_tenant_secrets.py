@@ -32,7 +32,7 @@ STORED = {
 def read(monkeypatch):
     names: list[str] = []
 
-    def fake_secret(name):
+    def fake_secret(name, fresh=False):
         names.append(name)
         return STORED[name]
 

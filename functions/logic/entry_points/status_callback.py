@@ -54,9 +54,9 @@ NOT_DELIVERED = ("failed", "undelivered")
 
 
 class CallbackOutcome(StrEnum):
-    FORBIDDEN = "forbidden"  # not a tenant, not its number, not its signature, not its conversation
+    FORBIDDEN = "forbidden"  # not a tenant, not its number, not its signature
     RECORDED = "recorded"
-    UNCHANGED = "unchanged"  # a repeated or late callback, or nothing of ours
+    UNCHANGED = "unchanged"  # a repeated or late callback, or no conversation of its own
 
 
 def status_callback_url(conversation_id: str, window_id: str, message: str) -> str | None:
@@ -94,9 +94,10 @@ def record_status(
         logger.warning("Status callback for no conversation of ours")
         return CallbackOutcome.UNCHANGED
     if conversation.tenant_account_sid != tenant.account_sid or form.get("From") != conversation.our_address:
-        logger.warning("Status callback refused", extra={"reason": "not_its_conversation"})
+        # Answered as for no conversation: a tenant must not learn who writes to another.
+        logger.warning("Status callback ignored", extra={"reason": "not_its_conversation"})
         count("StatusCallbacksRefused")
-        return CallbackOutcome.FORBIDDEN
+        return CallbackOutcome.UNCHANGED
     sid, status = form.get("MessageSid", ""), form.get("MessageStatus") or form.get("SmsStatus") or ""
     error_code = int(form["ErrorCode"]) if form.get("ErrorCode", "").isdigit() else None
     if not sid or status not in RANKS or not (message.isdigit() or message in (TEMPLATE, FALLBACK)):

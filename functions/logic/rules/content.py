@@ -10,6 +10,9 @@ nothing a person sent is lost on the way to the model:
   [location: 37.787933, -122.393746; label: Twilio; address: 101 Spear St, San Francisco]
   [tapped the button "Yes, confirm" (payload: confirm_yes)]
   [a message of type "order" that cannot be shown here]
+Only these lines begin with a bracket: in what a person wrote (their text, and the names,
+labels and quotes inside these lines), brackets and backslashes are escaped with a
+backslash.
 A media line stands where the media is: Generate Reply puts the photo itself after its
 line, and a voice note's transcript in its place (functions/logic/shared/turn_input.py)."""
 
@@ -21,6 +24,7 @@ from enum import StrEnum
 
 from functions.dal.models import TurnMedia
 from functions.inbound import Attachment, MessageContent
+from functions.logic.rules.sanitize import escaped
 
 QUOTE_CHARS = 300  # of a quoted earlier message
 
@@ -96,9 +100,10 @@ def message_lines(message: MessageContent, quoted: str | None = None) -> list[st
     lines: list[str | MediaSlot] = []
     if message.referral:
         ad = message.referral
-        headline = f'"{ad.headline}"' if ad.headline else ""
-        text = " — ".join(p for p in (headline, ad.body or "") if p) or "no text"
-        lines.append(f"[in answer to an ad: {text}" + (f" ({ad.source_url})]" if ad.source_url else "]"))
+        headline = f'"{escaped(ad.headline)}"' if ad.headline else ""
+        text = " — ".join(p for p in (headline, escaped(ad.body or "")) if p) or "no text"
+        source = f" ({escaped(ad.source_url)})]" if ad.source_url else "]"
+        lines.append(f"[in answer to an ad: {text}" + source)
     if message.replied_to_sid:
         lines.append(
             f'[replying to your earlier message: "{_clip(quoted)}"]'
@@ -109,14 +114,14 @@ def message_lines(message: MessageContent, quoted: str | None = None) -> list[st
     if message.location:
         place = message.location
         details = [f"{place.latitude}, {place.longitude}"]
-        details += [f"label: {place.label}"] if place.label else []
-        details += [f"address: {place.address}"] if place.address else []
+        details += [f"label: {escaped(place.label)}"] if place.label else []
+        details += [f"address: {escaped(place.address)}"] if place.address else []
         lines.append(f"[location: {'; '.join(details)}]")
     if message.button_text or message.button_payload:
-        payload = f" (payload: {message.button_payload})" if message.button_payload else ""
-        lines.append(f'[tapped the button "{message.button_text or ""}"{payload}]')
+        payload = f" (payload: {escaped(message.button_payload)})" if message.button_payload else ""
+        lines.append(f'[tapped the button "{escaped(message.button_text or "")}"{payload}]')
     if message.body.strip() and message.body != message.button_text:
-        lines.append(message.body)
+        lines.append(escaped(message.body))  # the person's text: no line of it reads like ours
     if not lines:
         lines.append(f'[a message of type "{message.message_type or "unknown"}" that cannot be shown here]')
     return lines
@@ -163,5 +168,5 @@ def size_of(message: MessageContent) -> int:
 
 
 def _clip(text: str | None) -> str:
-    text = " ".join((text or "").split())
+    text = escaped(" ".join((text or "").split()))
     return text if len(text) <= QUOTE_CHARS else text[: QUOTE_CHARS - 1] + "…"

@@ -6,7 +6,8 @@ A request is admitted only when its AccountSid is well formed and a registered t
 credentials. The checks run cheapest first, so that a stranger costs nothing: the shape of
 the AccountSid costs no call, the tenant is one GetItem cached in memory (an unknown one
 too), the number is in the tenant's item, and only then is the tenant's token read from
-Secrets Manager (cached by Powertools)."""
+Secrets Manager (cached by Powertools; read again, at most once a minute, when the
+signature does not match the cached token, which may have been rotated)."""
 
 from __future__ import annotations
 
@@ -60,7 +61,10 @@ def admit(form: dict[str, str], url: str, signature: Signature, our_number: str 
     if credentials is None:
         return Refusal.NO_CREDENTIALS
     if not signature_is_valid(credentials, form, url, signature):
-        return Refusal.BAD_SIGNATURE
+        # The token may have been rotated since it was cached: read it again, within bounds.
+        fresh = secrets.refetched_tenant_twilio_credentials(account_sid)
+        if fresh is None or fresh == credentials or not signature_is_valid(fresh, form, url, signature):
+            return Refusal.BAD_SIGNATURE
     return tenant
 
 

@@ -1,7 +1,7 @@
 """Cost limits: what one conversation, or one sender, may cost per hour.
 
 - AI calls per hour, per conversation and per sender (the user's address, across every
-  conversation it has with us): counted before each call to OpenAI, in one transaction on
+  conversation it has with one tenant's numbers): counted before each call to OpenAI, in one transaction on
   the UsageCounters table (hourly counters, removed by TTL). When a counter is full, no AI
   call is made: the assistant turn is stored empty with `limited` set to the counter that
   was full, the `CostLimitReached` metric is emitted, and the batch is recorded as
@@ -46,7 +46,8 @@ def admit_ai_call(conversation: Conversation) -> Limit | None:
             Limit.CONVERSATION_AI_CALLS,
             settings.max_ai_calls_per_hour_per_conversation,
         ),
-        f"sender#{conversation.user_address}#{hour}": (
+        # Per tenant: another tenant writing as this sender cannot use up its calls here.
+        f"sender#{conversation.tenant_account_sid}#{conversation.user_address}#{hour}": (
             Limit.SENDER_AI_CALLS,
             settings.max_ai_calls_per_hour_per_sender,
         ),

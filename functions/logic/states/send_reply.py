@@ -47,9 +47,8 @@ def send_reply(task: SendInput) -> SentSummary:
     parts = split_reply(turn.body)
     sent = list(turn.message_sids)
     if len(sent) < len(parts):
-        client = twilio_messages.client_for(secrets.twilio_credentials_for(conversation))
         try:
-            _send_missing_parts(task, conversation, turn, parts, sent, client)
+            _send_missing_parts_with_fresh_credentials(task, conversation, turn, parts, sent)
         except TwilioPermanentError as error:
             conversations.record_delivery_failure(task.conversation_id, error.code, clock.iso(clock.now()))
             if notice:  # a courtesy, not the answer to the batch: the batch stands
@@ -65,6 +64,24 @@ def send_reply(task: SendInput) -> SentSummary:
             return SentSummary(message_sids=[sid], parts=1)
     logger.info("Reply sent", extra={"parts": len(parts), "message_sids": sent})
     return SentSummary(message_sids=sent, parts=len(parts))
+
+
+def _send_missing_parts_with_fresh_credentials(
+    task: SendInput, conversation: Conversation, turn: Turn, parts: list[str], sent: list[str]
+) -> None:
+    """Send the parts not yet recorded; if Twilio refuses the token we hold (20003: it may
+    have been rotated since it was cached), read the secret again, within its bounds
+    (secrets.may_refetch), and try once more with what it holds now."""
+    credentials = secrets.twilio_credentials_for(conversation)
+    try:
+        _send_missing_parts(task, conversation, turn, parts, sent, twilio_messages.client_for(credentials))
+    except TwilioPermanentError as error:
+        fresh = None
+        if error.code == twilio_messages.AUTHENTICATION_FAILED:
+            fresh = secrets.refetched_twilio_credentials_for(conversation)
+        if fresh is None or fresh == credentials:
+            raise
+        _send_missing_parts(task, conversation, turn, parts, sent, twilio_messages.client_for(fresh))
 
 
 def _send_missing_parts(
