@@ -42,7 +42,7 @@ def store(monkeypatch) -> InMemoryStore:
     install(monkeypatch, store, FakeTwilio())
     monkeypatch.setattr(tenants, "find", {ACCOUNT: Tenant(account_sid=ACCOUNT, numbers=[US])}.get)
     credentials = {ACCOUNT: TwilioCredentials(account_sid=ACCOUNT, auth_token="token")}
-    monkeypatch.setattr(secrets, "tenant_twilio_credentials", credentials.get)
+    monkeypatch.setattr(secrets, "tenant_twilio_credentials", lambda sid, fresh=False: credentials.get(sid))
     monkeypatch.setattr(clock, "now", lambda: NOW)
     return store
 
