@@ -118,7 +118,9 @@ def test_a_form_not_signed_with_the_tenants_token_is_forbidden(store, runs):
     assert store.staged == {}
 
 
-def test_an_unknown_sender_is_not_staged_when_conversations_are_not_created(store, runs):
+def test_an_unknown_sender_is_not_staged_when_conversations_are_not_created(store, runs, configure):
+    configure(AUTO_CREATE_CONVERSATIONS="false")  # the default, but a local stack in this process sets it
+
     assert post(sender="whatsapp:+15559999999") is MessageOutcome.UNKNOWN_SENDER
     assert store.staged == {} and list(store.conversations) == ["c1"]
 
