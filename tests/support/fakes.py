@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import copy
 from dataclasses import dataclass, field
+from datetime import datetime
 from typing import Any
 
 import pytest
@@ -17,6 +18,7 @@ from functions.dal.models import BatchWindow, Conversation, Turn
 from functions.errors import ConversationNotFound, TwilioPermanentError, TwilioRetryableError
 from functions.inbound import Channel, address_key
 from functions.integrations import secrets, twilio_messages
+from functions.logic.rules import clock
 from tests.support.fake_staged_messages import InMemoryStagedMessages
 from tests.support.fake_twilio import FakeTwilio
 
@@ -271,3 +273,18 @@ def install(monkeypatch: pytest.MonkeyPatch, store: InMemoryStore, twilio: FakeT
 
 
 __all__ = ["FakeTwilio", "InMemoryStore", "TwilioPermanentError", "TwilioRetryableError", "install"]
+
+
+def store_with_conversation(
+    monkeypatch: pytest.MonkeyPatch, now: datetime, user: str, us: str, **conversation: Any
+) -> InMemoryStore:
+    """An installed store holding WhatsApp conversation c1 between `user` and our number
+    `us` (with any other fields given), a FakeTwilio, and the clock at `now`."""
+    store = InMemoryStore()
+    store.conversations["c1"] = Conversation(
+        conversation_id="c1", channel=Channel.WHATSAPP, user_address=user, our_address=us, created_at="t",
+        **conversation,
+    )  # fmt: skip
+    install(monkeypatch, store, FakeTwilio())
+    monkeypatch.setattr(clock, "now", lambda: now)
+    return store

@@ -8,15 +8,14 @@ from datetime import UTC, datetime
 
 import pytest
 
-from functions.dal.models import AIRequest, Conversation, Turn
+from functions.dal.models import AIRequest, Turn
 from functions.dal.tables import assistant_turn_id, user_turn_id
 from functions.errors import AIPermanentError, AIRetryableError
-from functions.inbound import Channel, InboundMessage
+from functions.inbound import InboundMessage
 from functions.integrations.openai_responses import Budget
-from functions.logic.rules import clock
 from functions.logic.shared.ai_requests import BatchRequest
 from tests.support.fake_openai import FakeOpenAI, install_openai
-from tests.support.fakes import FakeTwilio, InMemoryStore, install
+from tests.support.fakes import InMemoryStore, store_with_conversation
 
 US, USER = "whatsapp:+15550000001", "whatsapp:+15550001111"
 SM1, SM2 = (f"SM{n:032x}" for n in (1, 2))
@@ -26,12 +25,7 @@ BODY = "first\nsecond"
 @pytest.fixture
 def store(monkeypatch) -> InMemoryStore:
     """Two messages pending in conversation c1."""
-    store = InMemoryStore()
-    store.conversations["c1"] = Conversation(
-        conversation_id="c1", channel=Channel.WHATSAPP, user_address=USER, our_address=US, created_at="t"
-    )
-    install(monkeypatch, store, FakeTwilio())
-    monkeypatch.setattr(clock, "now", lambda: datetime(2026, 11, 26, 12, 0, 0, tzinfo=UTC))
+    store = store_with_conversation(monkeypatch, datetime(2026, 11, 26, 12, 0, 0, tzinfo=UTC), USER, US)
     for number, (sid, body) in enumerate(((SM1, "first"), (SM2, "second"))):
         form = {"MessageSid": sid, "AccountSid": "AC" + "1" * 32, "From": USER, "To": US, "Body": body}
         store.stage("c1", InboundMessage.from_form(form), f"2026-11-26T11:59:0{number}+00:00")

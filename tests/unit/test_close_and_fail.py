@@ -10,14 +10,14 @@ from datetime import UTC, datetime
 import pytest
 
 from functions.contract import BatchSummary, CloseInput, ErrorInfo, FailedInput, FailedRun, MergedOrQueried
-from functions.dal.models import BatchWindow, Conversation
-from functions.inbound import Channel, InboundMessage
+from functions.dal.models import BatchWindow
+from functions.inbound import InboundMessage
 from functions.logic.rules import clock
 from functions.logic.rules.debounce import BatchingRules
 from functions.logic.states.close_batch_window import close_batch_window
 from functions.logic.states.record_failed_batch import record_failed_batch
 from tests.support.fake_runs import FakeRuns, install_runs
-from tests.support.fakes import FakeTwilio, InMemoryStore, install
+from tests.support.fakes import FakeTwilio, InMemoryStore, install, store_with_conversation
 
 US, USER = "whatsapp:+15550000001", "whatsapp:+15550001111"
 SM1, SM2, SM3 = (f"SM{n:032x}" for n in (1, 2, 3))
@@ -28,10 +28,7 @@ RULES = BatchingRules(mode="fixed", window_seconds=10, max_wait_seconds=60)
 @pytest.fixture
 def store(monkeypatch) -> InMemoryStore:
     """A conversation whose window w1 is open, counting two messages; the clock at NOW."""
-    store = InMemoryStore()
-    store.conversations["c1"] = Conversation(
-        conversation_id="c1", channel=Channel.WHATSAPP, user_address=USER, our_address=US, created_at="t"
-    )
+    store = store_with_conversation(monkeypatch, NOW, USER, US)
     store.windows["c1"] = BatchWindow(
         conversation_id="c1",
         window_id="w1",
@@ -41,8 +38,6 @@ def store(monkeypatch) -> InMemoryStore:
         message_count=2,
         execution_name="c1-w1",
     )
-    install(monkeypatch, store, FakeTwilio())
-    monkeypatch.setattr(clock, "now", lambda: NOW)
     return store
 
 

@@ -8,14 +8,13 @@ from datetime import UTC, datetime
 import pytest
 
 from functions.contract import BatchSummary, MergeInput, RecordInput, ReplySummary, SentSummary
-from functions.dal.models import Conversation, Turn
+from functions.dal.models import Turn
 from functions.errors import ProcessingLockLost
-from functions.inbound import Channel, InboundMessage
+from functions.inbound import InboundMessage
 from functions.integrations import event_bus
-from functions.logic.rules import clock
 from functions.logic.states.merge_staged_messages import merge_staged_messages
 from functions.logic.states.record_turns_and_release_lock import record_turns_and_release_lock
-from tests.support.fakes import FakeTwilio, InMemoryStore, install
+from tests.support.fakes import InMemoryStore, store_with_conversation
 
 US, USER = "whatsapp:+15550000001", "whatsapp:+15550001111"
 SM1, SM2, SM3 = (f"SM{n:032x}" for n in (1, 2, 3))
@@ -25,13 +24,7 @@ MERGE = MergeInput(conversation_id="c1", window_id="w1", execution_name="c1-w1",
 
 @pytest.fixture
 def store(monkeypatch) -> InMemoryStore:
-    store = InMemoryStore()
-    store.conversations["c1"] = Conversation(
-        conversation_id="c1", channel=Channel.WHATSAPP, user_address=USER, our_address=US, created_at="t"
-    )
-    install(monkeypatch, store, FakeTwilio())
-    monkeypatch.setattr(clock, "now", lambda: NOW)
-    return store
+    return store_with_conversation(monkeypatch, NOW, USER, US)
 
 
 @pytest.fixture

@@ -9,12 +9,12 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from functions.dal.models import BatchWindow, Conversation
-from functions.inbound import Channel, InboundMessage
+from functions.dal.models import BatchWindow
+from functions.inbound import InboundMessage
 from functions.logic.entry_points.reconciler import reconcile
 from functions.logic.rules import clock
 from tests.support.fake_runs import FakeRuns, install_runs
-from tests.support.fakes import FakeTwilio, InMemoryStore, install
+from tests.support.fakes import InMemoryStore, store_with_conversation
 
 US, USER = "whatsapp:+15550000001", "whatsapp:+15550001111"
 SM1 = f"SM{1:032x}"
@@ -25,13 +25,7 @@ LONG_AGO, A_MOMENT_AGO = NOW - timedelta(seconds=200), NOW - timedelta(seconds=3
 
 @pytest.fixture
 def store(monkeypatch) -> InMemoryStore:
-    store = InMemoryStore()
-    store.conversations["c1"] = Conversation(
-        conversation_id="c1", channel=Channel.WHATSAPP, user_address=USER, our_address=US, created_at="t"
-    )
-    install(monkeypatch, store, FakeTwilio())
-    monkeypatch.setattr(clock, "now", lambda: NOW)
-    return store
+    return store_with_conversation(monkeypatch, NOW, USER, US)
 
 
 @pytest.fixture
