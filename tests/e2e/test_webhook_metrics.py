@@ -24,8 +24,7 @@ def _refusals(printed: str) -> list[float]:
     """The WebhooksRefused values of the EMF records printed, checked to be where the
     alarm looks: namespace BurstReply, dimension service=burst-reply."""
     values = []
-    for line in printed.splitlines():
-        record: dict[str, Any] = json.loads(line) if line.startswith('{"_aws"') else {}
+    for record in _emf_records(printed):
         if "WebhooksRefused" not in record:
             continue
         (directive,) = record["_aws"]["CloudWatchMetrics"]
@@ -35,6 +34,19 @@ def _refusals(printed: str) -> list[float]:
         value = record["WebhooksRefused"]  # EMF: a value, or the list of values in the record
         values += value if isinstance(value, list) else [value]
     return values
+
+
+def _emf_records(printed: str) -> list[dict[str, Any]]:
+    """Every EMF record printed. The functions run on several threads of this process, so
+    two records may share a line (one printed while the other's newline was pending)."""
+    decoder, records = json.JSONDecoder(), []
+    for line in printed.splitlines():
+        at = line.find('{"_aws"')
+        while at != -1:
+            record, end = decoder.raw_decode(line, at)
+            records.append(record)
+            at = line.find('{"_aws"', end)
+    return records
 
 
 def test_a_forged_webhook_counts_as_refused_and_a_genuine_one_does_not(harness, monkeypatch, capfd, caplog):
