@@ -15,7 +15,7 @@ import contextvars
 import json
 import os
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -77,14 +77,8 @@ class Recorder:
         recorder = self
 
         def recording(client: BaseClient, operation_name: str, api_params: dict[str, Any]) -> Any:
-            function = _function.get()
-            if function is not None:
-                service = client.meta.service_model.signing_name  # IAM's prefix
-                call = AwsCall(
-                    function, service, operation_name, names_of(service, operation_name, api_params)
-                )
-                with recorder._lock:
-                    recorder._calls.add(call)
+            service = client.meta.service_model.signing_name  # IAM's prefix
+            recorder._add(service, operation_name, lambda: names_of(service, operation_name, api_params))
             return original(client, operation_name, api_params)
 
         BaseClient._make_api_call = recording  # type: ignore[method-assign]
@@ -97,14 +91,18 @@ class Recorder:
         recorder, original = self, SecretsProvider.get
 
         def get(provider: SecretsProvider, name: str, *args: Any, **kwargs: Any) -> Any:
-            function = _function.get()
-            if function is not None:
-                call = AwsCall(function, "secretsmanager", "GetSecretValue", (("SecretId", name),))
-                with recorder._lock:
-                    recorder._calls.add(call)
+            recorder._add("secretsmanager", "GetSecretValue", lambda: (("SecretId", name),))
             return original(provider, name, *args, **kwargs)
 
         SecretsProvider.get = get  # type: ignore[method-assign,assignment]
+
+    def _add(self, service: str, operation: str, names: Callable[[], tuple[tuple[str, str], ...]]) -> None:
+        """Keep the call if a function's handler is making it (the names are read only then)."""
+        function = _function.get()
+        if function is not None:
+            call = AwsCall(function, service, operation, names())
+            with self._lock:
+                self._calls.add(call)
 
     def calls(self) -> list[AwsCall]:
         with self._lock:
