@@ -22,7 +22,14 @@ def resource() -> Any:
 
 
 def table(name: str) -> Any:
-    return resource().Table(name)
+    return _table(resource(), name)
+
+
+@cache
+def _table(dynamodb: Any, name: str) -> Any:
+    """One Table object per table and process: boto3 builds each from its resource model,
+    which costs more than the request it then makes."""
+    return dynamodb.Table(name)
 
 
 def client() -> Any:

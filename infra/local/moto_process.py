@@ -79,6 +79,9 @@ def serve(host: str, port: int, runtime_url: str, announce: IO[str]) -> None:
     from moto.moto_server.werkzeug_app import DomainDispatcherApplication, create_backend_app
     from werkzeug.serving import make_server
 
+    from infra.local import moto_speedups
+
+    moto_speedups.install()
     app = Forwarder(DomainDispatcherApplication(create_backend_app), runtime_url)
     server = make_server(host, port, app, threaded=True)
     # moto's interpreter invokes Lambda tasks on this port.
