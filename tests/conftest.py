@@ -17,9 +17,11 @@ if TYPE_CHECKING:
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     """Under pytest-xdist (--dist loadgroup), the tests of the synthesized stack run on one
-    worker: the synthesis, the slowest step of the infra tests, then happens once."""
+    worker, and so do those of the Lambda asset: the synthesis and the build, the slowest
+    steps of the infra tests, then happen once."""
     for item in items:
-        if "synthesized" in getattr(item, "fixturenames", ()):
+        fixtures = getattr(item, "fixturenames", ())
+        if "synthesized" in fixtures or "asset" in fixtures:
             item.add_marker(pytest.mark.xdist_group("synthesized"))
 
 

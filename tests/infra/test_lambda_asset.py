@@ -1,5 +1,6 @@
-"""The Lambda asset as `make build` makes it (infra/build_lambda.py), built here into a
-temporary directory from uv.lock: bytecode and native code for Lambda's Python and arm64
+"""The Lambda asset as `make build` makes it (infra/build_lambda.py), built here where it
+builds it (build/lambda; its layer again only when uv.lock's runtime dependencies changed, so
+that `make preflight` after the tests finds it built): bytecode and native code for Lambda's Python and arm64
 only, every runtime dependency of the lock in the layer, every handler importing from the
 code and the layer alone. And the checks themselves find what they look for."""
 
@@ -21,10 +22,9 @@ PYTHON_3_11_MAGIC = b"\xa7\r\r\n"
 
 
 @pytest.fixture(scope="module")
-def asset(tmp_path_factory) -> Path:
-    root = tmp_path_factory.mktemp("lambda")
-    build_lambda.build(root)
-    return root
+def asset() -> Path:
+    build_lambda.build()
+    return build_lambda.BUILD
 
 
 def _elf(machine: int) -> bytes:
@@ -41,7 +41,7 @@ def test_lambda_runs_the_python_the_tests_run_and_the_layer_is_built_for():
 
 def test_the_asset_holds_no_bytecode_and_native_code_only_for_arm64_and_python_3_13(asset):
     assert checks.asset_problems(asset) == []
-    assert list(asset.rglob("*.pyc")) == []
+    assert [p for part in ("code", "dependencies") for p in (asset / part).rglob("*.pyc")] == []
     native = [p for p in (asset / "dependencies").rglob("*.so") if p.read_bytes()[:4] == checks.ELF_MAGIC]
     assert native, "the layer should hold native extensions (pydantic-core) to check"
 
