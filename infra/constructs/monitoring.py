@@ -138,6 +138,19 @@ class Monitoring(Construct):
                 _service_metric("UndeliveredReplies", "Sum", FIVE_MINUTES),
             ),
             self._alarm(
+                "TenantCeilingReached",
+                "A tenant reached its AI calls or new conversations an hour (MAX_AI_CALLS_PER_HOUR_PER_TENANT, "
+                "MAX_NEW_CONVERSATIONS_PER_HOUR_PER_TENANT): its batches are recorded limited, unanswered, until "
+                "the hour is over. The alarm's contributors name the tenant (AccountSid); see its senders.",
+                _by_tenant("TenantCeilingReached", FIVE_MINUTES),
+            ),
+            self._alarm(
+                "AICallsCeilingReached",
+                "All tenants together reached MAX_AI_CALLS_PER_HOUR: every batch is recorded limited, "
+                "unanswered, until the hour is over.",
+                _service_metric("AICallsCeilingReached", "Sum", FIVE_MINUTES),
+            ),
+            self._alarm(
                 "DeadLetteredBatches",
                 "A batch kept failing and was set aside (Turns status dead_lettered; its messages stay "
                 "in StagedMessages with failed_in).",
@@ -163,6 +176,18 @@ def _service_metric(name: str, statistic: str, period: Duration) -> cloudwatch.M
         metric_name=name,
         dimensions_map={"service": SERVICE},
         statistic=statistic,
+        period=period,
+    )
+
+
+def _by_tenant(name: str, period: Duration) -> cloudwatch.MathExpression:
+    """A count our functions emit by Tenant (functions/observability.py count_by_tenant),
+    as a Metrics Insights query grouped by Tenant: each tenant is a contributor of the one
+    alarm, a tenant registered after the deploy too, with no alarm to add."""
+    return cloudwatch.MathExpression(
+        expression=f'SELECT SUM("{name}") FROM SCHEMA("{NAMESPACE}", service, Tenant) '
+        f"WHERE service = '{SERVICE}' GROUP BY Tenant",
+        using_metrics={},
         period=period,
     )
 
