@@ -10,6 +10,7 @@ import pytest
 
 from infra.names import NAMESPACE, SERVICE, StackSettings
 from tests.infra.test_stack import logical_id_of, resources
+from tests.support.bench import prices
 
 pytestmark = pytest.mark.infra
 
@@ -19,6 +20,7 @@ def test_a_per_ip_rate_rule_guards_the_stage_twilio_calls(synthesized):
     (acl_id,) = resources(stack_json, "AWS::WAFv2::WebACL")
     acl = stack_json["Resources"][acl_id]["Properties"]
     (rule,) = acl["Rules"]
+    assert len(acl["Rules"]) == prices.WAF_RULES  # what the benchmark's monthly WAF cost counts
     assert acl["Scope"] == "REGIONAL" and acl["DefaultAction"] == {"Allow": {}}
     assert rule["Statement"]["RateBasedStatement"] == {
         "AggregateKeyType": "IP",
