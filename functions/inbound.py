@@ -31,6 +31,8 @@ def ascii_count(value: object) -> int | None:
     """A count Twilio sends (NumMedia, ErrorCode): ASCII digits only, or None. `str.isdigit`
     also takes "²" and "١", which `int` refuses or reads as another number."""
     return int(value) if isinstance(value, str) and value.isascii() and value.isdigit() else None
+
+
 MESSAGE_SID = r"^(SM|MM)[0-9a-fA-F]{32}$"
 
 # Twilio's default opt-out and opt-in keywords: a message that is exactly one of them

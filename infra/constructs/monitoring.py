@@ -139,9 +139,10 @@ class Monitoring(Construct):
             ),
             self._alarm(
                 "TenantCeilingReached",
-                "A tenant reached its AI calls or new conversations an hour (MAX_AI_CALLS_PER_HOUR_PER_TENANT, "
-                "MAX_NEW_CONVERSATIONS_PER_HOUR_PER_TENANT): its batches are recorded limited, unanswered, until "
-                "the hour is over. The alarm's contributors name the tenant (AccountSid); see its senders.",
+                "A tenant reached its AI calls or new conversations an hour "
+                "(MAX_AI_CALLS_PER_HOUR_PER_TENANT, MAX_NEW_CONVERSATIONS_PER_HOUR_PER_TENANT): its batches "
+                "are recorded limited, unanswered, until the hour is over. The alarm's contributors name the "
+                "tenant (AccountSid); see its senders.",
                 _by_tenant("TenantCeilingReached", FIVE_MINUTES),
             ),
             self._alarm(

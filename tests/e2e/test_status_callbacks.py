@@ -140,7 +140,7 @@ def test_a_callback_not_signed_by_the_conversations_tenant_is_refused(harness):
 
 
 def test_counts_in_other_scripts_digits_are_not_read_as_numbers_nor_answered_500(harness):
-    """"²".isdigit() is true and int("²") raises: a count is ASCII digits or none."""
+    """`"²".isdigit()` is true and `int("²")` raises: a count is ASCII digits or none."""
     user, conversation_id = _answered(harness)
     turn = _eventually(lambda: (t := _assistant(conversation_id)).deliveries and t)
     (sid,) = turn.message_sids

@@ -35,9 +35,9 @@ def test_a_per_ip_rate_rule_guards_the_stage_twilio_calls(synthesized):
 
 
 def _alarm(stack_json: dict[str, Any], name: str) -> dict[str, Any]:
-    return stack_json["Resources"][logical_id_of(stack_json, "AWS::CloudWatch::Alarm", f"/Monitoring/{name}/")][
-        "Properties"
-    ]
+    return stack_json["Resources"][
+        logical_id_of(stack_json, "AWS::CloudWatch::Alarm", f"/Monitoring/{name}/")
+    ]["Properties"]
 
 
 def test_a_tenant_at_its_ceiling_is_alarmed_by_a_query_grouped_by_tenant(synthesized):

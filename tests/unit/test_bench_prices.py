@@ -25,4 +25,3 @@ def test_each_webhook_of_a_burst_is_one_request_the_web_acl_inspects():
 
     assert three["WAF requests"] == 3 * prices.WAF_PER_REQUEST
     assert six["WAF requests"] == 2 * three["WAF requests"]
-

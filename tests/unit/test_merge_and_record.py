@@ -168,7 +168,9 @@ def test_the_announcement_carries_the_texts_when_configured(answered, published,
     assert detail["user_address"] == USER and detail["truncated"] is False
 
 
-def test_texts_are_cut_by_their_encoded_size_so_the_event_fits_eventbridges_256_kb(store, published, configure):
+def test_texts_are_cut_by_their_encoded_size_so_the_event_fits_eventbridges_256_kb(
+    store, published, configure
+):
     configure(EVENT_INCLUDES_TEXTS="true")
     emoji = "\U0001f600" * 60_000  # 60,000 characters, each 12 bytes of JSON (\ud83d\ude00)
     merge(stage(store, SM1, 1, emoji[:1500]), stage(store, SM2, 2, emoji[:1500]))
@@ -179,7 +181,7 @@ def test_texts_are_cut_by_their_encoded_size_so_the_event_fits_eventbridges_256_
     record_turns_and_release_lock(RECORD)
 
     [detail] = published
-    assert len(json.dumps(detail).encode()) + len("burst-reply" "batch.answered") <= 256 * 1024
+    assert len(json.dumps(detail).encode()) + len(event_bus.SOURCE + event_bus.BATCH_ANSWERED) <= 256 * 1024
     assert detail["truncated"] is True and emoji.startswith(str(detail["reply_body"]))
     assert len(str(detail["reply_body"])) > 8_000  # cut to what fits, not to nothing
 

@@ -498,7 +498,8 @@ def report(results: dict) -> tuple[str, str]:
         ),
         ("... of which Step Functions", money(month["Step Functions"])),
         (
-            f"... of which WAF: the web ACL and its {prices.WAF_RULES} rate rule (fixed) / the requests it inspects",
+            f"... of which WAF: the web ACL and its {prices.WAF_RULES} rate rule (fixed) / "
+            "the requests it inspects",
             f"{money(prices.waf_monthly())} / {money(month['WAF requests'])}",
         ),
         (
