@@ -35,6 +35,7 @@ class Monitoring(Construct):
             *self._run_alarms(state_machine, functions),
             *self._api_alarms(api),
             *self._service_alarms(),
+            *self._spend_alarms(),
         ]
 
     def _alarm(
@@ -138,6 +139,17 @@ class Monitoring(Construct):
                 _service_metric("UndeliveredReplies", "Sum", FIVE_MINUTES),
             ),
             self._alarm(
+                "DeadLetteredBatches",
+                "A batch kept failing and was set aside (Turns status dead_lettered; its messages stay "
+                "in StagedMessages with failed_in).",
+                _service_metric("DeadLetteredBatches", "Sum", FIVE_MINUTES),
+            ),
+        ]
+
+    def _spend_alarms(self) -> list[cloudwatch.Alarm]:
+        """A tenant, or all of them, at the ceiling of AI calls an hour (functions/logic/shared/limits.py)."""
+        return [
+            self._alarm(
                 "TenantCeilingReached",
                 "A tenant reached its AI calls or new conversations an hour "
                 "(MAX_AI_CALLS_PER_HOUR_PER_TENANT, MAX_NEW_CONVERSATIONS_PER_HOUR_PER_TENANT): its batches "
@@ -150,12 +162,6 @@ class Monitoring(Construct):
                 "All tenants together reached MAX_AI_CALLS_PER_HOUR: every batch is recorded limited, "
                 "unanswered, until the hour is over.",
                 _service_metric("AICallsCeilingReached", "Sum", FIVE_MINUTES),
-            ),
-            self._alarm(
-                "DeadLetteredBatches",
-                "A batch kept failing and was set aside (Turns status dead_lettered; its messages stay "
-                "in StagedMessages with failed_in).",
-                _service_metric("DeadLetteredBatches", "Sum", FIVE_MINUTES),
             ),
         ]
 
