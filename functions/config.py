@@ -120,6 +120,10 @@ class Settings(BaseModel):
     # conversation never meets.
     max_ai_calls_per_hour_per_conversation: Annotated[int, Field(ge=0)] = 60
     max_ai_calls_per_hour_per_sender: Annotated[int, Field(ge=0)] = 120
+    # Ceilings on a tenant's spend (whose senders may be invented) and on everyone's.
+    max_ai_calls_per_hour_per_tenant: Annotated[int, Field(ge=0)] = 1_000
+    max_ai_calls_per_hour: Annotated[int, Field(ge=0)] = 10_000
+    max_new_conversations_per_hour_per_tenant: Annotated[int, Field(ge=0)] = 200
     max_reply_parts_per_batch: Annotated[int, Field(ge=0)] = 10
 
     # The batch.answered event carries keys and counts; texts and the user's address only

@@ -25,6 +25,14 @@ MAX_FIELD_CHARS = 2_000  # an address, a label, a button, an ad's headline or bo
 MAX_NAME_CHARS = 200  # a type, an SID, a sender, a profile name
 # Twilio's AccountSid: checked before the account is looked up anywhere.
 ACCOUNT_SID = re.compile(r"^AC[0-9a-fA-F]{32}$")
+
+
+def ascii_count(value: object) -> int | None:
+    """A count Twilio sends (NumMedia, ErrorCode): ASCII digits only, or None. `str.isdigit`
+    also takes "²" and "١", which `int` refuses or reads as another number."""
+    return int(value) if isinstance(value, str) and value.isascii() and value.isdigit() else None
+
+
 MESSAGE_SID = r"^(SM|MM)[0-9a-fA-F]{32}$"
 
 # Twilio's default opt-out and opt-in keywords: a message that is exactly one of them
@@ -184,14 +192,14 @@ def _gathered(form: dict[str, Any]) -> dict[str, Any]:
         if name in ("from_address", "to_address") and isinstance(value, str):
             value = value.strip()
         gathered[name] = _clip(value, limit) if limit else value
-    count = form.get("NumMedia") or "0"
-    if str(count).isdigit():
+    count = ascii_count(form.get("NumMedia") or "0")
+    if count is not None:
         gathered["media"] = [
             {
                 "url": form[f"MediaUrl{i}"],
                 "content_type": _clip(form.get(f"MediaContentType{i}") or "", MAX_NAME_CHARS),
             }
-            for i in range(min(int(count), MAX_MEDIA))
+            for i in range(min(count, MAX_MEDIA))
             if form.get(f"MediaUrl{i}")
         ]
     if form.get("Latitude") or form.get("Longitude"):

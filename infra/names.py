@@ -52,6 +52,9 @@ class StackSettings:
     state_machine_log_level: str = "ALL"  # ALL, ERROR, FATAL or OFF; payloads never logged
     api_rate_limit: int = 50  # requests per second, steady
     api_burst_limit: int = 100
+    # The web ACL's rate rule: requests one IP address may send in 5 minutes (a fifth of
+    # the stage's steady rate), so that one address cannot crowd Twilio out of the throttle.
+    api_rate_limit_per_ip: int = 3_000
     # The public base URL Twilio calls (a custom domain, with its base path); empty: the
     # API's own execute-api URL with its stage. Signatures are checked against it. A
     # fragment on it sets the connection overrides instead of the next setting.

@@ -13,8 +13,11 @@ from functions.config import get_settings
 
 SOURCE = "burst-reply"
 BATCH_ANSWERED = "batch.answered"
-# EventBridge takes entries up to 256 KB; texts beyond this are cut and flagged.
-MAX_TEXT_CHARS = 100_000
+# EventBridge takes an entry of up to 256 KB, counted in UTF-8 bytes of its Detail (and
+# Source, DetailType); each text is cut to this many bytes of its JSON (as published: an
+# emoji escapes to 12 bytes, `\ud83d\ude00`) and flagged, so that both with the rest fit.
+MAX_ENTRY_BYTES = 256 * 1024
+MAX_TEXT_BYTES = 100_000
 
 
 @cache
@@ -23,13 +26,17 @@ def _events() -> Any:
 
 
 def publish_batch_answered(detail: dict[str, Any]) -> None:
+    encoded = json.dumps(detail)
+    size = len(encoded.encode()) + len(SOURCE) + len(BATCH_ANSWERED)
+    if size > MAX_ENTRY_BYTES:
+        raise ValueError(f"batch.answered is {size} bytes, over EventBridge's {MAX_ENTRY_BYTES}")
     response = _events().put_events(
         Entries=[
             {
                 "EventBusName": get_settings().event_bus_name,
                 "Source": SOURCE,
                 "DetailType": BATCH_ANSWERED,
-                "Detail": json.dumps(detail),
+                "Detail": encoded,
             }
         ]
     )
@@ -37,5 +44,18 @@ def publish_batch_answered(detail: dict[str, Any]) -> None:
         raise RuntimeError(f"EventBridge refused the event: {response['Entries'][0].get('ErrorCode')}")
 
 
-def clip(text: str) -> tuple[str, bool]:
-    return (text[:MAX_TEXT_CHARS], True) if len(text) > MAX_TEXT_CHARS else (text, False)
+def encoded_bytes(text: str) -> int:
+    """The bytes `text` takes in a published Detail (JSON, UTF-8)."""
+    return len(json.dumps(text).encode())
+
+
+def clip(text: str, max_bytes: int = MAX_TEXT_BYTES) -> tuple[str, bool]:
+    """The text, or its longest beginning that takes at most `max_bytes` in the Detail,
+    and whether it was cut."""
+    if encoded_bytes(text) <= max_bytes:
+        return text, False
+    kept, over = 0, len(text)  # text[:kept] fits, text[:over] does not
+    while over - kept > 1:
+        middle = (kept + over) // 2
+        kept, over = (middle, over) if encoded_bytes(text[:middle]) <= max_bytes else (kept, middle)
+    return text[:kept], True

@@ -7,6 +7,7 @@ from aws_cdk import RemovalPolicy, Stack
 from aws_cdk import aws_apigateway as apigw
 from aws_cdk import aws_lambda as lambda_
 from aws_cdk import aws_logs as logs
+from aws_cdk import aws_wafv2 as wafv2
 from cdk_nag import NagPackSuppression, NagSuppressions
 from constructs import Construct
 
@@ -52,6 +53,13 @@ class WebhookApi(Construct):
         (status_path,) = STATUS_CALLBACK.routes
         self.status = self.api.root.resource_for_path(status_path.lstrip("/"))
         self.status.add_method("POST", apigw.LambdaIntegration(status_handler))
+        self.firewall = _per_ip_rate_rule(self, settings.api_rate_limit_per_ip)
+        wafv2.CfnWebACLAssociation(
+            self,
+            "FirewallOnStage",
+            resource_arn=self.api.deployment_stage.stage_arn,
+            web_acl_arn=self.firewall.attr_arn,
+        )
         _explain(self.api)
 
     def url_of(self, resource: apigw.Resource) -> str:
@@ -84,6 +92,42 @@ def _stage_options(
     )
 
 
+def _per_ip_rate_rule(scope: Construct, limit: int) -> wafv2.CfnWebACL:
+    """A web ACL on the stage with one rule: an address that sends more than `limit`
+    requests in 5 minutes is answered 429 until its rate falls below it, so that one
+    outsider's flood cannot use up the stage's throttle that Twilio's requests share.
+    Twilio calls from many addresses, each far below the limit."""
+    visibility = wafv2.CfnWebACL.VisibilityConfigProperty(
+        cloud_watch_metrics_enabled=True, sampled_requests_enabled=False, metric_name="PerIpRate"
+    )
+    return wafv2.CfnWebACL(
+        scope,
+        "Firewall",
+        scope="REGIONAL",
+        default_action=wafv2.CfnWebACL.DefaultActionProperty(allow={}),
+        visibility_config=wafv2.CfnWebACL.VisibilityConfigProperty(
+            cloud_watch_metrics_enabled=True, sampled_requests_enabled=False, metric_name="Webhooks"
+        ),
+        rules=[
+            wafv2.CfnWebACL.RuleProperty(
+                name="PerIpRate",
+                priority=0,
+                statement=wafv2.CfnWebACL.StatementProperty(
+                    rate_based_statement=wafv2.CfnWebACL.RateBasedStatementProperty(
+                        aggregate_key_type="IP", limit=limit, evaluation_window_sec=300
+                    )
+                ),
+                action=wafv2.CfnWebACL.RuleActionProperty(
+                    block=wafv2.CfnWebACL.BlockActionProperty(
+                        custom_response=wafv2.CfnWebACL.CustomResponseProperty(response_code=429)
+                    )
+                ),
+                visibility_config=visibility,
+            )
+        ],
+    )
+
+
 def _explain(api: apigw.RestApi) -> None:
     """Why cdk-nag's findings on the API do not apply."""
     NagSuppressions.add_resource_suppressions(
@@ -93,10 +137,6 @@ def _explain(api: apigw.RestApi) -> None:
                 id="AwsSolutions-APIG2",
                 reason="Twilio posts a signed form; the webhook and the status callbacks validate the "
                 "signature over the whole form, which a request validator cannot do.",
-            ),
-            NagPackSuppression(
-                id="AwsSolutions-APIG3",
-                reason="No WAF by default; attach a web ACL to the stage if needed.",
             ),
             NagPackSuppression(
                 id="AwsSolutions-APIG4",

@@ -35,6 +35,7 @@ class Monitoring(Construct):
             *self._run_alarms(state_machine, functions),
             *self._api_alarms(api),
             *self._service_alarms(),
+            *self._spend_alarms(),
         ]
 
     def _alarm(
@@ -145,6 +146,25 @@ class Monitoring(Construct):
             ),
         ]
 
+    def _spend_alarms(self) -> list[cloudwatch.Alarm]:
+        """A tenant, or all of them, at the ceiling of AI calls an hour (functions/logic/shared/limits.py)."""
+        return [
+            self._alarm(
+                "TenantCeilingReached",
+                "A tenant reached its AI calls or new conversations an hour "
+                "(MAX_AI_CALLS_PER_HOUR_PER_TENANT, MAX_NEW_CONVERSATIONS_PER_HOUR_PER_TENANT): its batches "
+                "are recorded limited, unanswered, until the hour is over. The alarm's contributors name the "
+                "tenant (AccountSid); see its senders.",
+                _by_tenant("TenantCeilingReached", FIVE_MINUTES),
+            ),
+            self._alarm(
+                "AICallsCeilingReached",
+                "All tenants together reached MAX_AI_CALLS_PER_HOUR: every batch is recorded limited, "
+                "unanswered, until the hour is over.",
+                _service_metric("AICallsCeilingReached", "Sum", FIVE_MINUTES),
+            ),
+        ]
+
 
 def _sum_of(metrics: list[cloudwatch.IMetric], period: Duration) -> cloudwatch.MathExpression:
     """One alarm may sum at most 10 metrics."""
@@ -163,6 +183,18 @@ def _service_metric(name: str, statistic: str, period: Duration) -> cloudwatch.M
         metric_name=name,
         dimensions_map={"service": SERVICE},
         statistic=statistic,
+        period=period,
+    )
+
+
+def _by_tenant(name: str, period: Duration) -> cloudwatch.MathExpression:
+    """A count our functions emit by Tenant (functions/observability.py count_by_tenant),
+    as a Metrics Insights query grouped by Tenant: each tenant is a contributor of the one
+    alarm, a tenant registered after the deploy too, with no alarm to add."""
+    return cloudwatch.MathExpression(
+        expression=f'SELECT SUM("{name}") FROM SCHEMA("{NAMESPACE}", service, Tenant) '
+        f"WHERE service = '{SERVICE}' GROUP BY Tenant",
+        using_metrics={},
         period=period,
     )
 

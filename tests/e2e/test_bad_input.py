@@ -43,6 +43,8 @@ def test_an_account_that_is_not_ours_is_refused(harness):
         {"From": ""},
         {"Body": "", "NumMedia": "0"},
         {"NumMedia": "lots"},
+        {"NumMedia": "²"},  # "²".isdigit() is true, and int("²") raises
+        {"NumMedia": "١"},  # an Arabic-Indic one: int() reads it as 1
     ],
 )
 def test_a_malformed_form_is_acknowledged_and_nothing_is_staged(harness, change):

@@ -14,6 +14,7 @@ import pytest
 
 from functions.integrations import secrets as credentials
 from infra.local.webhooks import inbound_form, new_message_sid, post_webhook
+from infra.names import SERVICE
 from tests.support.local_stack import BATCH_WINDOW_SECONDS
 
 pytestmark = pytest.mark.e2e
@@ -121,3 +122,20 @@ def test_a_reply_twilio_refuses_for_a_rotated_token_is_sent_with_the_new_one(har
     assert [r["status"] for r in runs] == ["SUCCEEDED"]
     assert harness.replies_to(customer) == ["You said: are you there?"]
     assert len(reads) == 1  # read again once, after Twilio's 401
+
+
+def test_a_refused_request_logs_its_path_and_the_length_of_its_query_never_the_query(harness, capfd, caplog):
+    """A query may carry anything an outsider wants in our logs (a token, a person's data)."""
+    query = "?apikey=sk-outsider-secret-" + secrets.token_hex(8)
+    config = harness.stack.config
+    form = inbound_form("hi", harness.new_user(), "whatsapp:+15550000001", config.twilio_account_sid)
+    capfd.readouterr()
+
+    refused = post_webhook(harness.stack.whatsapp_url + query, form, "not-the-auth-token")
+
+    assert refused.status_code == 403
+    ours = [r for r in caplog.records if r.name == SERVICE]  # not the local gateway's access log
+    (record,) = [r for r in ours if r.getMessage() == "Webhook refused"]
+    logged = capfd.readouterr().out + "".join(str(vars(r)) for r in ours)
+    assert "sk-outsider-secret" not in logged
+    assert (record.path, record.query_chars) == ("/whatsapp", len(query) - 1)

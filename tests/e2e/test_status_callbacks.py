@@ -139,6 +139,19 @@ def test_a_callback_not_signed_by_the_conversations_tenant_is_refused(harness):
     assert kept is None or kept.status != "failed"
 
 
+def test_counts_in_other_scripts_digits_are_not_read_as_numbers_nor_answered_500(harness):
+    """`"²".isdigit()` is true and `int("²")` raises: a count is ASCII digits or none."""
+    user, conversation_id = _answered(harness)
+    turn = _eventually(lambda: (t := _assistant(conversation_id)).deliveries and t)
+    (sid,) = turn.message_sids
+    odd_code = {**_status_form(harness, sid, user, "undelivered"), "ErrorCode": "²"}
+
+    assert _callback(harness, conversation_id, turn.window_id, "0", odd_code).status == 204
+    assert _callback(harness, conversation_id, turn.window_id, "²", odd_code).status == 204
+    assert _callback(harness, conversation_id, turn.window_id, "١", odd_code).status == 204
+    assert sid in _assistant(conversation_id).deliveries
+
+
 def test_callbacks_signed_without_the_urls_fragment_are_taken_too(harness):
     requests.post(f"{harness.stack.twilio_url}/_control/signing", json={"url_fragment": False}, timeout=3)
     _, conversation_id = _answered(harness)

@@ -159,7 +159,7 @@ def test_the_state_machine_is_standard_traced_and_logged(template):
 def test_secrets_alarms_bus_and_outputs_exist(template):
     template.resource_count_is("AWS::SecretsManager::Secret", 1)  # the tenants' are not the stack's
     template.resource_count_is("AWS::Events::EventBus", 1)
-    template.resource_count_is("AWS::CloudWatch::Alarm", 12)
+    template.resource_count_is("AWS::CloudWatch::Alarm", 14)
     for name in (
         "UndeliveredReplies",
         "FailedRuns",
@@ -173,6 +173,8 @@ def test_secrets_alarms_bus_and_outputs_exist(template):
         "AIQuotaExhausted",
         "AIModelUnavailable",
         "DeadLetteredBatches",
+        "TenantCeilingReached",
+        "AICallsCeilingReached",
     ):
         assert any(name in k for k in template.find_resources("AWS::CloudWatch::Alarm"))
     outputs = template.to_json()["Outputs"]

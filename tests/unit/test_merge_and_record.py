@@ -3,6 +3,7 @@ fakes (tests/support/fakes.py; tests/contract holds the fakes to the DynamoDB la
 
 from __future__ import annotations
 
+import json
 from datetime import UTC, datetime
 
 import pytest
@@ -165,6 +166,24 @@ def test_the_announcement_carries_the_texts_when_configured(answered, published,
     [detail] = published
     assert (detail["merged_body"], detail["reply_body"]) == ("first\nsecond", "Open at nine.")
     assert detail["user_address"] == USER and detail["truncated"] is False
+
+
+def test_texts_are_cut_by_their_encoded_size_so_the_event_fits_eventbridges_256_kb(
+    store, published, configure
+):
+    configure(EVENT_INCLUDES_TEXTS="true")
+    emoji = "\U0001f600" * 60_000  # 60,000 characters, each 12 bytes of JSON (\ud83d\ude00)
+    merge(stage(store, SM1, 1, emoji[:1500]), stage(store, SM2, 2, emoji[:1500]))
+    store.put_turn(Turn(conversation_id="c1", turn_id=RECORD.assistant_turn_id, role="assistant", body=emoji))
+    store.put_turn(user_turn(store).model_copy(update={"body": emoji}))
+    store.locks["c1"] = ("c1-w1", 1_900_000_000)
+
+    record_turns_and_release_lock(RECORD)
+
+    [detail] = published
+    assert len(json.dumps(detail).encode()) + len(event_bus.SOURCE + event_bus.BATCH_ANSWERED) <= 256 * 1024
+    assert detail["truncated"] is True and emoji.startswith(str(detail["reply_body"]))
+    assert len(str(detail["reply_body"])) > 8_000  # cut to what fits, not to nothing
 
 
 def test_a_failed_announcement_is_reported_not_raised(answered, monkeypatch):

@@ -24,7 +24,7 @@ from functions.config import get_settings
 from functions.dal import conversations, turns
 from functions.dal.models import Conversation, Delivery, Turn
 from functions.dal.tables import assistant_turn_id, user_turn_id
-from functions.inbound import Channel
+from functions.inbound import Channel, ascii_count
 from functions.integrations import secrets, twilio_messages
 from functions.logic.rules import clock
 from functions.logic.shared.admission import Refusal, Signature, admit
@@ -99,8 +99,8 @@ def record_status(
         count("StatusCallbacksRefused")
         return CallbackOutcome.UNCHANGED
     sid, status = form.get("MessageSid", ""), form.get("MessageStatus") or form.get("SmsStatus") or ""
-    error_code = int(form["ErrorCode"]) if form.get("ErrorCode", "").isdigit() else None
-    if not sid or status not in RANKS or not (message.isdigit() or message in (TEMPLATE, FALLBACK)):
+    error_code, reply_part = ascii_count(form.get("ErrorCode")), ascii_count(message) is not None
+    if not sid or status not in RANKS or not (reply_part or message in (TEMPLATE, FALLBACK)):
         logger.warning("Status callback not understood", extra={"status": status[:20], "part": message[:20]})
         return CallbackOutcome.UNCHANGED
     logger.append_keys(message_sid=sid, conversation_id=conversation_id)
@@ -113,7 +113,7 @@ def record_status(
         logger.warning(
             "Message not delivered", extra={"status": status, "error_code": error_code, "part": message}
         )
-    if status in NOT_DELIVERED and error_code == twilio_messages.WHATSAPP_WINDOW_CLOSED and message.isdigit():
+    if status in NOT_DELIVERED and error_code == twilio_messages.WHATSAPP_WINDOW_CLOSED and reply_part:
         send_template_once(conversation, window_id, owner=sid)  # also when a callback is repeated
     return CallbackOutcome.RECORDED if recorded else CallbackOutcome.UNCHANGED
 

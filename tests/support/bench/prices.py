@@ -2,7 +2,7 @@
 
 Prices: us-east-1 list prices as known to the project on 2026-11-26 (Step Functions,
 Lambda arm64, DynamoDB on-demand after its November 2024 reduction, API Gateway REST,
-Secrets Manager, EventBridge custom events; OpenAI gpt-6.1-terra, the default model;
+AWS WAF, Secrets Manager, EventBridge custom events; OpenAI gpt-6.1-terra, the default model;
 Twilio's per-message fee).
 Check the vendors' pricing pages before relying on them: the counts that multiply them
 are measured, the prices are not."""
@@ -21,6 +21,12 @@ DYNAMODB_PER_READ_UNIT = 0.125 / 1_000_000
 API_GATEWAY_REST_PER_REQUEST = 3.50 / 1_000_000
 SECRETS_MANAGER_PER_CALL = 0.05 / 10_000
 EVENTBRIDGE_PER_EVENT = 1.00 / 1_000_000
+# AWS WAF on the API stage: the web ACL and its one rule (the per-IP rate rule) a month,
+# and each request it inspects (https://aws.amazon.com/waf/pricing/).
+WAF_WEB_ACL_PER_MONTH = 5.00
+WAF_RULE_PER_MONTH = 1.00
+WAF_RULES = 1
+WAF_PER_REQUEST = 0.60 / 1_000_000
 # Lambda SnapStart for Python (not enabled; docs/decisions.md): caching a published
 # version's snapshot, per GB of the function's memory per second it is cached (at least
 # 3 hours), and each restore of it, per GB (https://aws.amazon.com/lambda/pricing/).
@@ -66,9 +72,15 @@ def aws_cost(burst: Burst) -> dict[str, float]:
         "Lambda duration": burst.lambda_gb_seconds * LAMBDA_ARM_PER_GB_SECOND,
         "DynamoDB": reads * DYNAMODB_PER_READ_UNIT + writes * DYNAMODB_PER_WRITE_UNIT,
         "API Gateway": burst.messages * API_GATEWAY_REST_PER_REQUEST,
+        "WAF requests": burst.messages * WAF_PER_REQUEST,
         "Secrets Manager": burst.aws_calls["secretsmanager:GetSecretValue"] * SECRETS_MANAGER_PER_CALL,
         "EventBridge": burst.aws_calls["events:PutEvents"] * EVENTBRIDGE_PER_EVENT,
     }
+
+
+def waf_monthly() -> float:
+    """The web ACL and its rules a month, whatever the traffic."""
+    return WAF_WEB_ACL_PER_MONTH + WAF_RULES * WAF_RULE_PER_MONTH
 
 
 def snapstart_cost(memory_gb: float, cached_seconds: float, restores: int) -> tuple[float, float]:

@@ -494,9 +494,14 @@ def report(results: dict) -> tuple[str, str]:
         ),
         (
             f"100,000 messages a day ({measured.messages} per burst): AWS a month",
-            money(sum(month.values())),
+            money(sum(month.values()) + prices.waf_monthly()),
         ),
         ("... of which Step Functions", money(month["Step Functions"])),
+        (
+            f"... of which WAF: the web ACL and its {prices.WAF_RULES} rate rule (fixed) / "
+            "the requests it inspects",
+            f"{money(prices.waf_monthly())} / {money(month['WAF requests'])}",
+        ),
         (
             f"SnapStart on the state machine's {len(TASKS)} functions ({machine_gb:.2f} GB, not enabled): "
             "snapshots cached a month / 1,000 restores of each",
@@ -609,7 +614,8 @@ def main() -> int:
         f"Prices (tests/support/bench/prices.py), us-east-1 list prices as of {prices.PRICES_AS_OF}: "
         "Step Functions Standard $0.025 per 1,000 state transitions; Lambda arm64 $0.20 per million "
         "requests and $0.0000133334 per GB-second; DynamoDB on-demand $0.625 per million write and "
-        "$0.125 per million read request units; API Gateway REST $3.50 per million requests; Secrets "
+        "$0.125 per million read request units; API Gateway REST $3.50 per million requests; AWS WAF "
+        "$5.00 per web ACL and $1.00 per rule a month and $0.60 per million requests; Secrets "
         "Manager $0.05 per 10,000 calls; EventBridge $1.00 per million events; OpenAI gpt-6.1-terra "
         "$1.00 / $5.00 per million input / output tokens; Twilio $0.005 per WhatsApp message (Meta "
         "charges nothing for a reply within 24 hours of the user's message), $0.0083 per US SMS "
