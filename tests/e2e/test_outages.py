@@ -100,3 +100,10 @@ def test_an_openai_outage_longer_than_three_runs_answers_every_fragment_once(
     assert [t for t in turns.list_of(conversation_id) if t.status == "dead_lettered"] == []
     assert len(harness.staged(conversation_id)) == len(FRAGMENTS)  # answered, as tombstones
     assert all("answered_in" in item for item in harness.staged(conversation_id))
+
+
+@pytest.mark.parametrize("body", ['{"scale": 2}', '{"scale": -1}', '{"scale": "fast"}', "{}", "not json"])
+def test_the_retry_delay_scale_refuses_what_is_not_a_share(stack: LocalStack, body: str):
+    answer = requests.post(f"{stack.aws.url}/_local/retry_delay_scale", data=body, timeout=10)
+
+    assert answer.status_code == 400 and "scale" in answer.json()["error"]
