@@ -78,8 +78,18 @@ class Settings(BaseModel):
     # flips nothing and costs no AI call (about 230 bytes of storage each).
     answered_message_retention_seconds: Annotated[int, Field(ge=1)] = 365 * 24 * 3600
 
-    # A batch whose run failed this many times is set aside (dead-lettered), not retried.
+    # A batch whose run failed this many times for a reason that is not an outage (a bug,
+    # bad data: functions/logic/rules/failures.py) is set aside (dead-lettered), not retried.
     max_batch_attempts: Annotated[int, Field(ge=1)] = 3
+    # A batch whose runs failed for a transient reason (timeouts, throttling, 5xx, retries
+    # exhausted) is tried again by the reconciler TRANSIENT_RETRY_FIRST_SECONDS after its
+    # first such failure, twice as long after each further one, at most
+    # TRANSIENT_RETRY_MAX_SECONDS apart; once its oldest message has been pending
+    # MAX_PENDING_SECONDS (6 hours: well within WhatsApp's 24-hour window) it is set aside
+    # at its next failure (dead-lettered, alarmed).
+    max_pending_seconds: Annotated[int, Field(ge=1, le=24 * 3600)] = 6 * 3600
+    transient_retry_first_seconds: Annotated[int, Field(ge=1)] = 60
+    transient_retry_max_seconds: Annotated[int, Field(ge=1)] = 1800
     # The reconciler opens a window for messages pending longer than this with none open.
     reconcile_after_seconds: Annotated[int, Field(ge=10)] = 120
 

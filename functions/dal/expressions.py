@@ -32,14 +32,18 @@ OF_CONVERSATION = "conversation_id = :conversation"
 STAGED_KEYS = "message_sid, received_at"
 IS_PENDING = "attribute_exists(pending_since)"
 NEW_MESSAGE_SID = "attribute_not_exists(message_sid)"
-PENDING_KEYS = "message_sid, received_at, attempts"
+PENDING_KEYS = "message_sid, received_at, attempts, transient_failures, last_failed_at, requeued_at"
 KEEP_AI_REQUEST = "SET ai_request = :r"
 DROP_AI_REQUEST = "REMOVE ai_request"
 COUNT_ATTEMPT = "ADD attempts :one"
+COUNT_TRANSIENT_FAILURE = "ADD transient_failures :one SET last_failed_at = :at"
 # Set aside (a failed batch's messages) and requeued (the operator's redrive).
 SET_ASIDE = "SET failed_in = :w, failure = :r REMOVE pending_since"
 IS_SET_ASIDE = "attribute_exists(failed_in)"
-REQUEUE = "SET pending_since = :since REMOVE failed_in, failure, attempts"
+REQUEUE = (
+    "SET pending_since = :since, requeued_at = :now "
+    "REMOVE failed_in, failure, attempts, transient_failures, last_failed_at"
+)
 # A configured answer to a sender: none given yet, or the last one before :since.
 ANSWER_DUE = "attribute_not_exists(message_sid) OR answered_ms < :since"
 

@@ -137,7 +137,14 @@ class PendingKey(TableItem):
 
     message_sid: str
     received_at: str
-    attempts: int = 0
+    attempts: int = 0  # failed runs that count towards MAX_BATCH_ATTEMPTS
+    transient_failures: int = 0  # failed runs in a row for a transient reason
+    last_failed_at: str | None = None  # the last of them
+    requeued_at: str | None = None  # the operator's last redrive: MAX_PENDING_SECONDS restarts
+
+    def pending_since(self) -> str:
+        """Since when it has waited for an answer: its arrival, or its last redrive."""
+        return max(self.received_at, self.requeued_at or "")
 
 
 class BatchWindow(TableItem):
@@ -201,6 +208,8 @@ class Turn(TableItem):
     error: str | None = None
     cause: str | None = None
     failed_at: str | None = None
+    # Why a dead-lettered batch was set aside: max_batch_attempts or max_pending_seconds.
+    dead_letter_reason: str | None = None
     fallback_message_sid: str | None = None  # the fallback reply sent for a batch set aside
     fallback_since: str | None = None  # when the first attempt to send it began
     # assistant turns (message_sids: the reply parts sent, in order)

@@ -180,6 +180,27 @@ def count_failed_attempt(conversation_id: str, message_sids: list[str]) -> int:
     return highest
 
 
+def count_transient_failure(conversation_id: str, message_sids: list[str], at: str) -> int:
+    """Add one transient failure (at `at`) to each pending message; the highest count
+    among them (the reconciler waits longer after each: functions/logic/rules/failures.py)."""
+    highest = 0
+    for sid in message_sids:
+        try:
+            item = _table().update_item(
+                Key={"conversation_id": conversation_id, "message_sid": sid},
+                UpdateExpression=expressions.COUNT_TRANSIENT_FAILURE,
+                ConditionExpression=expressions.IS_PENDING,
+                ExpressionAttributeValues={":one": 1, ":at": at},
+                ReturnValues="UPDATED_NEW",
+            )["Attributes"]
+        except ClientError as error:
+            if dynamo.condition_failed(error):
+                continue  # answered or failed meanwhile
+            raise
+        highest = max(highest, int(item["transient_failures"]))
+    return highest
+
+
 def mark_failed(conversation_id: str, message_sids: list[str], window_id: str, reason: str) -> None:
     """Set messages aside: kept with their bodies, no longer pending, not retried."""
     for sid in message_sids:
@@ -195,9 +216,10 @@ def mark_failed(conversation_id: str, message_sids: list[str], window_id: str, r
                 raise
 
 
-def requeue_set_aside(conversation_id: str) -> int:
+def requeue_set_aside(conversation_id: str, now: str) -> int:
     """Make the conversation's set-aside (failed) messages pending again, with their
-    attempts reset: the operator's redrive. How many were requeued."""
+    attempts and transient failures reset, MAX_PENDING_SECONDS counted from now: the
+    operator's redrive (at `now`). How many were requeued."""
     set_aside = dynamo.all_items(
         _table().query,
         KeyConditionExpression=expressions.OF_CONVERSATION,
@@ -210,7 +232,7 @@ def requeue_set_aside(conversation_id: str) -> int:
         _table().update_item(
             Key={"conversation_id": conversation_id, "message_sid": item["message_sid"]},
             UpdateExpression=expressions.REQUEUE,
-            ExpressionAttributeValues={":since": item["received_at"]},
+            ExpressionAttributeValues={":since": item["received_at"], ":now": now},
         )
     return len(set_aside)
 

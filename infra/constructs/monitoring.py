@@ -141,7 +141,9 @@ class Monitoring(Construct):
             self._alarm(
                 "DeadLetteredBatches",
                 "A batch kept failing and was set aside (Turns status dead_lettered; its messages stay "
-                "in StagedMessages with failed_in).",
+                "in StagedMessages with failed_in): MAX_BATCH_ATTEMPTS failures that were no outage, or "
+                "an outage longer than MAX_PENDING_SECONDS (the turn's dead_letter_reason says which). "
+                "Once fixed: python -m infra.runs redrive <conversation id>.",
                 _service_metric("DeadLetteredBatches", "Sum", FIVE_MINUTES),
             ),
         ]

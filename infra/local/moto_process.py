@@ -8,6 +8,11 @@ task on moto's own port (`MOTO_PORT`); this process passes each such invocation 
 HTTP, to the Lambda runtime of the main process (infra/local/lambdas.py `LambdaRuntime`)
 and answers with what it answered, `X-Amz-Function-Error` and all.
 
+`POST /_local/retry_delay_scale` `{"scale": 0.01}` makes the interpreter wait that share of
+each Retry's delay (IntervalSeconds, BackoffRate, MaxDelaySeconds and jitter as written in
+the ASL; 1: as written, the default), so that a test can spend a run's every retry in a
+moment. The state machine, its Retry and its attempts stay as deployed.
+
 `python -m infra.local.moto_process HOST PORT RUNTIME_URL` serves moto on HOST:PORT (0: any
 free port), prints the port it listens on, and runs until it is stopped or its standard
 input closes (the main process ended, however it ended). `MotoProcess` starts and stops it."""
@@ -23,6 +28,7 @@ import signal
 import subprocess
 import sys
 import threading
+import time
 from pathlib import Path
 from typing import IO, Any
 
@@ -30,6 +36,7 @@ _INVOKE = re.compile(r"^/2015-03-31/functions/(?P<name>[^/]+)/invocations$")
 # What a Lambda Invoke answer carries that the interpreter reads.
 _ANSWER_HEADERS = ("Content-Type", "X-Amz-Function-Error", "X-Amz-Executed-Version", "x-amzn-ErrorType")
 ROOT = Path(__file__).resolve().parents[2]
+RETRY_DELAY_SCALE_PATH = "/_local/retry_delay_scale"
 
 
 class Forwarder:
@@ -49,12 +56,30 @@ class Forwarder:
         self._pool = urllib3.PoolManager(maxsize=64, retries=False, timeout=urllib3.Timeout(connect=10))
 
     def __call__(self, environ: dict[str, Any], start_response: Any) -> Any:
+        if environ.get("PATH_INFO") == RETRY_DELAY_SCALE_PATH:
+            return self._set_retry_delay_scale(environ, start_response)
         if environ.get("HTTP_X_AMZ_TARGET", "").startswith("DynamoDB_"):
             with self._dynamodb:
                 return list(self.app(environ, start_response))
         if environ.get("REQUEST_METHOD") == "POST" and _INVOKE.match(environ.get("PATH_INFO", "")):
             return self._forward(environ, start_response)
         return self.app(environ, start_response)
+
+    def _set_retry_delay_scale(self, environ: dict[str, Any], start_response: Any) -> Any:
+        from werkzeug.wrappers import Request, Response
+
+        try:
+            scale = float(json.loads(Request(environ).get_data())["scale"])
+        except (TypeError, KeyError, ValueError):
+            scale = -1
+        if 0 <= scale <= 1:
+            _RetryClock.scale = scale
+            answer: dict[str, object] = {"scale": scale}
+            status = 200
+        else:
+            answer, status = {"error": 'send {"scale": S}, 0 <= S <= 1'}, 400
+        response = Response(json.dumps(answer), status, content_type="application/json")
+        return response(environ, start_response)
 
     def _forward(self, environ: dict[str, Any], start_response: Any) -> Any:
         from werkzeug.wrappers import Request, Response
@@ -75,13 +100,26 @@ class Forwarder:
         return Response(answer.data, answer.status, headers)(environ, start_response)
 
 
+class _RetryClock:
+    """`time` as moto's Retry sees it (it only sleeps): each delay times `scale`."""
+
+    scale = 1.0
+
+    @classmethod
+    def sleep(cls, seconds: float) -> None:
+        time.sleep(seconds * cls.scale)
+
+
 def serve(host: str, port: int, runtime_url: str, announce: IO[str]) -> None:
     from moto.moto_server.werkzeug_app import DomainDispatcherApplication, create_backend_app
+    from moto.stepfunctions.parser.asl.component.common.retry import retrier_decl
     from werkzeug.serving import make_server
 
     from infra.local import moto_speedups
 
     moto_speedups.install()
+    retrier_decl.time = _RetryClock  # type: ignore[assignment]
+
     app = Forwarder(DomainDispatcherApplication(create_backend_app), runtime_url)
     server = make_server(host, port, app, threaded=True)
     # moto's interpreter invokes Lambda tasks on this port.

@@ -21,7 +21,7 @@ from functions.stack_names import STACK_NAME, event_bus_name, state_machine_name
 from infra.local.aws_calls import RECORDER
 from infra.local.gateway import Gateway
 from infra.local.lambdas import LambdaRuntime, invoke
-from infra.local.moto_process import MotoProcess
+from infra.local.moto_process import RETRY_DELAY_SCALE_PATH, MotoProcess
 from infra.local.servers import Server
 from infra.local.standins import OpenAIStandIn, TwilioStandIn
 from infra.statemachine import definition_substitutions, render
@@ -200,6 +200,12 @@ class LocalStack:
     @property
     def twilio_url(self) -> str | None:
         return self.twilio_server.url if self.twilio_server else None
+
+    def scale_retry_delays(self, scale: float) -> None:
+        """Make the state machine's Retry wait `scale` times its delays (1: as written),
+        so that a test spends every retry of a run in a moment (infra/local/moto_process.py)."""
+        url = f"{self.aws.url}{RETRY_DELAY_SCALE_PATH}"
+        requests.post(url, json={"scale": scale}, timeout=10).raise_for_status()
 
     def client(self, service: str) -> Any:
         return boto3.client(service, endpoint_url=self.aws.url, region_name=REGION)

@@ -70,6 +70,25 @@ def test_pending_lists_unanswered_messages_oldest_first_with_their_attempts(stor
     assert scanned == {("c1", SM1, "2026-11-26T12:00:00+00:00"), ("c1", SM3, "2026-11-26T12:00:02+00:00")}
 
 
+def test_transient_failures_are_counted_on_pending_messages_with_the_last_ones_time(store):
+    stage(SM1, SM2, SM3)
+    staged_messages.mark_answered("c1", [SM2], "w1", 1_800_000_000)
+
+    assert staged_messages.count_transient_failure("c1", [SM1, SM2], "2026-11-26T12:01:00+00:00") == 1
+    assert staged_messages.count_transient_failure("c1", [SM1, SM3], "2026-11-26T12:03:00+00:00") == 2
+
+    pending = [
+        (k.message_sid, k.attempts, k.transient_failures, k.last_failed_at)
+        for k in staged_messages.pending("c1")
+    ]
+    assert pending == [(SM1, 0, 2, "2026-11-26T12:03:00+00:00"), (SM3, 0, 1, "2026-11-26T12:03:00+00:00")]
+    scanned = {
+        (i["message_sid"], int(i["transient_failures"]), i["last_failed_at"])
+        for i in staged_messages.scan_pending()
+    }
+    assert scanned == {(SM1, 2, "2026-11-26T12:03:00+00:00"), (SM3, 1, "2026-11-26T12:03:00+00:00")}
+
+
 def test_a_message_set_aside_leaves_pending_and_counts_no_more_attempts(store):
     stage(SM1, SM2)
 

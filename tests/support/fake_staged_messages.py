@@ -62,6 +62,16 @@ class InMemoryStagedMessages:
                 highest = max(highest, item["attempts"])
         return highest
 
+    def count_transient_failure(self, conversation_id: str, message_sids: list[str], at: str) -> int:
+        highest = 0
+        for sid in message_sids:
+            item = self._pending_item(conversation_id, sid)
+            if item is not None:
+                item["transient_failures"] = item.get("transient_failures", 0) + 1
+                item["last_failed_at"] = at
+                highest = max(highest, item["transient_failures"])
+        return highest
+
     def set_aside(self, conversation_id: str, message_sids: list[str], window_id: str, reason: str) -> None:
         for sid in message_sids:
             item = self._pending_item(conversation_id, sid)

@@ -14,6 +14,7 @@ from functions.dal.models import BatchWindow
 from functions.inbound import InboundMessage
 from functions.logic.rules import clock
 from functions.logic.rules.debounce import BatchingRules
+from functions.logic.states import record_failed_batch as record_failed_batch_module
 from functions.logic.states.close_batch_window import close_batch_window
 from functions.logic.states.record_failed_batch import record_failed_batch
 from tests.support.fake_runs import FakeRuns, install_runs
@@ -136,23 +137,64 @@ def test_a_configuration_error_keeps_the_batch_without_counting_an_attempt(batch
     assert attempts(batch) == {SM1: 0, SM2: 0} and batch.turns == {}
 
 
-def test_a_transient_failure_counts_an_attempt_and_keeps_the_batch(batch):
+def test_a_transient_failure_counts_no_attempt_and_keeps_the_batch_for_the_reconciler(batch):
     output = record_failed_batch(failed("AIRetryableError", [SM1, SM2]))
 
     assert (output.outcome, output.message_count) == ("kept", 2)
-    assert attempts(batch) == {SM1: 1, SM2: 1}
+    assert attempts(batch) == {SM1: 0, SM2: 0}
+    kept = {k.message_sid: (k.transient_failures, k.last_failed_at) for k in batch.pending("c1")}
+    assert kept == {SM1: (1, clock.iso(NOW)), SM2: (1, clock.iso(NOW))}
+    assert batch.turns == {}
 
 
-def test_the_attempt_that_reaches_the_maximum_dead_letters_the_batch(batch, configure):
+@pytest.mark.parametrize(
+    "error", ["AIRetryableError", "TwilioRetryableError", "States.Timeout", "Sandbox.Timedout",
+              "Lambda.TooManyRequestsException", "DynamoDb.ThrottlingException"],
+)  # fmt: skip
+def test_an_outage_never_sets_the_batch_aside_however_many_runs_fail(batch, configure, error):
     configure(MAX_BATCH_ATTEMPTS="2")
-    record_failed_batch(failed("States.Timeout"))
 
-    output = record_failed_batch(failed("States.Timeout"))
+    outcomes = {record_failed_batch(failed(error, [SM1, SM2])).outcome for _ in range(5)}
+
+    assert outcomes == {"kept"} and len(batch.pending("c1")) == 2
+    assert {k.transient_failures for k in batch.pending("c1")} == {5}
+
+
+def test_an_outage_longer_than_max_pending_seconds_sets_the_batch_aside(batch, configure, monkeypatch):
+    configure(MAX_PENDING_SECONDS="59")  # SM1 arrived at 12:00:01, a minute before NOW
+    dead: list[str] = []
+    monkeypatch.setattr(record_failed_batch_module, "count", lambda name, value=1: dead.append(name))
+
+    output = record_failed_batch(failed("AIRetryableError", [SM1, SM2]))
+
+    assert (output.outcome, output.message_count) == ("dead_lettered", 2)
+    assert batch.pending("c1") == [] and dead == ["DeadLetteredBatches"]  # the alarm's metric
+    turn = batch.turns[("c1", failed("x").user_turn_id)]
+    assert (turn.status, turn.error, turn.dead_letter_reason) == (
+        "dead_lettered",
+        "AIRetryableError",
+        "max_pending_seconds",
+    )
+
+
+def test_an_outage_shorter_than_max_pending_seconds_keeps_the_batch(batch, configure):
+    configure(MAX_PENDING_SECONDS="60")
+
+    assert record_failed_batch(failed("AIRetryableError", [SM1, SM2])).outcome == "kept"
+
+
+@pytest.mark.parametrize("error", ["SecretOutsideTenant", "ConversationNotFound", "KeyError", "Unknown"])
+def test_a_failure_that_is_no_outage_dead_letters_the_batch_after_max_batch_attempts(batch, configure, error):
+    configure(MAX_BATCH_ATTEMPTS="2")
+    assert record_failed_batch(failed(error)).outcome == "kept"
+
+    output = record_failed_batch(failed(error))
 
     assert (output.outcome, output.message_count) == ("dead_lettered", 2)
     assert batch.pending("c1") == [] and batch.staged[("c1", SM1)]["failed_in"] == "w1"
     turn = batch.turns[("c1", failed("x").user_turn_id)]
-    assert (turn.status, turn.error, turn.message_sids) == ("dead_lettered", "States.Timeout", [SM1, SM2])
+    assert (turn.status, turn.error, turn.message_sids) == ("dead_lettered", error, [SM1, SM2])
+    assert turn.dead_letter_reason == "max_batch_attempts"
 
 
 def test_a_permanent_error_sets_the_merged_batch_aside_at_once(batch):

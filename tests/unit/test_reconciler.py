@@ -109,3 +109,27 @@ def test_a_young_window_is_not_looked_at(store, runs):
 
     assert reconcile()["windows_closed"] == 0
     assert store.windows["c1"].window_id == "w1"
+
+
+def failed_transiently(store: InMemoryStore, times: int, seconds_ago: float) -> None:
+    store.count_transient_failure("c1", [SM1], clock.iso(NOW - timedelta(seconds=seconds_ago)))
+    store.staged[("c1", SM1)]["transient_failures"] = times
+
+
+@pytest.mark.parametrize(("times", "seconds_ago"), [(1, 59), (2, 119), (3, 239), (9, 1799)])
+def test_after_an_outage_the_batch_waits_its_growing_delay(store, runs, times, seconds_ago):
+    # TRANSIENT_RETRY_FIRST_SECONDS and TRANSIENT_RETRY_MAX_SECONDS at their defaults: 60 s, 1800 s.
+    staged_at(store, LONG_AGO)
+    failed_transiently(store, times, seconds_ago)
+
+    assert reconcile()["windows_opened"] == 0
+    assert store.windows == {} and runs.started == {}
+
+
+@pytest.mark.parametrize(("times", "seconds_ago"), [(1, 60), (2, 120), (3, 240), (9, 1800)])
+def test_after_its_delay_the_batch_gets_a_window_again(store, runs, times, seconds_ago):
+    staged_at(store, LONG_AGO)
+    failed_transiently(store, times, seconds_ago)
+
+    assert reconcile()["windows_opened"] == 1
+    assert list(runs.started) == [store.windows["c1"].execution_name]

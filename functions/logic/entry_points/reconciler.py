@@ -3,12 +3,15 @@
 It closes windows whose run has ended (a run that died before closing its window would
 otherwise keep the conversation from opening a new one until the TTL), and opens a
 window for messages pending longer than RECONCILE_AFTER_SECONDS with none open (a run
-that failed keeps its messages staged; this is what retries them, up to
-MAX_BATCH_ATTEMPTS). It reports the age of the oldest pending message as a metric."""
+that failed keeps its messages staged; this is what retries them: up to MAX_BATCH_ATTEMPTS
+times, or, after failures for a transient reason, with growing delays until they have been
+pending MAX_PENDING_SECONDS). It reports the age of the oldest pending message as a metric."""
 
 from __future__ import annotations
 
 from collections import defaultdict
+from dataclasses import dataclass
+from datetime import datetime
 from typing import Any
 
 from aws_lambda_powertools.metrics import MetricUnit
@@ -17,7 +20,7 @@ from functions.config import get_settings
 from functions.dal import batch_windows, conversations, staged_messages
 from functions.integrations import stepfunctions
 from functions.logic.entry_points.webhook import batching_rules
-from functions.logic.rules import clock
+from functions.logic.rules import clock, failures
 from functions.logic.shared.windows import open_batch_window
 from functions.observability import logger, metrics
 
@@ -38,19 +41,16 @@ def reconcile() -> dict[str, Any]:
         else:
             closed += batch_windows.close(window.conversation_id, window.window_id) is not None
 
-    oldest: dict[str, str] = defaultdict(str)
     pending = staged_messages.scan_pending()
-    for item in pending:
-        conversation_id, since = item["conversation_id"], item["pending_since"]
-        if not oldest[conversation_id] or since < oldest[conversation_id]:
-            oldest[conversation_id] = since
     opened = 0
     oldest_age = 0.0
-    for conversation_id, since in oldest.items():
-        age = (now - clock.parse(since)).total_seconds()
+    for conversation_id, waiting in _by_conversation(pending).items():
+        age = (now - clock.parse(waiting.since)).total_seconds()
         oldest_age = max(oldest_age, age)
         if age < settings.reconcile_after_seconds or conversation_id in running:
             continue
+        if not waiting.retry_due(now):
+            continue  # its last run failed for a transient reason: later
         if open_window_due_now(conversation_id):
             opened += 1
     metrics.add_metric(name="OldestPendingMessageAge", unit=MetricUnit.Seconds, value=oldest_age)
@@ -64,10 +64,40 @@ def reconcile() -> dict[str, Any]:
     return summary
 
 
+@dataclass
+class _Waiting:
+    """A conversation's pending messages, as the reconciler sees them: since when the
+    oldest has waited, and how its runs have failed for transient reasons so far."""
+
+    since: str = ""
+    transient_failures: int = 0
+    last_failed_at: str = ""
+
+    def add(self, item: dict[str, Any]) -> None:
+        if not self.since or item["pending_since"] < self.since:
+            self.since = item["pending_since"]
+        self.transient_failures = max(self.transient_failures, int(item.get("transient_failures") or 0))
+        self.last_failed_at = max(self.last_failed_at, str(item.get("last_failed_at") or ""))
+
+    def retry_due(self, now: datetime) -> bool:
+        settings = get_settings()
+        last = clock.parse(self.last_failed_at) if self.last_failed_at else None
+        first, cap = settings.transient_retry_first_seconds, settings.transient_retry_max_seconds
+        return failures.retry_due(self.transient_failures, last, now, first, cap)
+
+
+def _by_conversation(pending: list[dict[str, Any]]) -> dict[str, _Waiting]:
+    waiting: dict[str, _Waiting] = defaultdict(_Waiting)
+    for item in pending:
+        waiting[item["conversation_id"]].add(item)
+    return waiting
+
+
 def redrive(conversation_id: str) -> dict[str, Any]:
     """Answer a conversation's set-aside messages after all (once their cause is fixed):
-    they become pending again and a window opens for them at once."""
-    requeued = staged_messages.requeue_set_aside(conversation_id)
+    they become pending again (MAX_PENDING_SECONDS counted from now) and a window opens
+    for them at once."""
+    requeued = staged_messages.requeue_set_aside(conversation_id, clock.iso(clock.now()))
     window_id = open_window_due_now(conversation_id) if requeued else None
     logger.info("Redriven", extra={"conversation_id": conversation_id, "requeued": requeued})
     return {"requeued": requeued, "window_id": window_id}

@@ -11,53 +11,81 @@ from typing import TYPE_CHECKING
 from functions.config import get_settings
 from functions.contract import BatchRef, FailedInput, FailedOutput
 from functions.dal import conversations, staged_messages, turns
-from functions.dal.models import Conversation, Turn
+from functions.dal.models import Conversation, PendingKey, Turn
 from functions.errors import TwilioRetryableError
 from functions.integrations import secrets
-from functions.logic.rules import clock
+from functions.logic.rules import clock, failures
+from functions.logic.rules.failures import FailureKind
 from functions.logic.shared.send_once import Claim, send_once
 from functions.observability import count, logger
 
 if TYPE_CHECKING:
     from twilio.rest import Client
 
-PERMANENT_ERRORS = ("AIPermanentError", "TwilioPermanentError")
-# The deployment's configuration is at fault, not the batch: its messages stay pending and
-# uncounted (the reconciler's next window answers them once the configuration is fixed),
-# and the user is not told anything failed.
-CONFIGURATION_ERRORS = ("AIModelUnavailable",)
-
 
 def record_failed_batch(task: FailedInput) -> FailedOutput:
-    """A permanent error sets the batch aside at once (with the fallback reply, for the
-    AI); a configuration error keeps it pending without counting an attempt; any other
-    failure counts an attempt on the pending messages, which stay staged for a later
-    window until they have failed `max_batch_attempts` times and are set aside too
-    (dead-lettered)."""
+    """What the error says about the batch (functions/logic/rules/failures.py) decides:
+    a permanent error sets it aside at once (with the fallback reply, for the AI); a
+    configuration error keeps it pending, nothing counted; a transient one (an outage)
+    keeps it for the reconciler, which tries again with growing delays, and sets it aside
+    only once it has been pending MAX_PENDING_SECONDS; any other failure counts an attempt,
+    and sets it aside (dead-lettered) after MAX_BATCH_ATTEMPTS."""
     error = task.run.error
     error_name = error.error if error else "Unknown"
     cause = error_message(error.cause if error else "")
     message_sids = task.run.batch.message_sids if task.run.batch else []
-    if error_name in CONFIGURATION_ERRORS:
+    kind = failures.classify(error_name, cause)
+    if kind is FailureKind.CONFIGURATION:
         kept = staged_messages.pending(task.conversation_id)
         logger.error("Batch kept: the configuration is at fault", extra={"error": error_name})
         return FailedOutput(outcome="kept", message_count=len(kept))
-    if error_name in PERMANENT_ERRORS and message_sids:
+    if kind is FailureKind.PERMANENT and message_sids:
         if error_name == "AIPermanentError":
             _send_fallback(task)
         _set_aside(task, message_sids, error_name, cause, outcome="failed")
         return FailedOutput(outcome="failed", message_count=len(message_sids))
-    pending = [key.message_sid for key in staged_messages.pending(task.conversation_id)]
-    attempts = staged_messages.count_failed_attempt(task.conversation_id, pending)
-    logger.warning("Batch failed", extra={"error": error_name, "attempts": attempts, "pending": len(pending)})
-    if pending and attempts >= get_settings().max_batch_attempts:
-        _set_aside(task, pending, error_name, cause, outcome="dead_lettered")
-        count("DeadLetteredBatches")
-        return FailedOutput(outcome="dead_lettered", message_count=len(pending))
-    return FailedOutput(outcome="kept", message_count=len(pending))
+    pending = staged_messages.pending(task.conversation_id)
+    if kind is FailureKind.TRANSIENT:
+        return _transient(task, pending, error_name, cause)
+    sids = [key.message_sid for key in pending]
+    attempts = staged_messages.count_failed_attempt(task.conversation_id, sids)
+    logger.warning("Batch failed", extra={"error": error_name, "attempts": attempts, "pending": len(sids)})
+    if sids and attempts >= get_settings().max_batch_attempts:
+        return _dead_letter(task, sids, error_name, cause, reason="max_batch_attempts")
+    return FailedOutput(outcome="kept", message_count=len(sids))
 
 
-def _set_aside(ref: BatchRef, message_sids: list[str], error_name: str, cause: str, outcome: str) -> None:
+def _transient(task: FailedInput, pending: list[PendingKey], error_name: str, cause: str) -> FailedOutput:
+    """An outage: the batch stays pending for the reconciler's next try (later after each
+    failure in a row), unless its oldest message has waited MAX_PENDING_SECONDS."""
+    settings, now = get_settings(), clock.now()
+    sids = [key.message_sid for key in pending]
+    if not sids:
+        return FailedOutput(outcome="kept", message_count=0)
+    since = clock.parse(min(key.pending_since() for key in pending))
+    if failures.pending_too_long(since, now, settings.max_pending_seconds):
+        return _dead_letter(task, sids, error_name, cause, reason="max_pending_seconds")
+    in_a_row = staged_messages.count_transient_failure(task.conversation_id, sids, clock.iso(now))
+    delay = failures.retry_delay_seconds(
+        in_a_row, settings.transient_retry_first_seconds, settings.transient_retry_max_seconds
+    )
+    extra = {"error": error_name, "transient_failures": in_a_row, "retry_in_seconds": delay}
+    extra["pending"] = len(sids)
+    logger.warning("Batch failed for a transient reason: kept for the reconciler", extra=extra)
+    return FailedOutput(outcome="kept", message_count=len(sids))
+
+
+def _dead_letter(task: BatchRef, sids: list[str], error_name: str, cause: str, reason: str) -> FailedOutput:
+    """Set the pending messages aside for good (alarmed: DeadLetteredBatches); `reason`
+    says which limit it met."""
+    _set_aside(task, sids, error_name, cause, outcome="dead_lettered", reason=reason)
+    count("DeadLetteredBatches")
+    return FailedOutput(outcome="dead_lettered", message_count=len(sids))
+
+
+def _set_aside(
+    ref: BatchRef, message_sids: list[str], error_name: str, cause: str, outcome: str, reason: str = ""
+) -> None:
     staged_messages.mark_failed(
         ref.conversation_id, message_sids, ref.window_id, f"{error_name}: {cause}"[:500]
     )
@@ -68,6 +96,7 @@ def _set_aside(ref: BatchRef, message_sids: list[str], error_name: str, cause: s
             "role": "user",
             "status": outcome,
             "error": error_name,
+            **({"dead_letter_reason": reason} if reason else {}),
             "cause": cause[:500],
             "message_sids": message_sids,
             "message_count": len(message_sids),
@@ -77,7 +106,8 @@ def _set_aside(ref: BatchRef, message_sids: list[str], error_name: str, cause: s
         },
     )
     logger.warning(
-        "Batch set aside", extra={"outcome": outcome, "error": error_name, "message_count": len(message_sids)}
+        "Batch set aside",
+        extra={"outcome": outcome, "reason": reason, "error": error_name, "message_count": len(message_sids)},
     )
 
 
