@@ -4,32 +4,11 @@ with `on_newer: merge` (the default), and in a second reply with `on_newer: next
 
 from __future__ import annotations
 
-import time
-
 import pytest
-import requests
 
 from tests.support.local_stack import Harness
 
 pytestmark = pytest.mark.e2e
-
-GENERATING_SECONDS = 3  # how long the first response takes: the newer fragment lands meanwhile
-
-
-def _send_while_generating(harness: Harness, user: str, first: str, newer: str) -> str:
-    """Send `first`, wait until its reply is being generated, send `newer`; the
-    conversation's id."""
-    openai_control = f"{harness.stack.openai_url.removesuffix('/v1')}/_control"  # type: ignore[union-attr]
-    faults = {"faults": [{"delay": GENERATING_SECONDS}]}
-    assert requests.post(f"{openai_control}/faults", json=faults, timeout=5).status_code == 200
-    assert harness.send(user, first).status_code == 200
-    conversation_id = harness.conversation_of(user).conversation_id
-    deadline = time.monotonic() + 15
-    while not harness.ai_inputs(conversation_id):
-        assert time.monotonic() < deadline, "the reply was never asked for"
-        time.sleep(0.1)
-    assert harness.send(user, newer).status_code == 200
-    return conversation_id
 
 
 def _user_turns_in_openai(harness: Harness, conversation_id: str) -> list[str]:
@@ -42,7 +21,7 @@ def test_a_fragment_sent_while_the_reply_is_generated_is_answered_in_that_reply(
     configure(BATCH_WINDOW_SECONDS="1", ON_NEWER="merge")
     user = harness.new_user()
 
-    conversation_id = _send_while_generating(harness, user, "Hey", "Order #12345")
+    conversation_id = harness.send_while_generating(user, "Hey", "Order #12345")
     runs = harness.wait_until_quiet(conversation_id, runs=1)
 
     assert [r["status"] for r in runs] == ["SUCCEEDED"]
@@ -59,7 +38,7 @@ def test_with_on_newer_next_the_fragment_gets_a_second_reply_as_before(harness, 
     configure(BATCH_WINDOW_SECONDS="1", ON_NEWER="next")
     user = harness.new_user()
 
-    conversation_id = _send_while_generating(harness, user, "Hey", "Order #12345")
+    conversation_id = harness.send_while_generating(user, "Hey", "Order #12345")
     runs = harness.wait_until_quiet(conversation_id, runs=2)
 
     assert [r["status"] for r in runs] == ["SUCCEEDED", "SUCCEEDED"]

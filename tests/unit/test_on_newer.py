@@ -121,9 +121,7 @@ def test_a_response_still_generating_is_cancelled_and_the_batch_asked_again_as_o
     assert openai.user_texts() == ["first\nsecond\nthird"]  # one user turn for the batch
 
 
-def test_a_reply_completed_before_the_newer_fragment_was_seen_is_removed_from_the_conversation(
-    store, openai
-):
+def test_a_reply_completed_before_the_newer_fragment_was_seen_is_removed_from_the_conversation(store, openai):
     with pytest.raises(NewerFragments):
         request((SM1, SM2), "first\nsecond", newer=True).reply()
 

@@ -13,8 +13,8 @@ from functions.errors import AIModelUnavailable, AIPermanentError
 from functions.integrations import openai_responses, secrets
 from functions.integrations.openai_responses import Budget, OpenAIConversationGone, ResponseState
 from functions.logic.rules import clock
-from functions.logic.shared import consent, limits, turn_input
 from functions.logic.rules.debounce import may_answer_again, newer_fragments_arrived
+from functions.logic.shared import consent, limits, turn_input
 from functions.logic.shared.ai_requests import BatchRequest, NewerFragments
 from functions.observability import count, logger
 
