@@ -4,8 +4,11 @@ with `on_newer: merge` (the default), and in a second reply with `on_newer: next
 
 from __future__ import annotations
 
+import time
+
 import pytest
 
+from functions.dal import usage_counters
 from tests.support.local_stack import Harness
 
 pytestmark = pytest.mark.e2e
@@ -30,6 +33,8 @@ def test_a_fragment_sent_while_the_reply_is_generated_is_answered_in_that_reply(
     entered = harness.states_entered(runs[0]["executionArn"])
     assert entered.count("Answer Again With Newer Fragments") == 1
     assert entered.count("Generate Reply") == 2
+    hour = int(time.time()) // 3600  # the cost limits count both AI calls, the discarded one too
+    assert usage_counters.calls(f"conversation#{conversation_id}#{hour}") == 2
     staged = harness.staged(conversation_id)  # both answered, nothing left for a next window
     assert len(staged) == 2 and not [item for item in staged if "pending_since" in item]
 
