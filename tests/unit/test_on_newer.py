@@ -14,6 +14,7 @@ from functions.dal.models import BatchWindow
 from functions.inbound import InboundMessage
 from functions.integrations.openai_responses import Budget
 from functions.logic.rules.debounce import BatchingRules, may_answer_again, newer_fragments_arrived
+from functions.logic.shared import ai_requests
 from functions.logic.shared.ai_requests import BatchRequest, NewerFragments
 from functions.logic.states.generate_reply import newer_fragments_check
 from tests.support.fake_openai import FakeOpenAI, install_openai
@@ -107,12 +108,17 @@ def request(sids: tuple[str, ...], body: str, newer: bool | None) -> BatchReques
     )
 
 
-def test_a_response_still_generating_is_cancelled_and_the_batch_asked_again_as_one_turn(store, openai):
+def test_a_response_still_generating_is_cancelled_and_the_batch_asked_again_as_one_turn(
+    store, openai, monkeypatch
+):
+    counted: list[str] = []
+    monkeypatch.setattr(ai_requests, "count", lambda name, value=1: counted.append(name))
     openai.running.add(0)
     with pytest.raises(NewerFragments):
         request((SM1, SM2), "first\nsecond", newer=True).reply()
 
     assert openai.cancelled == ["resp_0"] and openai.user_texts() == []
+    assert counted == ["RepliesDiscarded"]
     assert store.ai_requests("c1", [SM1, SM2, SM3]) == {}  # nothing kept: asked anew
 
     reply = request((SM1, SM2, SM3), "first\nsecond\nthird", newer=False).reply()
