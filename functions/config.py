@@ -5,7 +5,7 @@ model of the service (docs/decisions.md, "Models are pydantic models")."""
 
 import os
 from functools import cache
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationError
 
@@ -65,6 +65,11 @@ class Settings(BaseModel):
     typing_quiet_seconds: Annotated[float, Field(gt=0)] = 6
     max_wait_seconds: Annotated[float, Field(gt=0)] = 60
     max_batch_messages: Annotated[int, Field(ge=0)] = 0
+    # A fragment that arrives while the reply is being generated: `merge` answers it in
+    # that reply (the reply is asked again, at most MAX_REGENERATIONS times), `next` in the
+    # next window.
+    on_newer: Literal["merge", "next"] = "merge"
+    max_regenerations: Annotated[int, Field(ge=0, le=5)] = 2
     # A batch holds at most this many messages, and bodies of at most this many bytes (the
     # merged user turn is one DynamoDB item, at most 400 KB); the rest go to the next batch.
     max_batch_size: Annotated[int, Field(ge=1, le=100)] = 50
@@ -209,6 +214,8 @@ class Settings(BaseModel):
             "typing_quiet_seconds": self.typing_quiet_seconds,
             "max_wait_seconds": self.max_wait_seconds,
             "max_messages": self.max_batch_messages,
+            "on_newer": self.on_newer,
+            "max_regenerations": self.max_regenerations,
             "flush_keywords": tuple(k.strip() for k in self.flush_keywords.split(",") if k.strip()),
         }
 

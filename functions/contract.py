@@ -65,6 +65,9 @@ class RunInput(Contract):
     rules: BatchingRules
     burst: BurstStatus
     batch_limit: int  # at most this many messages per batch (Query Staged Messages' Limit)
+    # Replies discarded so far for newer fragments (`on_newer: merge`); "Answer Again With
+    # Newer Fragments" copies Generate Reply's count here.
+    regenerations: int = 0
 
 
 # --- Wait For The Burst To End, Acquire Processing Lock ------------------------------------
@@ -102,15 +105,19 @@ class BatchSummary(Contract):
 class GenerateInput(BatchRef):
     batch: BatchSummary
     rules: BatchingRules
+    regenerations: int  # replies of this batch discarded so far for newer fragments
+    batch_limit: int
 
 
 class ReplySummary(Contract):
-    # nobody: an earlier run answered it all; limited: a cost limit stopped the AI call
-    answered_by: Literal["ai", "human", "nobody", "limited"]
+    # nobody: an earlier run answered it all; limited: a cost limit stopped the AI call;
+    # discarded: newer fragments came while it was generated, and the batch is asked again
+    answered_by: Literal["ai", "human", "nobody", "limited", "discarded"]
     reply_chars: int
     prompt_tokens: int
     completion_tokens: int
     total_tokens: int
+    regenerations: int = 0  # replies of this batch discarded for newer fragments, so far
 
 
 class SendInput(BatchRef):

@@ -70,6 +70,7 @@ GRANTS: dict[str, Grants] = {
         # the OpenAI request kept on the batch's first message, read again by a retry
         (("dynamodb:BatchGetItem", "dynamodb:UpdateItem"), ("StagedMessages",)),
         (("dynamodb:Query",), ("Turns",)),  # the last reply, to tell a lost request's copies
+        (("dynamodb:GetItem",), ("BatchWindows",)),  # fragments counted after the merge (on_newer)
         (("secretsmanager:GetSecretValue",), ("secret:openai", "secrets:openai-tenants")),
         *TWILIO_SECRETS,  # the media people sent, fetched from Twilio with the tenant's credentials
     ],

@@ -13,9 +13,12 @@ from tests.support.local_stack import OUR_WHATSAPP
 
 pytestmark = pytest.mark.emulator
 
-ANSWERED_BURST_TRANSITIONS = 9  # Wait, Acquire, Burst Over?, Query, Merge, Generate, Send, Record, Close
+# Wait, Acquire, Burst Over?, Query, Merge, Generate, Newer Fragments?, Send, Record, Close
+ANSWERED_BURST_TRANSITIONS = 10
 ANSWERED_BURST_LAMBDAS = 7  # all but the Choice and the Query (a direct DynamoDB integration)
 PER_EXTENSION_TRANSITIONS = 3  # Wait, Acquire, Burst Over?
+# Answer Again With Newer Fragments, Query, Merge, Generate, Newer Fragments?; Merge and Generate
+PER_REGENERATION_TRANSITIONS, PER_REGENERATION_LAMBDAS = 5, 2
 
 
 def burst(harness, rules: dict, gaps: list[float]) -> str:
@@ -41,7 +44,7 @@ def burst(harness, rules: dict, gaps: list[float]) -> str:
     ],
     ids=["fixed", "quiet"],
 )
-def test_an_answered_burst_takes_nine_transitions_and_seven_lambda_invocations(harness, rules, gaps):
+def test_an_answered_burst_takes_ten_transitions_and_seven_lambda_invocations(harness, rules, gaps):
     conversation_id = burst(harness, rules, gaps)
 
     counts = run_counts(harness.stack, conversation_id)
@@ -73,6 +76,19 @@ def test_one_openai_retry_adds_one_transition_and_one_invocation(harness):
     counts = run_counts(harness.stack, conversation_id)
     assert counts.transitions == ANSWERED_BURST_TRANSITIONS + 1
     assert counts.lambda_invocations == ANSWERED_BURST_LAMBDAS + 1
+
+
+def test_a_reply_discarded_for_a_newer_fragment_adds_five_transitions_and_two_invocations(harness, configure):
+    configure(BATCH_WINDOW_SECONDS="1", ON_NEWER="merge")
+    user = harness.new_user()
+    conversation_id = harness.send_while_generating(user, "hello", "one more thing")
+    harness.wait_until_quiet(conversation_id, runs=1)
+
+    counts = run_counts(harness.stack, conversation_id)
+
+    assert (counts.runs, counts.regenerations) == (1, 1)
+    assert counts.transitions == ANSWERED_BURST_TRANSITIONS + PER_REGENERATION_TRANSITIONS
+    assert counts.lambda_invocations == ANSWERED_BURST_LAMBDAS + PER_REGENERATION_LAMBDAS
 
 
 def test_the_webhook_makes_four_aws_calls_for_a_windows_first_message_and_three_later(harness, configure):

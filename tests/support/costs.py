@@ -88,12 +88,13 @@ class RunCounts:
     transitions: int  # billed: each state entered, and each retry of a task
     lambda_invocations: int
     extensions: int  # quiet-mode extensions: the run went back to its wait
+    regenerations: int = 0  # replies discarded for newer fragments (on_newer: merge)
 
 
 def run_counts(stack: LocalStack, conversation_id: str) -> RunCounts:
     """What the conversation's runs cost, from their execution histories."""
     sfn = stack.client("stepfunctions")
-    runs = transitions = invocations = extensions = 0
+    runs = transitions = invocations = extensions = regenerations = 0
     pages = sfn.get_paginator("list_executions").paginate(stateMachineArn=stack.state_machine_arn)
     for run in (r for page in pages for r in page["executions"]):
         if not run["name"].startswith(conversation_id + "-"):
@@ -108,4 +109,5 @@ def run_counts(stack: LocalStack, conversation_id: str) -> RunCounts:
         transitions += len(entered) + len(scheduled) - task_entries
         invocations += sum(1 for e in scheduled if e["taskScheduledEventDetails"]["resourceType"] == "lambda")
         extensions += entered.count("Wait For The Burst To End") - 1
-    return RunCounts(runs, transitions, invocations, extensions)
+        regenerations += entered.count("Answer Again With Newer Fragments")
+    return RunCounts(runs, transitions, invocations, extensions, regenerations)

@@ -5,6 +5,7 @@ response does when it completes, whether or not its client still waits)."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -30,8 +31,10 @@ def answer_lost() -> AIRetryableError:
 class FakeOpenAI:
     """Creation number n (0-based) answers "reply n"; those in `lose_answer` complete and
     their answer is lost; those in `refuse` raise the error and do nothing; those in
-    `fail` complete with that error code and no reply. `forgotten`: response ids that
-    retrieve no longer finds."""
+    `fail` complete with that error code and no reply; those in `running` are still in
+    progress when first waited for, and complete (adding their exchange) unless the wait
+    is stopped and they are cancelled. `forgotten`: response ids that retrieve no longer
+    finds."""
 
     items: list[ConversationItem] = field(default_factory=list)  # oldest first
     responses: dict[str, ResponseState] = field(default_factory=dict)
@@ -42,8 +45,11 @@ class FakeOpenAI:
     refuse: dict[int, Exception] = field(default_factory=dict)
     fail: dict[int, str] = field(default_factory=dict)
     forgotten: set[str] = field(default_factory=set)
+    running: set[int] = field(default_factory=set)
+    cancelled: list[str] = field(default_factory=list)
     # The user texts the conversation held when each creation was asked (what it read).
     read_at_creation: list[list[str]] = field(default_factory=list)
+    _unfinished: dict[str, tuple[int, str]] = field(default_factory=dict)
 
     def exchange(self, number: int, user_text: str, reply_text: str | None = None) -> ResponseState:
         """Add an exchange to the conversation; the response it stands for."""
@@ -68,6 +74,11 @@ class FakeOpenAI:
             state = self.exchange(number, str(user_turn))
             self.responses[state.id] = replace(state, status="failed", error_code=self.fail[number])
             return self.responses[state.id]
+        if number in self.running:
+            state = ResponseState(id=f"resp_{number}", status="in_progress")
+            self.responses[state.id] = state
+            self._unfinished[state.id] = (number, str(user_turn))
+            return state
         state = self.exchange(number, str(user_turn), f"reply {number}")
         if number in self.lose_answer:
             raise answer_lost()
@@ -78,9 +89,20 @@ class FakeOpenAI:
         return None if response_id in self.forgotten else self.responses.get(response_id)
 
     def cancel_response(self, client: Any, response_id: str, budget: Any) -> ResponseState | None:
+        if response_id in self._unfinished:  # a cancelled response adds nothing
+            del self._unfinished[response_id]
+            self.cancelled.append(response_id)
+            self.responses[response_id] = replace(self.responses[response_id], status="cancelled")
         return self.responses.get(response_id)
 
-    def wait_for(self, client: Any, response: ResponseState, budget: Any) -> ResponseState:
+    def wait_for(
+        self, client: Any, response: ResponseState, budget: Any, stop: Callable[[], bool] | None = None
+    ) -> ResponseState:
+        if response.id in self._unfinished:
+            if stop is not None and stop():
+                return self.responses[response.id]
+            number, user_text = self._unfinished.pop(response.id)
+            self.exchange(number, user_text, f"reply {number}")
         return self.responses[response.id]
 
     def newest_items(

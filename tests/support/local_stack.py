@@ -44,6 +44,21 @@ class Harness:
         form = inbound_form(body, user, OUR_WHATSAPP, config.twilio_account_sid, message_sid)
         return post_webhook(url or self.stack.whatsapp_url, form, config.twilio_auth_token)
 
+    def send_while_generating(self, user: str, first: str, newer: str, seconds: float = 3) -> str:
+        """Send `first`, wait until its reply is being generated (the OpenAI stand-in slowed
+        to `seconds` through its /_control API), then send `newer`; the conversation's id."""
+        control = f"{(self.stack.openai_url or '').removesuffix('/v1')}/_control"
+        faults = {"faults": [{"delay": seconds}]}
+        assert requests.post(f"{control}/faults", json=faults, timeout=5).status_code == 200
+        assert self.send(user, first).status_code == 200
+        conversation_id = self.conversation_of(user).conversation_id  # type: ignore[union-attr]
+        deadline = time.monotonic() + 15
+        while not self.ai_inputs(conversation_id):
+            assert time.monotonic() < deadline, "the reply was never asked for"
+            time.sleep(0.05)
+        assert self.send(user, newer).status_code == 200
+        return conversation_id
+
     def send_event(self, event: dict[str, str], user: str, **changes: str) -> requests.Response:
         """A webhook of the corpus (tests/events), as Twilio would post it from `user` to
         our number on its channel: a new MessageSid, the stack's tenant, and each of its

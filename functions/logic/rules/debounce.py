@@ -6,6 +6,10 @@
   `typing_gap_seconds` (the user is still typing).
 - Either way never later than `max_wait_seconds` after the first fragment, and at once
   when `max_messages` fragments are in or a fragment matches a flush keyword.
+- `on_newer`: what a fragment that arrives while the reply is being generated does.
+  `merge` (the default): the reply is discarded and the batch, with the newer fragments,
+  is answered again, at most `max_regenerations` times and not after `max_wait_seconds`
+  from the first fragment; `next`: it waits for the next window.
 """
 
 import re
@@ -22,6 +26,9 @@ from functions.inbound import Channel
 # and a wait lasts at least a second.
 MAX_WAIT_LIMIT_SECONDS = 600
 
+
+# Each answer discarded for newer fragments costs an AI call and five state transitions.
+MAX_REGENERATIONS_LIMIT = 5
 
 Positive = Annotated[float, Field(gt=0)]
 
@@ -47,12 +54,19 @@ class BatchingRules(BaseModel):
     # A JSON array: strict as JSON is (a list is a tuple), not as Python is.
     flush_keywords: Annotated[tuple[str, ...], Field(strict=False)] = ()
     answer: Literal["ai", "human"] = "ai"
+    on_newer: Literal["merge", "next"] = "merge"
+    max_regenerations: Annotated[int, Field(ge=0)] = 2
 
     @field_validator("max_wait_seconds")
     @classmethod
     def _at_most_the_limit(cls, longest: float) -> float:
         """Clamped, not refused: a conversation's rules must never stop its messages."""
         return min(longest, MAX_WAIT_LIMIT_SECONDS)
+
+    @field_validator("max_regenerations")
+    @classmethod
+    def _at_most_the_regeneration_limit(cls, times: int) -> int:
+        return min(times, MAX_REGENERATIONS_LIMIT)
 
     @field_validator("window_seconds", "quiet_seconds", "typing_quiet_seconds")
     @classmethod
@@ -113,3 +127,17 @@ def is_due_now(rules: BatchingRules, window: BatchWindow, now_ms: int) -> bool:
 def seconds_until_due(rules: BatchingRules, window: BatchWindow, now_ms: int) -> int:
     """Whole seconds to wait (Step Functions timeouts are whole seconds, at least 1)."""
     return max(1, -(-(window_due_ms(rules, window) - now_ms) // 1000))
+
+
+def may_answer_again(rules: BatchingRules, regenerations: int, batch_size: int, batch_limit: int) -> bool:
+    """Whether this batch's reply may still be discarded for newer fragments: `on_newer:
+    merge`, regenerations left, and room in the batch for them (a full batch leaves them to
+    the next window anyway)."""
+    return rules.on_newer == "merge" and regenerations < rules.max_regenerations and batch_size < batch_limit
+
+
+def newer_fragments_arrived(rules: BatchingRules, window: BatchWindow, merged_ms: int, now_ms: int) -> bool:
+    """Whether the window counted a fragment after its batch was merged, while the burst
+    may still be answered as one (before `max_wait_seconds` from its first fragment)."""
+    cap = window.opened_ms + int(rules.max_wait_seconds * 1000)
+    return window.last_message_ms > merged_ms and now_ms < cap

@@ -22,10 +22,14 @@ tombstone drops it once the batch is answered.
   be shown; the request kept on the batch says so, so later attempts ask the same way.
 - A reply the content filter cut: its turn removed, and a permanent error (the user gets
   the fallback reply, not the cut text).
+- Newer fragments while it is generated (`newer`, asked while it is polled and once it is
+  done): the response is cancelled if it still runs, the turn it left removed, the kept
+  request dropped, and NewerFragments raised; the run merges again and asks again.
 See docs/decisions.md for what this costs in API calls."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -42,6 +46,10 @@ from functions.observability import count, logger
 if TYPE_CHECKING:
     import openai
     from openai.types.responses import ResponseInputParam
+
+
+class NewerFragments(Exception):
+    """The reply was discarded: fragments came after the batch was merged."""
 
 
 @dataclass
@@ -61,6 +69,9 @@ class BatchRequest:
     max_output_tokens: int
     without_images: str | None = None  # the input with no image, each photo's line saying so
     images_left_out: bool = False
+    # Whether fragments came after the batch was merged and its reply may be discarded
+    # for them (None: it may not; functions/logic/states/generate_reply.py).
+    newer: Callable[[], bool] | None = None
 
     @property
     def key(self) -> str:
@@ -148,7 +159,10 @@ class BatchRequest:
         return self._finish(request, state)
 
     def _finish(self, request: AIRequest, state: ResponseState) -> ResponseState:
-        state = ai.wait_for(self.client, state, self.budget)
+        state = ai.wait_for(self.client, state, self.budget, stop=self.newer)
+        if self.newer is not None and (not state.finished or self.newer()):
+            self._discard(request, state)
+            raise NewerFragments(f"OpenAI response {state.id} discarded for newer fragments")
         filtered = state.status == "incomplete" and state.incomplete_reason == ai.CONTENT_FILTER
         if state.text and state.status in ("completed", "incomplete") and not filtered:
             if state.status == "incomplete":
@@ -169,6 +183,21 @@ class BatchRequest:
             count("AIRepliesFiltered")
             logger.warning("Reply stopped by OpenAI's content filter: not sent")
         raise AIPermanentError(described, state.error_code or state.incomplete_reason)
+
+    def _discard(self, request: AIRequest, state: ResponseState) -> None:
+        """Stop the response if it still runs and remove the turn it left (its input and
+        output, once completed; and a lost earlier request's copy); the batch is asked for
+        again, as a whole."""
+        if not state.finished:
+            state = ai.cancel_response(self.client, state.id, self.budget) or state
+        if request.recovered:
+            self._remove_copies()
+        elif state.status in ("completed", "incomplete"):
+            own = exchange_of(self._exchanges(), state.item_ids, self.body, state.text)
+            self._delete([own] if own else [])
+        staged_messages.drop_ai_request(self.conversation_id, self.key)
+        count("RepliesDiscarded")
+        logger.info("Reply discarded for newer fragments", extra={"response_id": state.id})
 
     def _stored_reply(self, request: AIRequest) -> ResponseState | None:
         """The reply an earlier window stored for the same response (no API call)."""

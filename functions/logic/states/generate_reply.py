@@ -2,17 +2,23 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import Literal
+
 from functions.config import get_settings
 from functions.contract import GenerateInput, ReplySummary
-from functions.dal import conversations, turns
+from functions.dal import batch_windows, conversations, turns
 from functions.dal.models import Conversation, Turn
 from functions.errors import AIModelUnavailable, AIPermanentError
 from functions.integrations import openai_responses, secrets
 from functions.integrations.openai_responses import Budget, OpenAIConversationGone, ResponseState
 from functions.logic.rules import clock
+from functions.logic.rules.debounce import may_answer_again, newer_fragments_arrived
 from functions.logic.shared import consent, limits, turn_input
-from functions.logic.shared.ai_requests import BatchRequest
+from functions.logic.shared.ai_requests import BatchRequest, NewerFragments
 from functions.observability import count, logger
+
+NoReply = Literal["nobody", "human", "discarded"]
 
 
 def generate_reply(task: GenerateInput) -> ReplySummary:
@@ -21,21 +27,50 @@ def generate_reply(task: GenerateInput) -> ReplySummary:
     the same messages (functions/logic/shared/ai_requests.py). No AI call for an empty batch (an
     earlier run answered its messages) or one handed off to a person."""
     if task.batch.message_count == 0 or task.rules.answer == "human":
-        return ReplySummary(
-            answered_by="nobody" if task.batch.message_count == 0 else "human",
-            reply_chars=0,
-            prompt_tokens=0,
-            completion_tokens=0,
-            total_tokens=0,
-        )
-    turn = turns.get(task.conversation_id, task.assistant_turn_id) or _new_assistant_turn(task)
+        return _no_reply(task, "nobody" if task.batch.message_count == 0 else "human")
+    try:
+        turn = turns.get(task.conversation_id, task.assistant_turn_id) or _new_assistant_turn(task)
+    except NewerFragments:
+        # `on_newer: merge`: the run merges again, with the newer fragments, and asks again.
+        return _no_reply(task, "discarded", regenerations=task.regenerations + 1)
     return ReplySummary(
         answered_by="limited" if turn.status == "limited" else "ai",
         reply_chars=len(turn.body),
         prompt_tokens=turn.prompt_tokens,
         completion_tokens=turn.completion_tokens,
         total_tokens=turn.total_tokens,
+        regenerations=task.regenerations,
     )
+
+
+def _no_reply(task: GenerateInput, answered_by: NoReply, regenerations: int | None = None) -> ReplySummary:
+    return ReplySummary(
+        answered_by=answered_by,
+        reply_chars=0,
+        prompt_tokens=0,
+        completion_tokens=0,
+        total_tokens=0,
+        regenerations=task.regenerations if regenerations is None else regenerations,
+    )
+
+
+def newer_fragments_check(task: GenerateInput, merged_at: str) -> Callable[[], bool] | None:
+    """While the reply is generated: did the batch window count a fragment after the
+    batch was merged (at `merged_at`), early enough to be answered in this reply? None
+    when the rules allow no (more) regeneration for this batch."""
+    if not merged_at or not may_answer_again(
+        task.rules, task.regenerations, task.batch.message_count, task.batch_limit
+    ):
+        return None
+    merged_ms = clock.iso_to_ms(merged_at)
+
+    def newer() -> bool:
+        window = batch_windows.get(task.conversation_id)
+        if window is None or window.window_id != task.window_id:
+            return False
+        return newer_fragments_arrived(task.rules, window, merged_ms, clock.epoch_ms(clock.now()))
+
+    return newer
 
 
 def _new_assistant_turn(task: GenerateInput) -> Turn:
@@ -94,6 +129,7 @@ def _batch_request(task: GenerateInput, conversation: Conversation, user_turn: T
         instructions=conversation.ai_instructions or settings.openai_instructions,
         max_output_tokens=settings.openai_max_output_tokens,
         without_images=without_images,
+        newer=newer_fragments_check(task, user_turn.created_at),
     )
 
 

@@ -200,6 +200,27 @@ def burst(stack: LocalStack, rules: dict | None, fragments: list[tuple[float, st
     return conversation.conversation_id
 
 
+def regenerated_burst(stack: LocalStack) -> str:
+    """A burst whose reply is discarded once (`on_newer: merge`): a second fragment sent
+    while the first one's reply is generated (the OpenAI stand-in slowed to 3 s)."""
+    user = f"whatsapp:+1333{random.randrange(10**7):07d}"
+    conversation = conversation_table.create(
+        Channel.WHATSAPP, user, OUR_NUMBER, clock.iso(clock.now()), ACCOUNT
+    )
+    conversation_table.update(conversation.conversation_id, batching={"on_newer": "merge"})
+    asked = len(stack.openai.calls)
+    stack.openai.inject({"delay": 3})
+    for body in ("hello", "one more thing"):
+        form = inbound_form(body, user, OUR_NUMBER, stack.config.twilio_account_sid)
+        assert post_webhook(stack.whatsapp_url, form, stack.config.twilio_auth_token).status_code == 200
+        deadline = time.monotonic() + 30
+        while len(stack.openai.calls) == asked:  # the reply is being generated
+            assert time.monotonic() < deadline, "the reply was never asked for"
+            time.sleep(0.05)
+    wait_quiet(stack, [conversation.conversation_id])
+    return conversation.conversation_id
+
+
 def wait_quiet(stack: LocalStack, conversation_ids: list[str], timeout: float = 120) -> None:
     sfn = stack.client("stepfunctions")
     wanted = set(conversation_ids)
@@ -253,7 +274,10 @@ def measure_bursts(stack: LocalStack, counter: AwsCallCounter) -> dict:
     # Each fragment lands during the wait and moves its end: the run waits again.
     extended = run_counts(stack, burst(stack, quiet, [(0, "one"), (1.5, "two"), (3.0, "three")]))
     extensions = extended.extensions - once.extensions
+    regenerated = run_counts(stack, regenerated_burst(stack))
+    assert regenerated.regenerations == 1, f"the newer fragment did not discard the reply once: {regenerated}"
     return {
+        "regenerated": regenerated,
         "happy": happy,
         "measured": measured,
         "functions": sorted({name for name, _ in timed.durations if name != WEBHOOK.logical_id}),
@@ -445,6 +469,12 @@ def report(results: dict) -> tuple[str, str]:
         (
             "Burst with one OpenAI retry (checked in the history): transitions / invocations",
             f"{retry.transitions} / {retry.lambda_invocations}",
+        ),
+        (
+            "Burst with one reply discarded for a newer fragment: transitions / invocations",
+            f"{b['regenerated'].transitions} / {b['regenerated'].lambda_invocations}"
+            f" (+{b['regenerated'].transitions - happy.transitions}"
+            f" / +{b['regenerated'].lambda_invocations - happy.lambda_invocations})",
         ),
         (
             "Quiet mode, per extension: transitions / invocations",
