@@ -2,8 +2,8 @@
 production rule code under several policies and compare them.
 
     python -m infra.replay --csv arrivals.csv [--policies fixed:10,quiet:3,adaptive,rules]
-    python -m infra.replay --since 7d [--stack BurstReply]      # the deployed Turns table
-    AWS_ENDPOINT_URL=http://127.0.0.1:PORT TURNS_TABLE=Turns python -m infra.replay --since 1d
+    python -m infra.replay --since 7d [--stack BurstReply]   # the deployed Turns table
+    AWS_ENDPOINT_URL=http://127.0.0.1:PORT python -m infra.replay --since 1d   # the local stack
 
 Per policy: AI calls per burst (batches / bursts), user-visible replies per burst (with
 `on_newer: merge`: a fragment within --generation-seconds after a batch closes joins that
@@ -81,7 +81,15 @@ def _turns_table(stack: str | None) -> Any:
 
     from infra.runs import settings_from_stack
 
-    if stack or not os.environ.get("TURNS_TABLE"):
+    if os.environ.get("AWS_ENDPOINT_URL") and not stack:  # the local stack takes any credentials
+        for name, value in (
+            ("AWS_DEFAULT_REGION", "us-east-1"),
+            ("AWS_ACCESS_KEY_ID", "local"),
+            ("AWS_SECRET_ACCESS_KEY", "local"),
+            ("TURNS_TABLE", "Turns"),
+        ):
+            os.environ.setdefault(name, value)
+    elif stack or not os.environ.get("TURNS_TABLE"):
         found = settings_from_stack(stack or os.environ.get("STACK_NAME", "BurstReply"))
         if "TURNS_TABLE" not in found:
             raise SourceError(f"no stack {stack or 'BurstReply'} with a Turns table (or set TURNS_TABLE)")
@@ -95,6 +103,8 @@ def fragments_of(args: argparse.Namespace) -> list[Fragment]:
     else:
         since = since_ms(args.since, int(time.time() * 1000))
         fragments, labelled = from_turns(_turns_table(args.stack), since), False
+    if args.conversation:
+        fragments = [f for f in fragments if f.conversation == args.conversation]
     if not fragments:
         raise SourceError("no fragments to replay")
     return fragments if labelled else label_bursts(fragments, args.burst_gap)
@@ -149,6 +159,7 @@ def main(argv: list[str] | None = None) -> int:
     source.add_argument("--csv", help="arrival times: conversation,received_at[,burst]")
     source.add_argument("--since", help="the Turns table's user turns this recent: 7d, 12h, 30m")
     parser.add_argument("--stack", help="the deployed stack to read (default: TURNS_TABLE, or BurstReply)")
+    parser.add_argument("--conversation", help="replay this conversation only")
     parser.add_argument("--policies", default="fixed:10,quiet:3,adaptive,rules")
     parser.add_argument("--generation-seconds", type=float, default=3.0)
     parser.add_argument("--burst-gap", type=float, default=30.0, help="seconds that end an unlabelled burst")
