@@ -12,7 +12,8 @@ fragment to the close of its batch (median, p90). Bursts are the CSV's `burst` l
 it has them; otherwise a conversation's burst ends where the next fragment is more than
 --burst-gap seconds later.
 
-Policies: `fixed:W`; `quiet:Q`, optionally `:typing=GAP/QUIET` and `:cap=S` (max wait);
+Policies: `fixed:W`; `quiet:Q`, optionally `:typing=GAP/QUIET` and `:cap=S` (max wait; no
+typing rule unless given; the cap is 60 s, or W or Q when longer);
 `adaptive` (the configured rules in adaptive mode); `rules` (the configured rules: the
 BATCH_MODE, QUIET_SECONDS... environment variables, their defaults where unset).
 """
@@ -118,7 +119,7 @@ def table(rows: list[dict[str, Any]]) -> str:
         f"{r['split_bursts']:>6} {r['delay_median_s']:>11.1f}s {r['delay_p90_s']:>6.1f}s"
         for r in rows
     ]
-    lines.append(f"({rows[0]['bursts']} bursts)" if rows else "")
+    lines.append(f"(bursts: {rows[0]['bursts']})" if rows else "")
     return "\n".join(lines)
 
 
