@@ -96,8 +96,10 @@ def turn_fragments(item: dict[str, Any]) -> list[Fragment]:
 def from_turns(table: Any, since: int) -> list[Fragment]:
     """Every fragment of the user turns whose first fragment came at `since` or later
     (a Scan of the Turns table, a boto3 Table resource)."""
+    from boto3.dynamodb.conditions import Attr
+
     fragments: list[Fragment] = []
-    kwargs: dict[str, Any] = {}
+    kwargs: dict[str, Any] = {"FilterExpression": Attr("role").eq("user")}
     while True:
         page = table.scan(**kwargs)
         for item in page["Items"]:

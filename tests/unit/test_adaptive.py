@@ -12,6 +12,7 @@ import pytest
 from functions.contract import AcquireInput, BatchSummary, CloseInput, RunInput
 from functions.dal.models import BatchWindow
 from functions.inbound import InboundMessage
+from functions.logic.entry_points.reconciler import open_window_due_now
 from functions.logic.rules import clock
 from functions.logic.rules.adaptive import Learned, after_burst, for_new_window, is_split
 from functions.logic.rules.debounce import BatchingRules, due_ms
@@ -143,3 +144,12 @@ def test_messages_that_came_while_the_batch_was_answered_open_a_window_that_wait
     taught = after_burst(ADAPTIVE, NOW_MS - 4_000, NOW_MS - 3_000, 2, NOW_MS - 3_000)
     assert taught.quiet_ms is not None and next_rules.quiet_seconds > taught.quiet_ms / 1000
     assert next_rules.quiet_seconds == for_new_window(ADAPTIVE, taught, NOW_MS).quiet_seconds
+
+
+def test_a_window_the_reconciler_opens_waits_the_learned_quiet_period(monkeypatch, runs):
+    store_with_conversation(monkeypatch, NOW, USER, US, batching={"mode": "adaptive"}, learned_quiet_ms=4_500)
+
+    assert open_window_due_now("c1") is not None
+
+    [started] = runs.started.values()
+    assert RunInput.model_validate(json.loads(started)).rules.quiet_seconds == 4.5

@@ -116,7 +116,7 @@ def _stage(
     window, opening the window if none is open."""
     staging = staged_messages.stage(conversation.conversation_id, message, received_at)
     received_ms = clock.iso_to_ms(received_at)
-    rules = for_new_window(batching_rules(conversation, channel), learned(conversation), received_ms)
+    rules = window_rules(conversation, channel, received_ms)
     if staging is Staging.STAGED:
         flush = is_flush_keyword(rules, message.body)
         count_in_window(conversation.conversation_id, rules, received_ms, flush)
@@ -145,9 +145,11 @@ def batching_rules(conversation: Conversation, channel: Channel) -> BatchingRule
     return resolve_rules(get_settings().batching_defaults(), channel, project, conversation.batching)
 
 
-def learned(conversation: Conversation) -> Learned:
-    """What an `adaptive` conversation has learned (functions/logic/rules/adaptive.py)."""
-    return Learned(conversation.learned_quiet_ms, conversation.last_burst_ms, conversation.burst_closed_ms)
+def window_rules(conversation: Conversation, channel: Channel, now_ms: int) -> BatchingRules:
+    """The rules of a window opened now: in `adaptive` mode with the quiet period the
+    conversation has learned (functions/logic/rules/adaptive.py)."""
+    learned = Learned(conversation.learned_quiet_ms, conversation.last_burst_ms, conversation.burst_closed_ms)
+    return for_new_window(batching_rules(conversation, channel), learned, now_ms)
 
 
 def _refused_by_rules(conversation: Conversation, channel: Channel) -> MessageOutcome | None:
