@@ -69,8 +69,7 @@ def for_new_window(rules: BatchingRules, learned: Learned, now_ms: int) -> Batch
     if rules.mode != "adaptive":
         return rules
     quiet = bounded(rules, learned.quiet_ms / 1000 if learned.quiet_ms else rules.quiet_seconds)
-    if is_split(rules, learned, now_ms):
-        assert learned.last_burst_ms is not None  # is_split checked it
+    if is_split(rules, learned, now_ms) and learned.last_burst_ms is not None:
         quiet = after_split(rules, quiet, (now_ms - learned.last_burst_ms) / 1000)
     return rules.model_copy(update={"quiet_seconds": quiet})
 

@@ -47,6 +47,11 @@ def population(seed: int, people: int = PEOPLE, bursts_each: int = BURSTS_EACH) 
     return fragments
 
 
+def description() -> str:
+    """The population, for docs/benchmarks.md (this module's docstring, after its first paragraph)."""
+    return (__doc__ or "").split("\n\n", 1)[-1].strip()
+
+
 def policies() -> list[tuple[str, BatchingRules]]:
     configured = BatchingRules().model_dump()
     names = [f"fixed:{w}" for w in FIXED] + [f"quiet:{q}" for q in QUIET] + ["adaptive"]

@@ -624,7 +624,7 @@ def main() -> int:
         f"{batching}\n\n"
         "![delay against AI calls](benchmarks.png)\n\n"
         "## Batching by person: adaptive against fixed and quiet\n\n"
-        f"{population.__doc__.split(chr(10) * 2, 1)[1].strip()}\n\n"
+        f"{population.description()}\n\n"
         f"{by_person}\n\n{by_person_verdict}\n\n"
         "![adaptive against fixed and quiet](benchmarks-adaptive.png)\n"
     )
