@@ -22,7 +22,7 @@ export UV_PYTHON_DOWNLOADS := never
 # jsii (under aws-cdk-lib) warns at length that Node 20 is past its end of life; synth works.
 export JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION := 20
 
-.PHONY: help install lock test unit contract emulator e2e infra chaos bench demo local runs lint format clean build synth preflight deploy destroy
+.PHONY: help install lock test unit contract emulator e2e infra chaos bench replay demo local runs lint format clean build synth preflight deploy destroy
 
 # The tests run in parallel, one local stack per worker (pytest-xdist): WORKERS=1 runs them
 # in one process. The tests that synthesize the stack share one worker (--dist loadgroup).
@@ -101,6 +101,11 @@ e2e: install
 ## The synthesized CDK stack: resources, IAM evaluated, cdk-nag, cfn-lint, the Lambda asset.
 infra: install
 	$(PYTEST) tests/infra
+
+## Replay arrival times under batching policies: make replay ARGS="--csv arrivals.csv"
+## or ARGS="--since 7d" (the deployed Turns table; docs/deploying.md#tuning-the-batching-rules).
+replay: install
+	$(BIN)/python -m infra.replay $(or $(ARGS),--help)
 
 ## Start the local stack, send a burst of WhatsApp fragments, show what happened.
 demo: install

@@ -63,6 +63,8 @@ class Settings(BaseModel):
     quiet_seconds: Annotated[float, Field(gt=0)] = 3
     typing_gap_seconds: Annotated[float, Field(ge=0)] = 2
     typing_quiet_seconds: Annotated[float, Field(gt=0)] = 6
+    quiet_min_seconds: Annotated[float, Field(gt=0)] = 1  # adaptive mode's bounds
+    quiet_max_seconds: Annotated[float, Field(gt=0)] = 12
     max_wait_seconds: Annotated[float, Field(gt=0)] = 60
     max_batch_messages: Annotated[int, Field(ge=0)] = 0
     # A fragment that arrives while the reply is being generated: `merge` answers it in
@@ -212,6 +214,8 @@ class Settings(BaseModel):
             "quiet_seconds": self.quiet_seconds,
             "typing_gap_seconds": self.typing_gap_seconds,
             "typing_quiet_seconds": self.typing_quiet_seconds,
+            "quiet_min_seconds": self.quiet_min_seconds,
+            "quiet_max_seconds": self.quiet_max_seconds,
             "max_wait_seconds": self.max_wait_seconds,
             "max_messages": self.max_batch_messages,
             "on_newer": self.on_newer,

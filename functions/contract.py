@@ -97,6 +97,9 @@ class MergeInput(BatchRef):
 class BatchSummary(Contract):
     message_count: int
     message_sids: list[str]
+    # The batch's first and last fragment's arrival (epoch ms; None when it is empty).
+    first_received_ms: int | None = None
+    last_received_ms: int | None = None
 
 
 # --- Generate Reply, Send Reply -------------------------------------------------------------

@@ -124,19 +124,29 @@ def record_delivery_failure(conversation_id: str, code: int | None, at: str) -> 
 # --- the processing lock --------------------------------------------------------------
 
 
-def acquire_lock(conversation_id: str, owner: str, now_epoch: int, lease_seconds: int, now: str) -> bool:
+def acquire_lock(
+    conversation_id: str,
+    owner: str,
+    now_epoch: int,
+    lease_seconds: int,
+    now: str,
+    learned: dict[str, int] | None = None,
+) -> bool:
     """Take the conversation's processing lock for `owner` (an execution name), if it is
-    free, already ours, or its lease has expired. False when someone else holds it."""
+    free, already ours, or its lease has expired, setting the `learned` attributes in the
+    same write (adaptive batching). False when someone else holds it."""
+    learned = learned or {}
     try:
         _table().update_item(
             Key={"conversation_id": conversation_id},
-            UpdateExpression=expressions.TAKE_LOCK,
+            UpdateExpression=expressions.TAKE_LOCK + "".join(f", {k} = :{k}" for k in learned),
             ConditionExpression=expressions.LOCK_IS_FREE_OURS_OR_EXPIRED,
             ExpressionAttributeValues={
                 ":me": owner,
                 ":exp": now_epoch + lease_seconds,
                 ":now": now,
                 ":now_epoch": now_epoch,
+                **{f":{k}": v for k, v in learned.items()},
             },
         )
     except ClientError as error:

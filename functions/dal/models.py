@@ -79,6 +79,12 @@ class Conversation(TableItem):
     # are recorded, not answered (functions/logic/shared/consent.py).
     opted_out: bool = False
     opted_out_by: str | None = None  # the user turn whose keyword last changed `opted_out`
+    # `adaptive` batching (functions/logic/rules/adaptive.py): the learned quiet period, the
+    # last answered burst's last fragment and when that burst was declared over (set with
+    # the processing lock).
+    learned_quiet_ms: int | None = None
+    last_burst_ms: int | None = None
+    burst_closed_ms: int | None = None
 
 
 class AIRequest(TableItem):
@@ -204,6 +210,8 @@ class Turn(TableItem):
     first_message_sid: str | None = None
     first_received_at: str | None = None
     last_received_at: str | None = None
+    # Each fragment's arrival after the first, in milliseconds (python -m infra.replay).
+    arrival_offsets_ms: list[int] = []
     answered_at: str | None = None
     error: str | None = None
     cause: str | None = None

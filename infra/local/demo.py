@@ -21,6 +21,7 @@ from functions.dal import conversations, turns  # noqa: E402
 from functions.inbound import Channel  # noqa: E402
 from infra.local.stack import LocalConfig, LocalStack  # noqa: E402
 from infra.local.webhooks import inbound_form, post_webhook  # noqa: E402
+from infra.replay.__main__ import main as replay  # noqa: E402
 from infra.runs import Runs  # noqa: E402
 
 USER = "whatsapp:+15551234567"
@@ -128,6 +129,8 @@ def main() -> int:
             print("\n".join(f"  | {line}" for line in body.splitlines()))
         print()
         print("\n".join(runs.show(run["name"])))
+        print("\nThe burst replayed under other batching rules, from the Turns table (make replay):")
+        replay(["--since", "1h", "--conversation", conversation.conversation_id])
         has_image = any("image:" in line for call in ai_calls for line in _described(call["input"]))
         return (
             0 if run["status"] == "SUCCEEDED" and len(sent) == 1 and len(ai_calls) == 1 and has_image else 1

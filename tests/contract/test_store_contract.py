@@ -46,6 +46,19 @@ def test_a_free_lock_is_taken_and_held_against_others_until_released(store):
     assert conversations.acquire_lock("c1", "run-b", NOW + 2, LEASE, "t")
 
 
+def test_what_adaptive_batching_learned_is_kept_with_the_lock_and_read_with_the_conversation(store):
+    store.add_conversation(CONVERSATION)
+    learned = {"learned_quiet_ms": 4_200, "last_burst_ms": 1_000, "burst_closed_ms": 5_000}
+
+    assert not conversations.acquire_lock("nobody", "run-a", NOW, LEASE, "t", learned=learned)
+    assert conversations.acquire_lock("c1", "run-a", NOW, LEASE, "t", learned=learned)
+
+    kept = conversations.require("c1")
+    assert (kept.learned_quiet_ms, kept.last_burst_ms, kept.burst_closed_ms) == (4_200, 1_000, 5_000)
+    assert not conversations.acquire_lock("c1", "run-b", NOW + 1, LEASE, "t", learned={"learned_quiet_ms": 1})
+    assert conversations.require("c1").learned_quiet_ms == 4_200  # not by a run without the lock
+
+
 def test_a_lock_whose_lease_expired_is_taken_over(store):
     store.add_conversation(CONVERSATION)
     assert conversations.acquire_lock("c1", "run-a", NOW, LEASE, "t")

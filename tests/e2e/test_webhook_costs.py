@@ -129,3 +129,16 @@ def test_a_refused_request_costs_no_secrets_manager_call_and_no_5xx(harness, web
     assert sum(calls.values()) <= (1 if name in ("unknown account", "another tenant's number") else 0)
     assert sum(calls_again.values()) == 0  # cached: the tenant, or the account as unknown
     assert harness.conversation_of(user) is None
+
+
+def test_an_adaptive_conversations_message_costs_what_any_other_does(harness, webhook, configure):
+    """What `adaptive` batching learns is read with the conversation and written with the
+    processing lock: no call of its own."""
+    configure(BATCH_MODE="adaptive")
+    account = harness.stack.config.twilio_account_sid
+    user = harness.new_user()
+    webhook(inbound_form("hello", user, OUR_WHATSAPP, account))
+
+    later = webhook(inbound_form("again", user, OUR_WHATSAPP, account))
+
+    assert later == (200, Counter({"dynamodb:Query": 1, "dynamodb:PutItem": 1, "dynamodb:UpdateItem": 1}))

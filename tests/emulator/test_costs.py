@@ -41,8 +41,10 @@ def burst(harness, rules: dict, gaps: list[float]) -> str:
         ({"mode": "fixed", "window_seconds": 2, "max_wait_seconds": 10}, [0, 0.1, 0.1]),
         # Quiet mode without an extension: no fragment after the first moves the end.
         ({"mode": "quiet", "quiet_seconds": 1, "typing_gap_seconds": 0, "max_wait_seconds": 10}, [0]),
+        # Adaptive: what it learns is written with the processing lock, in the same step.
+        ({"mode": "adaptive", "quiet_seconds": 1, "max_wait_seconds": 10}, [0]),
     ],
-    ids=["fixed", "quiet"],
+    ids=["fixed", "quiet", "adaptive"],
 )
 def test_an_answered_burst_takes_ten_transitions_and_seven_lambda_invocations(harness, rules, gaps):
     conversation_id = burst(harness, rules, gaps)

@@ -87,7 +87,13 @@ class InMemoryStore(InMemoryStagedMessages):
     # --- the processing lock ----------------------------------------------------------
 
     def acquire_lock(
-        self, conversation_id: str, owner: str, now_epoch: int, lease_seconds: int, now: str
+        self,
+        conversation_id: str,
+        owner: str,
+        now_epoch: int,
+        lease_seconds: int,
+        now: str,
+        learned: dict[str, int] | None = None,
     ) -> bool:
         if conversation_id not in self.conversations:
             return False
@@ -95,6 +101,9 @@ class InMemoryStore(InMemoryStagedMessages):
         if holder is not None and holder[0] != owner and holder[1] >= now_epoch:
             return False
         self.locks[conversation_id] = (owner, now_epoch + lease_seconds)
+        if learned:
+            conversation = self.conversations[conversation_id]
+            self.conversations[conversation_id] = conversation.model_copy(update=learned)
         return True
 
     def release_lock(self, conversation_id: str, owner: str) -> bool:

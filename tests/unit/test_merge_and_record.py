@@ -59,7 +59,10 @@ def test_the_fragments_become_one_pending_user_turn_in_arrival_order(store):
 
     summary = merge(later, earlier)
 
-    assert summary == BatchSummary(message_count=2, message_sids=[SM1, SM2])
+    first_ms = 1795694401000  # 2026-11-26T12:00:01Z
+    assert summary == BatchSummary(
+        message_count=2, message_sids=[SM1, SM2], first_received_ms=first_ms, last_received_ms=first_ms + 4000
+    )
     turn = user_turn(store)
     assert (turn.body, turn.status, turn.message_sids, turn.window_id) == (
         "first\nsecond",
@@ -71,6 +74,7 @@ def test_the_fragments_become_one_pending_user_turn_in_arrival_order(store):
         "2026-11-26T12:00:01.000000+00:00",
         "2026-11-26T12:00:05.000000+00:00",
     )
+    assert turn.arrival_offsets_ms == [0, 4000]  # python -m infra.replay reads them
 
 
 def test_a_message_an_earlier_batch_answered_meanwhile_is_left_out(store):

@@ -19,7 +19,7 @@ from aws_lambda_powertools.metrics import MetricUnit
 from functions.config import get_settings
 from functions.dal import batch_windows, conversations, staged_messages
 from functions.integrations import stepfunctions
-from functions.logic.entry_points.webhook import batching_rules
+from functions.logic.entry_points.webhook import window_rules
 from functions.logic.rules import clock, failures
 from functions.logic.shared.windows import open_batch_window
 from functions.observability import logger, metrics
@@ -109,6 +109,7 @@ def open_window_due_now(conversation_id: str) -> str | None:
     conversation = conversations.get(conversation_id)
     if conversation is None:
         return None
-    rules = batching_rules(conversation, conversation.channel)
-    long_ago = clock.epoch_ms(clock.now()) - int(rules.max_wait_seconds * 1000) - 1000
+    now_ms = clock.epoch_ms(clock.now())
+    rules = window_rules(conversation, conversation.channel, now_ms)
+    long_ago = now_ms - int(rules.max_wait_seconds * 1000) - 1000
     return open_batch_window(conversation_id, rules, opened_ms=long_ago, ensure_started=True)

@@ -14,6 +14,7 @@ from functions.dal.models import Conversation
 from functions.dal.staged_messages import Staging
 from functions.inbound import Channel, InboundMessage
 from functions.logic.rules import clock
+from functions.logic.rules.adaptive import Learned, for_new_window
 from functions.logic.rules.debounce import BatchingRules, is_flush_keyword, resolve_rules
 from functions.logic.shared.admission import Refusal, Signature, admit
 from functions.logic.shared.windows import count_in_window, open_batch_window
@@ -120,10 +121,11 @@ def _stage(
     """Stage the message (once per MessageSid) and count it in its conversation's batch
     window, opening the window if none is open."""
     staging = staged_messages.stage(conversation.conversation_id, message, received_at)
-    rules = batching_rules(conversation, channel)
+    received_ms = clock.iso_to_ms(received_at)
+    rules = window_rules(conversation, channel, received_ms)
     if staging is Staging.STAGED:
         flush = is_flush_keyword(rules, message.body)
-        count_in_window(conversation.conversation_id, rules, clock.iso_to_ms(received_at), flush)
+        count_in_window(conversation.conversation_id, rules, received_ms, flush)
     elif staging is Staging.DUPLICATE_PENDING:
         # Its first delivery may have staged it and died before the window's run started.
         open_batch_window(conversation.conversation_id, rules, ensure_started=True)
@@ -147,6 +149,13 @@ def batching_rules(conversation: Conversation, channel: Channel) -> BatchingRule
     """The global defaults, then the project's rules, then the conversation's own."""
     project = projects.batching_rules(conversation.project_id) if conversation.project_id else None
     return resolve_rules(get_settings().batching_defaults(), channel, project, conversation.batching)
+
+
+def window_rules(conversation: Conversation, channel: Channel, now_ms: int) -> BatchingRules:
+    """The rules of a window opened now: in `adaptive` mode with the quiet period the
+    conversation has learned (functions/logic/rules/adaptive.py)."""
+    learned = Learned(conversation.learned_quiet_ms, conversation.last_burst_ms, conversation.burst_closed_ms)
+    return for_new_window(batching_rules(conversation, channel), learned, now_ms)
 
 
 def _refused_by_rules(conversation: Conversation, channel: Channel) -> MessageOutcome | None:

@@ -4,6 +4,10 @@
 - `quiet`: the window closes once the conversation has been quiet for `quiet_seconds`,
   or `typing_quiet_seconds` when the last two fragments came closer together than
   `typing_gap_seconds` (the user is still typing).
+- `adaptive`: like `quiet`, with a quiet period learned per conversation from the
+  person's own gaps between fragments, between `quiet_min_seconds` and
+  `quiet_max_seconds`, starting from `quiet_seconds` (functions/logic/rules/adaptive.py
+  puts the learned period in `quiet_seconds`).
 - Either way never later than `max_wait_seconds` after the first fragment, and at once
   when `max_messages` fragments are in or a fragment matches a flush keyword.
 - `on_newer`: what a fragment that arrives while the reply is being generated does.
@@ -42,7 +46,7 @@ class BatchingRules(BaseModel):
         strict=True, frozen=True, extra="ignore", hide_input_in_errors=True, defer_build=True
     )
 
-    mode: Literal["fixed", "quiet"] = "fixed"
+    mode: Literal["fixed", "quiet", "adaptive"] = "fixed"
     # First, so that the waits below are clamped to it (a field validator sees the fields
     # before its own).
     max_wait_seconds: Positive = 60
@@ -50,6 +54,8 @@ class BatchingRules(BaseModel):
     quiet_seconds: Positive = 3
     typing_gap_seconds: Annotated[float, Field(ge=0)] = 2
     typing_quiet_seconds: Positive = 6
+    quiet_min_seconds: Positive = 1
+    quiet_max_seconds: Positive = 12
     max_messages: Annotated[int, Field(ge=0)] = 0  # 0: no limit
     # A JSON array: strict as JSON is (a list is a tuple), not as Python is.
     flush_keywords: Annotated[tuple[str, ...], Field(strict=False)] = ()
@@ -68,7 +74,9 @@ class BatchingRules(BaseModel):
     def _at_most_the_regeneration_limit(cls, times: int) -> int:
         return min(times, MAX_REGENERATIONS_LIMIT)
 
-    @field_validator("window_seconds", "quiet_seconds", "typing_quiet_seconds")
+    @field_validator(
+        "window_seconds", "quiet_seconds", "typing_quiet_seconds", "quiet_min_seconds", "quiet_max_seconds"
+    )
     @classmethod
     def _at_most_the_longest_wait(cls, wait: float, info: ValidationInfo) -> float:
         return min(wait, info.data.get("max_wait_seconds", MAX_WAIT_LIMIT_SECONDS))
@@ -98,6 +106,8 @@ def due_ms(rules: BatchingRules, opened_ms: int, last_ms: int, previous_ms: int 
     cap = opened_ms + int(rules.max_wait_seconds * 1000)
     if rules.mode == "fixed":
         due = opened_ms + int(rules.window_seconds * 1000)
+    elif rules.mode == "adaptive":
+        due = last_ms + int(rules.quiet_seconds * 1000)
     else:
         typing = previous_ms is not None and last_ms - previous_ms < rules.typing_gap_seconds * 1000
         quiet = rules.typing_quiet_seconds if typing else rules.quiet_seconds

@@ -1,33 +1,51 @@
 """Acquire Processing Lock: re-check the burst's end first (new fragments may have moved
 it, so that a quiet-mode extension costs three state transitions and no more), then take
-the conversation's processing lock."""
+the conversation's processing lock (with what an `adaptive` conversation learned from the
+burst)."""
 
 from __future__ import annotations
 
 from functions.config import get_settings
 from functions.contract import AcquireInput, BurstStatus
 from functions.dal import batch_windows, conversations
+from functions.dal.models import BatchWindow
 from functions.errors import ProcessingLockHeld
 from functions.logic.rules import clock
-from functions.logic.rules.debounce import is_due_now, seconds_until_due
+from functions.logic.rules.adaptive import after_burst
+from functions.logic.rules.debounce import BatchingRules, is_due_now, seconds_until_due
 
 
 def acquire_processing_lock(task: AcquireInput) -> BurstStatus:
     """If new fragments moved the burst's end, say how long to wait again. Otherwise take
     the conversation's processing lock (free, ours, or its lease expired)."""
     moment = clock.now()
+    now_ms = clock.epoch_ms(moment)
     window = batch_windows.get(task.conversation_id)
-    if window is not None and window.window_id == task.window_id:
-        now_ms = clock.epoch_ms(moment)
-        if not is_due_now(task.rules, window, now_ms):
-            return BurstStatus(over=False, wait_seconds=seconds_until_due(task.rules, window, now_ms))
+    if window is not None and window.window_id != task.window_id:
+        window = None
+    if window is not None and not is_due_now(task.rules, window, now_ms):
+        return BurstStatus(over=False, wait_seconds=seconds_until_due(task.rules, window, now_ms))
     if not conversations.acquire_lock(
         task.conversation_id,
         task.execution_name,
         int(moment.timestamp()),
         get_settings().lock_lease_seconds,
         clock.iso(moment),
+        learned=_learned(task.rules, window, now_ms),
     ):
         conversations.require(task.conversation_id)  # a missing conversation is not contention
         raise ProcessingLockHeld(f"conversation {task.conversation_id} is being processed by another run")
     return BurstStatus(over=True, wait_seconds=0, lock_acquired_at=clock.iso(moment))
+
+
+def _learned(rules: BatchingRules, window: BatchWindow | None, now_ms: int) -> dict[str, int] | None:
+    """In `adaptive` mode, what the conversation learns from the burst now over (kept
+    with the processing lock, in its write)."""
+    if rules.mode != "adaptive" or window is None:
+        return None
+    learned = after_burst(rules, window.opened_ms, window.last_message_ms, window.message_count, now_ms)
+    return {
+        "learned_quiet_ms": learned.quiet_ms or 0,
+        "last_burst_ms": learned.last_burst_ms or window.last_message_ms,
+        "burst_closed_ms": learned.burst_closed_ms or now_ms,
+    }

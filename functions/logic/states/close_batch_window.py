@@ -6,6 +6,8 @@ from __future__ import annotations
 from functions.contract import CloseInput, CloseOutput
 from functions.dal import batch_windows, staged_messages
 from functions.logic.rules import clock
+from functions.logic.rules.adaptive import after_burst, for_new_window
+from functions.logic.rules.debounce import BatchingRules
 from functions.logic.shared.windows import open_batch_window
 from functions.observability import logger
 
@@ -31,10 +33,27 @@ def close_batch_window(task: CloseInput) -> CloseOutput:
         return CloseOutput(leftover_count=0, next_window_id=None)
     next_window_id = open_batch_window(
         task.conversation_id,
-        task.rules,
+        _next_rules(task, clock.iso_to_ms(arrived[0])),
         opened_ms=clock.iso_to_ms(arrived[0]),
         last_message_ms=clock.iso_to_ms(arrived[-1]),
         message_count=len(pending),
         ensure_started=True,
     )
     return CloseOutput(leftover_count=len(pending), next_window_id=next_window_id)
+
+
+def _next_rules(task: CloseInput, first_ms: int) -> BatchingRules:
+    """The next window's rules: the same, except in `adaptive` mode, where the quiet period
+    is what this burst taught (as the lock's write kept it), nudged up if the next window's
+    first message came after this batch's last one (we answered too soon: a split burst)."""
+    batch = task.batch
+    if task.rules.mode != "adaptive" or batch.first_received_ms is None or batch.last_received_ms is None:
+        return task.rules
+    taught = after_burst(
+        task.rules,
+        batch.first_received_ms,
+        batch.last_received_ms,
+        batch.message_count,
+        batch.last_received_ms,
+    )
+    return for_new_window(task.rules, taught, first_ms)

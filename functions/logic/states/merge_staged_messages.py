@@ -33,6 +33,7 @@ def merge_staged_messages(task: MergeInput) -> BatchSummary:
     merged = merged_turn(messages, order, _quoted_replies(task.conversation_id, messages))
     body = merged.body
     received = sorted(m.received_at for m in messages)
+    arrivals = [clock.iso_to_ms(r) for r in received if r]
     turns.put(
         Turn(
             conversation_id=task.conversation_id,
@@ -49,6 +50,7 @@ def merge_staged_messages(task: MergeInput) -> BatchSummary:
             consent=last_consent(messages, order),
             first_received_at=received[0] if received else None,
             last_received_at=received[-1] if received else None,
+            arrival_offsets_ms=[a - arrivals[0] for a in arrivals],
             created_at=clock.iso(clock.now()),
         )
     )
@@ -56,7 +58,12 @@ def merge_staged_messages(task: MergeInput) -> BatchSummary:
         "Batch merged", extra={"message_count": len(order), "chars": len(body), "media": len(merged.media)}
     )
     count("BatchSize", len(order))
-    return BatchSummary(message_count=len(order), message_sids=order)
+    return BatchSummary(
+        message_count=len(order),
+        message_sids=order,
+        first_received_ms=arrivals[0] if arrivals else None,
+        last_received_ms=arrivals[-1] if arrivals else None,
+    )
 
 
 def _quoted_replies(conversation_id: str, messages: list[StagedMessage]) -> dict[str, str]:

@@ -47,13 +47,13 @@ from functions.registry import ALL_FUNCTIONS, BY_NAME, TASKS, WEBHOOK  # noqa: E
 from infra.local import lambdas  # noqa: E402
 from infra.local.stack import LocalConfig, LocalStack  # noqa: E402
 from infra.local.webhooks import inbound_form, post_webhook  # noqa: E402
-from tests.support.bench import prices  # noqa: E402
+from tests.support.bench import population, prices  # noqa: E402
 from tests.support.costs import AwsCallCounter, run_counts, webhook_event  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[3]
 OUR_NUMBER = "whatsapp:+15550009999"
 ACCOUNT = LocalConfig.twilio_account_sid  # the local stack's default tenant, which owns OUR_NUMBER
-SEED = 20261125
+SEED = population.SEED
 # Tokens of one AI call, assumed (the stand-in's counts are not a model's): the
 # instructions, the conversation so far and the burst in; a short chat reply out.
 ASSUMED_INPUT_TOKENS, ASSUMED_OUTPUT_TOKENS = 2_000, 200
@@ -625,11 +625,15 @@ def main() -> int:
         logger.setLevel(logging.CRITICAL)
     results["batching"] = measure_batching()
     summary, batching = report(results)
+    by_person, by_person_verdict = population.section(SEED, ROOT / "docs" / "benchmarks-adaptive.png")
     elapsed = time.perf_counter() - started
     machine = f"{platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}"
     print(summary)
     print()
     print(batching)
+    print()
+    print(by_person)
+    print(by_person_verdict)
     print(f"\n({elapsed:.0f} s on {machine}; prices as of {prices.PRICES_AS_OF})")
     docs = ROOT / "docs"
     plot(results["batching"], docs / "benchmarks.png")
@@ -654,7 +658,11 @@ def main() -> int:
         "5,000 synthetic bursts (1-8 fragments; gaps mostly under 3 s, some 5-15 s pauses), replayed "
         "through the production rule code (`functions/logic/rules/debounce.py`) with whole-second waits.\n\n"
         f"{batching}\n\n"
-        "![delay against AI calls](benchmarks.png)\n"
+        "![delay against AI calls](benchmarks.png)\n\n"
+        "## Batching by person: adaptive against fixed and quiet\n\n"
+        f"{population.description()}\n\n"
+        f"{by_person}\n\n{by_person_verdict}\n\n"
+        "![adaptive against fixed and quiet](benchmarks-adaptive.png)\n"
     )
     return 0
 

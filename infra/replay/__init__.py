@@ -1,0 +1,1 @@
+"""`python -m infra.replay`: batching policies replayed on recorded arrival times."""

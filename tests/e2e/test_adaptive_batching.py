@@ -1,0 +1,103 @@
+"""`adaptive` batching over HTTP: a conversation learns its quiet period from the person's
+gaps, kept on its record with the processing lock; a fragment soon after the answer (a
+split burst) makes the next window wait longer. Then `python -m infra.replay` reads the
+same arrival times back from the local stack's Turns table."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+
+import pytest
+
+from functions.contract import RunInput
+from functions.dal import turns
+from functions.logic.rules import clock
+from functions.logic.rules.adaptive import Learned, after_burst, for_new_window
+from functions.logic.rules.debounce import BatchingRules
+
+pytestmark = pytest.mark.e2e
+
+RULES = {"mode": "adaptive", "quiet_seconds": 1, "quiet_min_seconds": 0.5, "quiet_max_seconds": 20}
+
+
+def _run_rules(harness, run: dict) -> BatchingRules:
+    described = harness.sfn.describe_execution(executionArn=run["executionArn"])
+    return RunInput.model_validate(json.loads(described["input"])).rules
+
+
+def _arrivals(conversation_id: str) -> list[list[int]]:
+    """Each user turn's fragments' arrival times (epoch ms), oldest turn first."""
+    user_turns = sorted(
+        (t for t in turns.list_of(conversation_id) if t.role == "user"), key=lambda t: t.turn_id
+    )
+    return [
+        [clock.iso_to_ms(t.first_received_at or "") + o for o in t.arrival_offsets_ms] for t in user_turns
+    ]
+
+
+def test_a_conversation_learns_its_quiet_period_and_waits_longer_after_a_split_burst(harness):
+    user = harness.new_user()
+    conversation_id = harness.stage_directly(user, [])
+    harness.set_conversation(conversation_id, batching=RULES)
+    rules = BatchingRules.parse(RULES)
+
+    for n, body in enumerate(("so", "about", "tomorrow")):
+        time.sleep(0.3 if n else 0)
+        assert harness.send(user, body).status_code == 200
+    [first_run] = harness.wait_until_quiet(conversation_id, runs=1)
+
+    [burst] = _arrivals(conversation_id)
+    assert len(burst) == 3
+    kept = harness.conversation_of(user)
+    taught = after_burst(rules, burst[0], burst[-1], 3, kept.burst_closed_ms)
+    assert kept.learned_quiet_ms == taught.quiet_ms != 1000  # taught by the recorded gaps
+    assert kept.last_burst_ms == burst[-1] and kept.burst_closed_ms > burst[-1]
+    assert _run_rules(harness, first_run).quiet_seconds == 1
+
+    assert harness.send(user, "at noon").status_code == 200  # soon after the answer: split
+    second_run = harness.wait_until_quiet(conversation_id, runs=2)[1]
+
+    [_, [late]] = _arrivals(conversation_id)
+    learned = Learned(kept.learned_quiet_ms, kept.last_burst_ms, kept.burst_closed_ms)
+    waited = _run_rules(harness, second_run).quiet_seconds
+    assert waited == for_new_window(rules, learned, late).quiet_seconds
+    assert waited > kept.learned_quiet_ms / 1000  # nudged up by the split
+
+
+def test_the_replay_reads_a_conversations_arrival_times_from_the_local_tables(harness):
+    user = harness.new_user()
+    for n, body in enumerate(("hello", "one more thing", "and this")):
+        time.sleep(0.2 if n else 0)
+        assert harness.send(user, body).status_code == 200
+    conversation_id = harness.conversation_of(user).conversation_id
+    harness.wait_until_quiet(conversation_id, runs=1)
+    env = {"AWS_ENDPOINT_URL": harness.stack.aws.url, "PATH": os.environ.get("PATH", "")}
+
+    result = subprocess.run(
+        [sys.executable, "-m", "infra.replay", "--since", "1h", "--conversation", conversation_id]
+        + ["--policies", "quiet:3,rules", "--json"],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+
+    assert result.returncode == 0, result.stderr
+    quiet, rules = json.loads(result.stdout)
+    assert (quiet["policy"], quiet["bursts"], quiet["batches"], quiet["split_bursts"]) == ("quiet:3", 1, 1, 0)
+    assert rules["policy"] == "rules" and rules["bursts"] == 1
+
+    each = subprocess.run(  # no gap is 0 s or less: each fragment a burst of its own
+        [sys.executable, "-m", "infra.replay", "--since", "1h", "--conversation", conversation_id]
+        + ["--policies", "quiet:3", "--burst-gap", "0", "--json"],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert each.returncode == 0, each.stderr
+    assert json.loads(each.stdout)[0]["bursts"] == 3
