@@ -159,11 +159,19 @@ def cancel_response(client: openai.OpenAI, response_id: str, budget: Budget) -> 
     return None if found is None else _state(found)
 
 
-def wait_for(client: openai.OpenAI, response: ResponseState, budget: Budget) -> ResponseState:
+def wait_for(
+    client: openai.OpenAI,
+    response: ResponseState,
+    budget: Budget,
+    while_waiting: Callable[[], None] | None = None,
+) -> ResponseState:
     """Poll the response until it is finished; AIRetryableError if it still runs when the
-    attempt's time is up (the next attempt polls it again)."""
+    attempt's time is up (the next attempt polls it again). `while_waiting` is called
+    before each pause."""
     pause = FIRST_POLL_SECONDS
     while not response.finished:
+        if while_waiting is not None:
+            while_waiting()
         if budget.left() < pause + 0.1:
             raise AIRetryableError(f"OpenAI response {response.id} still {response.status}")
         time.sleep(pause)

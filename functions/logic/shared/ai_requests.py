@@ -26,6 +26,7 @@ See docs/decisions.md for what this costs in API calls."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -61,6 +62,8 @@ class BatchRequest:
     max_output_tokens: int
     without_images: str | None = None  # the input with no image, each photo's line saying so
     images_left_out: bool = False
+    # Called while the reply is awaited (the typing indicator's refresh).
+    while_waiting: Callable[[], None] | None = None
 
     @property
     def key(self) -> str:
@@ -148,7 +151,7 @@ class BatchRequest:
         return self._finish(request, state)
 
     def _finish(self, request: AIRequest, state: ResponseState) -> ResponseState:
-        state = ai.wait_for(self.client, state, self.budget)
+        state = ai.wait_for(self.client, state, self.budget, self.while_waiting)
         filtered = state.status == "incomplete" and state.incomplete_reason == ai.CONTENT_FILTER
         if state.text and state.status in ("completed", "incomplete") and not filtered:
             if state.status == "incomplete":
