@@ -169,8 +169,8 @@ def claim_typing(conversation_id: str, turn_id: str, field: str, now: str) -> bo
     try:
         _table().update_item(
             Key={"conversation_id": conversation_id, "turn_id": turn_id},
-            UpdateExpression="SET #f = :now",
-            ConditionExpression=Attr("turn_id").exists() & Attr(field).not_exists(),
+            UpdateExpression=expressions.CLAIM_TYPING,
+            ConditionExpression=expressions.UNCLAIMED_TYPING,
             ExpressionAttributeNames={"#f": field},
             ExpressionAttributeValues={":now": now},
         )

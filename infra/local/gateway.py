@@ -21,8 +21,8 @@ from __future__ import annotations
 import base64
 import time
 import uuid
-from typing import Any
 from collections.abc import Callable
+from typing import Any
 from urllib.parse import parse_qsl, quote
 
 from werkzeug.datastructures import Headers

@@ -80,7 +80,9 @@ class FakeOpenAI:
     def cancel_response(self, client: Any, response_id: str, budget: Any) -> ResponseState | None:
         return self.responses.get(response_id)
 
-    def wait_for(self, client: Any, response: ResponseState, budget: Any) -> ResponseState:
+    def wait_for(
+        self, client: Any, response: ResponseState, budget: Any, while_waiting: Any = None
+    ) -> ResponseState:
         return self.responses[response.id]
 
     def newest_items(

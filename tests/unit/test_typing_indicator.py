@@ -9,6 +9,7 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 from functions.dal.models import Turn
+from functions.dal.tables import user_turn_id
 from functions.inbound import Channel
 from functions.logic.rules import clock
 from functions.logic.shared import typing_indicator
@@ -16,6 +17,7 @@ from functions.logic.shared.typing_indicator import TypingIndicator
 from tests.support.fakes import FakeTwilio, InMemoryStore, install
 
 NOW = datetime(2026, 11, 26, 12, 0, 0, tzinfo=UTC)
+TURN = user_turn_id("w1")
 SIDS = ["SM" + "1" * 32, "SM" + "2" * 32, "SM" + "3" * 32]
 
 
@@ -30,7 +32,12 @@ def world(monkeypatch, configure):
     for channel, user in ((Channel.WHATSAPP, "whatsapp:+15550001111"), (Channel.SMS, "+15550002222")):
         conversation = store.create_conversation(channel, user, "us", clock.iso(NOW), "AC1")
         store.put_turn(
-            Turn(conversation_id=conversation.conversation_id, turn_id="t1-user", role="user", message_sids=SIDS)
+            Turn(
+                conversation_id=conversation.conversation_id,
+                turn_id=TURN,
+                role="user",
+                message_sids=SIDS,
+            )
         )
         world[channel.value] = conversation.conversation_id
     return world
@@ -39,7 +46,9 @@ def world(monkeypatch, configure):
 def attempt(world, channel: str = "whatsapp") -> TypingIndicator:
     """One Generate Reply attempt's indicator: the conversation and user turn as read now."""
     store, conversation_id = world["store"], world[channel]
-    typing = TypingIndicator(store.require_conversation(conversation_id), store.require_turn(conversation_id, "t1-user"))
+    typing = TypingIndicator(
+        store.require_conversation(conversation_id), store.require_turn(conversation_id, TURN)
+    )
     typing.show()
     return typing
 

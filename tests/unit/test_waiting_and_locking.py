@@ -140,8 +140,8 @@ def test_a_burst_takes_the_lock_within_a_third_of_a_second_of_its_due_time(
     the end moved) ends before the due time, and Acquire Processing Lock holds the rest:
     the lock is taken at the due time, not up to a second after it."""
     last = OPENED + timedelta(milliseconds=400)
-    world["store"].windows["c1"] = world["store"].windows["c1"].model_copy(
-        update={"last_message_ms": clock.epoch_ms(last)}
+    world["store"].windows["c1"] = (
+        world["store"].windows["c1"].model_copy(update={"last_message_ms": clock.epoch_ms(last)})
     )
     due = last + timedelta(seconds=3)
     _hold_on_the_fake_clock(monkeypatch, world)

@@ -62,7 +62,9 @@ class TypingIndicator:
             credentials = secrets.twilio_credentials_for(self.conversation)
             twilio_typing.show_typing(credentials, self.user_turn.message_sids[-1])
         except Exception as error:  # a courtesy: it never fails the batch
-            reason = str(error) if isinstance(error, twilio_typing.TypingIndicatorFailed) else type(error).__name__
+            reason = (
+                str(error) if isinstance(error, twilio_typing.TypingIndicatorFailed) else type(error).__name__
+            )
             logger.warning("Typing indicator not shown", extra={"reason": reason, "field": field})
             count("TypingIndicatorsFailed")
             return

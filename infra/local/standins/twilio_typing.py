@@ -67,7 +67,11 @@ class TypingStandIn(MediaStandIn):
             answer = twilio_error(401, 20003, "Authenticate")
         elif channel != "whatsapp" or not MESSAGE_ID.match(message_id):
             answer = twilio_error(400, 400, "Invalid 'messageId' or 'channel'")
-        elif received is None or received["account_sid"] != account or not received["to"].startswith("whatsapp:"):
+        elif (
+            received is None
+            or received["account_sid"] != account
+            or not received["to"].startswith("whatsapp:")
+        ):
             answer = twilio_error(404, 20404, f"The requested resource {message_id} was not found")
         else:
             answer = json_response({"success": True})
