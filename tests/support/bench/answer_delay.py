@@ -6,6 +6,7 @@ period plus 0.6 s at the median. Alone: `python -m tests.support.bench.answer_de
 
 from __future__ import annotations
 
+import logging
 import os
 import random
 import statistics
@@ -85,6 +86,7 @@ def row(result: dict[str, Any]) -> tuple[str, str]:
 
 
 def main() -> int:
+    logging.getLogger("werkzeug").setLevel(logging.ERROR)
     our_number = "whatsapp:+15550009999"
     config = LocalConfig(aws_port=0, gateway_port=0, twilio_numbers=(our_number,))
     with LocalStack(config) as stack:
