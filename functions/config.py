@@ -184,6 +184,10 @@ class Settings(BaseModel):
     # The cap on a reply's tokens, reasoning included (a WhatsApp or SMS reply is short).
     openai_max_output_tokens: Annotated[int, Field(ge=16)] = 2048
     twilio_timeout_seconds: float = 10.0
+    # WhatsApp: one "typing…" indicator per burst, on its last message, when the reply is
+    # asked for (it marks the message read), refreshed once if the reply is still being
+    # written 20 s later (functions/logic/shared/typing_indicator.py). SMS has none.
+    typing_indicator: Flag = True
     # Only set to reach a Twilio stand-in; empty means Twilio's own API.
     twilio_api_base_url: str = ""
     # The public base URL Twilio calls, which its signatures cover (set by the stack; a

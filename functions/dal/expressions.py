@@ -94,6 +94,10 @@ CLAIM_TEMPLATE = (
     "template_since = if_not_exists(template_since, :now)"
 )
 RECORD_TEMPLATE = "SET template_sid = :sid"
+# WhatsApp's typing indicator (#f: typing_shown_at or typing_refreshed_at): the first to
+# claim it shows it.
+CLAIM_TYPING = "SET #f = :now"
+UNCLAIMED_TYPING = "attribute_exists(turn_id) AND attribute_not_exists(#f)"
 
 # --- tenants ----------------------------------------------------------------------------
 REGISTER_ACCOUNT = "SET account_sid = :sid, created_at = if_not_exists(created_at, :now)"

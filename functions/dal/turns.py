@@ -163,6 +163,24 @@ def claim_template(conversation_id: str, turn_id: str, owner: str, now: str) -> 
     return Turn.from_item(updated["Attributes"])
 
 
+def claim_typing(conversation_id: str, turn_id: str, field: str, now: str) -> bool:
+    """Claim showing the user turn's typing indicator (`typing_shown_at`) or its refresh
+    (`typing_refreshed_at`): True for the one caller that set it."""
+    try:
+        _table().update_item(
+            Key={"conversation_id": conversation_id, "turn_id": turn_id},
+            UpdateExpression=expressions.CLAIM_TYPING,
+            ConditionExpression=expressions.UNCLAIMED_TYPING,
+            ExpressionAttributeNames={"#f": field},
+            ExpressionAttributeValues={":now": now},
+        )
+    except ClientError as error:
+        if dynamo.condition_failed(error):
+            return False
+        raise
+    return True
+
+
 def record_template(conversation_id: str, turn_id: str, message_sid: str) -> None:
     _table().update_item(
         Key={"conversation_id": conversation_id, "turn_id": turn_id},

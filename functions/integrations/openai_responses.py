@@ -160,15 +160,22 @@ def cancel_response(client: openai.OpenAI, response_id: str, budget: Budget) -> 
 
 
 def wait_for(
-    client: openai.OpenAI, response: ResponseState, budget: Budget, stop: Callable[[], bool] | None = None
+    client: openai.OpenAI,
+    response: ResponseState,
+    budget: Budget,
+    stop: Callable[[], bool] | None = None,
+    while_waiting: Callable[[], None] | None = None,
 ) -> ResponseState:
     """Poll the response until it is finished; AIRetryableError if it still runs when the
     attempt's time is up (the next attempt polls it again). `stop`, asked before each
-    poll: True returns the response unfinished (its caller no longer wants it)."""
+    poll: True returns the response unfinished (its caller no longer wants it).
+    `while_waiting` is called before each pause."""
     pause = FIRST_POLL_SECONDS
     while not response.finished:
         if stop is not None and stop():
             return response
+        if while_waiting is not None:
+            while_waiting()
         if budget.left() < pause + 0.1:
             raise AIRetryableError(f"OpenAI response {response.id} still {response.status}")
         time.sleep(pause)

@@ -21,13 +21,14 @@ from __future__ import annotations
 import base64
 import time
 import uuid
+from collections.abc import Callable
 from typing import Any
-from urllib.parse import quote
+from urllib.parse import parse_qsl, quote
 
 from werkzeug.datastructures import Headers
 from werkzeug.wrappers import Request, Response
 
-from functions.registry import ENDPOINTS
+from functions.registry import ENDPOINTS, WEBHOOK
 from infra.local.lambdas import invoke
 
 STAGE = "prod"  # the stage infra/constructs/api.py deploys
@@ -127,10 +128,16 @@ def _aws_error(status: int, message: str) -> Response:
 
 class Gateway:
     def __init__(
-        self, max_body_bytes: int = 10 * 1024 * 1024, binary_media_types: tuple[str, ...] = BINARY_MEDIA_TYPES
+        self,
+        max_body_bytes: int = 10 * 1024 * 1024,
+        binary_media_types: tuple[str, ...] = BINARY_MEDIA_TYPES,
+        inbound: Callable[[dict[str, str]], None] | None = None,
     ) -> None:
         self.max_body_bytes = max_body_bytes  # API Gateway's payload limit
         self.binary_media_types = binary_media_types
+        # Told of each message posted to the webhook (the Twilio stand-in: Twilio received
+        # the message before it posted the webhook).
+        self.inbound = inbound
 
     def __call__(self, environ: dict[str, Any], start_response: Any) -> Any:
         return self.answer(Request(environ))(environ, start_response)
@@ -141,6 +148,10 @@ class Gateway:
         route = route_of(_staged(raw_path(request))[0])
         if route is None or request.method != "POST":
             return _aws_error(403, "Missing Authentication Token")
+        if self.inbound is not None and route[0] == WEBHOOK.logical_id:
+            form = dict(parse_qsl(request.get_data(as_text=True)))
+            if form.get("MessageSid"):
+                self.inbound(form)
         result, function_error = invoke(route[0], proxy_event(request, self.binary_media_types))
         if function_error:
             return _aws_error(502, "Internal server error")

@@ -133,7 +133,9 @@ class LocalStack:
         c = self.config
         RECORDER.install()  # every AWS call a function makes, for infra.iam
         self.runtime = Server(c.host, 0, LambdaRuntime())
-        self.gateway = Server(c.host, c.gateway_port, Gateway())
+        self.gateway = Server(
+            c.host, c.gateway_port, Gateway(inbound=None if c.use_real_twilio else self.twilio.receive)
+        )
         self._servers = [self.runtime, self.gateway]
         self.openai_server = self.twilio_server = None
         if not c.use_real_openai:

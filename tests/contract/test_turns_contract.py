@@ -86,3 +86,16 @@ def test_an_answered_batch_is_not_recorded_without_the_lock(store):
 
     assert (turns.get("c1", "w1#u").status, turns.get("c1", "w1#a").status) == ("pending", "sending")
     assert not conversations.acquire_lock("c1", "run-c", NOW + 1, LEASE, "t")  # still run-b's
+
+
+def test_the_typing_indicator_and_its_refresh_are_each_claimed_once_and_only_on_a_turn(store):
+    turns.put(turn("w1#u"))
+
+    assert turns.claim_typing("c1", "w1#u", "typing_shown_at", "t1")
+    assert not turns.claim_typing("c1", "w1#u", "typing_shown_at", "t2")
+    assert turns.claim_typing("c1", "w1#u", "typing_refreshed_at", "t3")
+    assert not turns.claim_typing("c1", "w1#u", "typing_refreshed_at", "t4")
+    assert not turns.claim_typing("c1", "w9#u", "typing_shown_at", "t5")  # no such turn: nothing made
+    claimed = turns.get("c1", "w1#u")
+    assert (claimed.typing_shown_at, claimed.typing_refreshed_at) == ("t1", "t3")
+    assert turns.get("c1", "w9#u") is None

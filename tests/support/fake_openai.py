@@ -96,7 +96,12 @@ class FakeOpenAI:
         return self.responses.get(response_id)
 
     def wait_for(
-        self, client: Any, response: ResponseState, budget: Any, stop: Callable[[], bool] | None = None
+        self,
+        client: Any,
+        response: ResponseState,
+        budget: Any,
+        stop: Callable[[], bool] | None = None,
+        while_waiting: Any = None,
     ) -> ResponseState:
         if response.id in self._unfinished:
             if stop is not None and stop():

@@ -21,6 +21,13 @@ class FakeTwilio:
     lose_answer: set[int] = field(default_factory=set)
     attempts: int = 0
     lookups: int = 0
+    typing: list[str] = field(default_factory=list)  # the MessageSids typing indicators were shown on
+    typing_fails: Exception | None = None  # raised by every typing indicator when set
+
+    def show_typing(self, credentials: Any, message_sid: str) -> None:
+        self.typing.append(message_sid)
+        if self.typing_fails is not None:
+            raise self.typing_fails
 
     def send_message(
         self,

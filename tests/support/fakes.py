@@ -17,7 +17,7 @@ from functions.dal import batch_windows, conversations, staged_messages, turns
 from functions.dal.models import BatchWindow, Conversation, Turn
 from functions.errors import ConversationNotFound, TwilioPermanentError, TwilioRetryableError
 from functions.inbound import Channel, address_key
-from functions.integrations import secrets, twilio_messages
+from functions.integrations import secrets, twilio_messages, twilio_typing
 from functions.logic.rules import clock
 from tests.support.fake_staged_messages import InMemoryStagedMessages
 from tests.support.fake_twilio import FakeTwilio
@@ -239,6 +239,13 @@ class InMemoryStore(InMemoryStagedMessages):
     def record_template(self, conversation_id: str, turn_id: str, message_sid: str) -> None:
         self.turns[(conversation_id, turn_id)].template_sid = message_sid
 
+    def claim_typing(self, conversation_id: str, turn_id: str, field: str, now: str) -> bool:
+        turn = self.turns.get((conversation_id, turn_id))
+        if turn is None or getattr(turn, field):
+            return False
+        setattr(turn, field, now)
+        return True
+
 
 def install(monkeypatch: pytest.MonkeyPatch, store: InMemoryStore, twilio: FakeTwilio) -> None:
     monkeypatch.setattr(conversations, "require", store.require_conversation)
@@ -276,6 +283,8 @@ def install(monkeypatch: pytest.MonkeyPatch, store: InMemoryStore, twilio: FakeT
     monkeypatch.setattr(turns, "append_sent_part", store.append_sent_part)
     monkeypatch.setattr(turns, "claim_template", store.claim_template)
     monkeypatch.setattr(turns, "record_template", store.record_template)
+    monkeypatch.setattr(turns, "claim_typing", store.claim_typing)
+    monkeypatch.setattr(twilio_typing, "show_typing", twilio.show_typing)
     monkeypatch.setattr(secrets, "twilio_credentials_for", lambda conversation: None)
     monkeypatch.setattr(twilio_messages, "client_for", lambda credentials: None)
     monkeypatch.setattr(twilio_messages, "send_message", twilio.send_message)

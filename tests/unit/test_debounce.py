@@ -3,6 +3,7 @@ from functions.inbound import Channel
 from functions.logic.rules.debounce import (
     BatchingRules,
     due_ms,
+    hold_ms,
     is_due_now,
     is_flush_keyword,
     resolve_rules,
@@ -55,10 +56,20 @@ def test_flush_keywords_match_whole_words_in_any_case():
     assert not is_flush_keyword(rules, "undone business")
 
 
-def test_waits_are_whole_seconds_rounded_up_and_at_least_one():
+def test_waits_are_whole_seconds_that_end_before_the_due_time_and_at_least_one():
     one = window(opened_ms=0, last_message_ms=0, message_count=1)
-    assert seconds_until_due(QUIET, one, now_ms=100) == 3  # 2.9 s left
+    assert seconds_until_due(QUIET, one, now_ms=100) == 2  # 2.9 s left: 0.9 s held after it
+    assert seconds_until_due(QUIET, one, now_ms=0) == 2  # 3 s left: the last second held
     assert seconds_until_due(QUIET, one, now_ms=10_000) == 1
+
+
+def test_the_last_second_before_the_due_time_is_held_and_no_more():
+    one = window(opened_ms=0, last_message_ms=0, message_count=1)
+    assert hold_ms(QUIET, one, now_ms=2_100) == 900
+    assert hold_ms(QUIET, one, now_ms=2_000) == 1_000
+    assert hold_ms(QUIET, one, now_ms=1_999) == 0  # more than a second: waited for
+    assert hold_ms(QUIET, one, now_ms=3_000) == 0  # due
+    assert hold_ms(QUIET, window(opened_ms=0, last_message_ms=0, flush_requested=True), now_ms=2_500) == 0
 
 
 def test_rules_resolve_conversation_over_project_over_defaults_with_channel_overrides():

@@ -3,7 +3,7 @@
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 
 import pytest
 
@@ -13,7 +13,7 @@ from functions.errors import ConversationNotFound, ProcessingLockHeld
 from functions.inbound import Channel
 from functions.integrations import stepfunctions
 from functions.logic.rules import clock
-from functions.logic.rules.debounce import BatchingRules
+from functions.logic.rules.debounce import BatchingRules, seconds_until_due
 from functions.logic.states.acquire_processing_lock import acquire_processing_lock
 from functions.logic.states.wait_for_the_burst_to_end import wait_for_the_burst_to_end
 from tests.support.fakes import FakeTwilio, InMemoryStore, install
@@ -48,14 +48,16 @@ def world(monkeypatch):
     return world
 
 
-def park(window_id: str = "w1", token: str = "token-1", entered: datetime = OPENED) -> ParkInput:
+def park(
+    window_id: str = "w1", token: str = "token-1", entered: datetime = OPENED, rules: BatchingRules = RULES
+) -> ParkInput:
     return ParkInput(
         conversation_id="c1",
         window_id=window_id,
         execution_name=f"c1-{window_id}",
         task_token=token,
         entered_at=clock.iso(entered),
-        rules=RULES,
+        rules=rules,
     )
 
 
@@ -85,7 +87,7 @@ def test_a_run_whose_window_is_gone_is_woken_and_not_parked(world):
 def test_a_burst_not_yet_due_is_waited_for_again_without_the_lock(world):
     world["now"] = datetime(2026, 11, 26, 12, 0, 4, tzinfo=UTC)
     status = acquire_processing_lock(acquire())
-    assert (status.over, status.wait_seconds) == (False, 6)
+    assert (status.over, status.wait_seconds) == (False, 5)  # 6 s left: the last one held
     assert world["store"].locks == {}
 
 
@@ -106,3 +108,73 @@ def test_a_lock_held_by_another_run_is_contention(world):
 def test_the_lock_of_a_conversation_that_is_gone_is_not_contention(world):
     with pytest.raises(ConversationNotFound):
         acquire_processing_lock(acquire(conversation_id="gone"))
+
+
+# --- the due time to the sub-second, on a fake clock ----------------------------------------
+
+QUIET = BatchingRules(mode="quiet", quiet_seconds=3, typing_gap_seconds=0, max_wait_seconds=60)
+
+
+def _hold_on_the_fake_clock(monkeypatch, world, meanwhile=None):
+    """clock.sleep moves the fake clock on (and lets `meanwhile` happen during it)."""
+
+    def sleep(seconds: float) -> None:
+        if meanwhile is not None:
+            meanwhile()
+        world["now"] += timedelta(seconds=seconds)
+
+    monkeypatch.setattr(clock, "sleep", sleep)
+
+
+def _quiet_acquire() -> AcquireInput:
+    return AcquireInput(conversation_id="c1", window_id="w1", execution_name="c1-w1", rules=QUIET)
+
+
+@pytest.mark.parametrize("left_ms", [1_001, 1_500, 2_100, 2_500, 2_999, 3_000])
+@pytest.mark.parametrize("entry_delay_ms", [0, 150])
+def test_a_burst_takes_the_lock_within_a_third_of_a_second_of_its_due_time(
+    world, monkeypatch, left_ms, entry_delay_ms
+):
+    """The run's wait (a whole-second timeout, from when the state was entered, set
+    `left_ms` before the due time: at a fragment, or when Acquire Processing Lock found
+    the end moved) ends before the due time, and Acquire Processing Lock holds the rest:
+    the lock is taken at the due time, not up to a second after it."""
+    last = OPENED + timedelta(milliseconds=400)
+    world["store"].windows["c1"] = (
+        world["store"].windows["c1"].model_copy(update={"last_message_ms": clock.epoch_ms(last)})
+    )
+    due = last + timedelta(seconds=3)
+    _hold_on_the_fake_clock(monkeypatch, world)
+    world["now"] = due - timedelta(milliseconds=left_ms)
+    wait = seconds_until_due(QUIET, world["store"].windows["c1"], clock.epoch_ms(world["now"]))
+    world["now"] += timedelta(milliseconds=entry_delay_ms) + timedelta(seconds=wait)  # the timeout
+    status = acquire_processing_lock(_quiet_acquire())
+    assert status.over
+    taken = clock.parse(status.lock_acquired_at or "")
+    assert due <= taken <= due + timedelta(milliseconds=300), taken - due
+
+
+def test_a_fragment_that_comes_while_the_end_is_held_for_moves_it(world, monkeypatch):
+    store = world["store"]
+    world["now"] = OPENED + timedelta(milliseconds=2_400)  # 0.6 s before the due time
+
+    def another_fragment() -> None:
+        arrived = clock.epoch_ms(world["now"] + timedelta(milliseconds=300))
+        store.windows["c1"] = store.windows["c1"].model_copy(update={"last_message_ms": arrived})
+
+    _hold_on_the_fake_clock(monkeypatch, world, meanwhile=another_fragment)
+    status = acquire_processing_lock(_quiet_acquire())
+    assert (status.over, status.wait_seconds) == (False, 2)  # due 2.7 s later: 2 s waited, the rest held
+    assert store.locks == {}
+
+
+def test_a_wait_entered_less_than_a_second_before_the_due_time_wakes_the_run_at_it(world, monkeypatch):
+    """A whole-second timeout would end it up to a second late: the parking function holds
+    on and wakes the run at the due time."""
+    woken_at = []
+    monkeypatch.setattr(stepfunctions, "wake", lambda token: woken_at.append(world["now"]) or True)
+    _hold_on_the_fake_clock(monkeypatch, world)
+    world["now"] = OPENED + timedelta(milliseconds=2_350)
+    entered = world["now"]
+    assert wait_for_the_burst_to_end(park(entered=entered, rules=QUIET)).parked
+    assert woken_at == [OPENED + timedelta(seconds=3)]

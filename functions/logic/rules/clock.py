@@ -1,5 +1,6 @@
 """Time, in one place: ISO 8601 UTC strings with microseconds sort in arrival order."""
 
+import time
 from datetime import UTC, datetime
 
 
@@ -21,3 +22,9 @@ def epoch_ms(moment: datetime) -> int:
 
 def iso_to_ms(value: str) -> int:
     return epoch_ms(parse(value))
+
+
+def sleep(seconds: float) -> None:
+    """Hold on (tests replace it, with `now`, by a fake clock)."""
+    if seconds > 0:
+        time.sleep(seconds)

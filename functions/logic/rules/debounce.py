@@ -29,6 +29,9 @@ from functions.inbound import Channel
 # fragments extend adds about 15 events to the run's history, which AWS caps at 25,000,
 # and a wait lasts at least a second.
 MAX_WAIT_LIMIT_SECONDS = 600
+# Step Functions waits in whole seconds; a function holds what is left of the last one, so
+# that a burst is answered at its due time, not up to a second after it.
+HOLD_MS = 1000
 
 
 # Each answer discarded for newer fragments costs an AI call and five state transitions.
@@ -135,8 +138,19 @@ def is_due_now(rules: BatchingRules, window: BatchWindow, now_ms: int) -> bool:
 
 
 def seconds_until_due(rules: BatchingRules, window: BatchWindow, now_ms: int) -> int:
-    """Whole seconds to wait (Step Functions timeouts are whole seconds, at least 1)."""
-    return max(1, -(-(window_due_ms(rules, window) - now_ms) // 1000))
+    """Whole seconds to wait (a waitForTaskToken timeout is whole seconds, at least 1),
+    ending before the burst's due time rather than after it: the last fraction of a second
+    is held by the function that runs when the wait ends (`hold_ms`)."""
+    return max(1, (window_due_ms(rules, window) - now_ms - 1) // 1000)
+
+
+def hold_ms(rules: BatchingRules, window: BatchWindow, now_ms: int) -> int:
+    """How long to hold on before the burst is due, when it is due within HOLD_MS (a
+    whole-second wait would end up to a second late); 0 when due now or further off."""
+    if is_due_now(rules, window, now_ms):
+        return 0
+    left = window_due_ms(rules, window) - now_ms
+    return left if left <= HOLD_MS else 0
 
 
 def may_answer_again(rules: BatchingRules, regenerations: int, batch_size: int, batch_limit: int) -> bool:

@@ -72,6 +72,8 @@ class BatchRequest:
     # Whether fragments came after the batch was merged and its reply may be discarded
     # for them (None: it may not; functions/logic/states/generate_reply.py).
     newer: Callable[[], bool] | None = None
+    # Called while the reply is awaited (the typing indicator's refresh).
+    while_waiting: Callable[[], None] | None = None
 
     @property
     def key(self) -> str:
@@ -159,7 +161,9 @@ class BatchRequest:
         return self._finish(request, state)
 
     def _finish(self, request: AIRequest, state: ResponseState) -> ResponseState:
-        state = ai.wait_for(self.client, state, self.budget, stop=self.newer)
+        state = ai.wait_for(
+            self.client, state, self.budget, stop=self.newer, while_waiting=self.while_waiting
+        )
         if self.newer is not None and (not state.finished or self.newer()):
             self._discard(request, state)
             raise NewerFragments(f"OpenAI response {state.id} discarded for newer fragments")

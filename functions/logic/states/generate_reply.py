@@ -16,6 +16,7 @@ from functions.logic.rules import clock
 from functions.logic.rules.debounce import may_answer_again, newer_fragments_arrived
 from functions.logic.shared import consent, limits, turn_input
 from functions.logic.shared.ai_requests import BatchRequest, NewerFragments
+from functions.logic.shared.typing_indicator import TypingIndicator
 from functions.observability import count, logger
 
 NoReply = Literal["nobody", "human", "discarded"]
@@ -83,7 +84,10 @@ def _new_assistant_turn(task: GenerateInput) -> Turn:
     limited = limits.admit_ai_call(conversation)
     if limited is not None:
         return limits.store_limited_turn(task, limited)  # no AI call
+    typing = TypingIndicator(conversation, user_turn)
+    typing.show()  # a reply will follow: "typing…" on WhatsApp while it is written
     request = _batch_request(task, conversation, user_turn)
+    request.while_waiting = typing.refresh_if_due
     if not request.openai_conversation:
         request.openai_conversation = _start_conversation(request)
     reply = _reply_with_a_served_model(request, settings.openai_fallback_model)

@@ -1,6 +1,7 @@
 """The Twilio stand-in: create, list and fetch Messages under `/2010-04-01/Accounts/<sid>/`,
 with the status progression and signed status callbacks of twilio_delivery.py, the list
-filters and paging of twilio_listing.py, and the media people sent (twilio_media.py).
+filters and paging of twilio_listing.py, the media people sent (twilio_media.py) and
+WhatsApp's typing indicator (twilio_typing.py).
 
 `messages.create` takes no idempotency key (none among its parameters in
 https://www.twilio.com/docs/messaging/api/message-resource#create-a-message-resource), and
@@ -41,7 +42,7 @@ from infra.local.standins.twilio_delivery import (
     statuses_after_acceptance,
 )
 from infra.local.standins.twilio_listing import matcher, newest_first, page_of
-from infra.local.standins.twilio_media import MediaStandIn
+from infra.local.standins.twilio_typing import TypingStandIn
 
 API = "/2010-04-01/Accounts"
 MAX_BODY_UTF16_UNITS = 1600
@@ -49,9 +50,9 @@ MAX_BODY_UTF16_UNITS = 1600
 _NOT_IN_RESOURCE = ("content_sid", "status_callback")
 
 
-class TwilioStandIn(MediaStandIn):
+class TwilioStandIn(TypingStandIn):
     rules = [
-        *MediaStandIn.rules,
+        *TypingStandIn.rules,
         Rule(f"{API}/<account_sid>/Messages.json", endpoint="messages_api", methods=["GET", "POST"]),
         Rule(f"{API}/<account_sid>/Messages/<sid>.json", endpoint="message_api", methods=["GET"]),
         Rule("/_control/callbacks", endpoint="control_callbacks", methods=["GET"]),

@@ -13,6 +13,8 @@ plot (docs/benchmarks.png).
    split, reply delay after the last fragment (the production rule code, debounce.py).
 5. Load: messages per second through the local gateway and the webhook's answer times
    (median, p99), 20 conversations typing at once (the reconciler running, as deployed).
+6. The end of a burst: a quiet-mode burst's reply after its last fragment, over the quiet
+   period (tests/support/bench/answer_delay.py).
 """
 
 from __future__ import annotations
@@ -47,7 +49,7 @@ from functions.registry import ALL_FUNCTIONS, BY_NAME, TASKS, WEBHOOK  # noqa: E
 from infra.local import lambdas  # noqa: E402
 from infra.local.stack import LocalConfig, LocalStack  # noqa: E402
 from infra.local.webhooks import inbound_form, post_webhook  # noqa: E402
-from tests.support.bench import population, prices  # noqa: E402
+from tests.support.bench import answer_delay, population, prices  # noqa: E402
 from tests.support.costs import AwsCallCounter, run_counts, webhook_event  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[3]
@@ -480,6 +482,7 @@ def report(results: dict) -> tuple[str, str]:
             "Quiet mode, per extension: transitions / invocations",
             f"{b['extension_transitions']:.1f} / {b['extension_invocations']:.1f}",
         ),
+        answer_delay.row(results["answer_delay"]),
         (
             "Webhook: AWS calls, first message of a window",
             f"{w['calls_first']:.1f} ({_detail(w['calls_first_detail'])})",
@@ -620,6 +623,7 @@ def main() -> int:
     with LocalStack(config) as stack:
         results["webhook"] = measure_webhook(stack, counter, users=100, per_user=11)
         results["bursts"] = measure_bursts(stack, counter)
+        results["answer_delay"] = answer_delay.measure_answer_delay(stack, OUR_NUMBER)
         results["load"] = measure_load(stack)
         # Runs still parked when the stack stops cannot reach it any more: not a finding.
         logger.setLevel(logging.CRITICAL)
