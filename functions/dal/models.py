@@ -79,6 +79,8 @@ class Conversation(TableItem):
     # are recorded, not answered (functions/logic/shared/consent.py).
     opted_out: bool = False
     opted_out_by: str | None = None  # the user turn whose keyword last changed `opted_out`
+    # When the last reply was recorded sent (a fragment soon after it: SplitBursts).
+    last_reply_at: str | None = None
 
 
 class AIRequest(TableItem):
@@ -198,6 +200,7 @@ class Turn(TableItem):
     first_received_at: str | None = None
     last_received_at: str | None = None
     answered_at: str | None = None
+    burst_ended_by: str | None = None  # why the batch's burst ended (debounce.burst_end_reason)
     error: str | None = None
     cause: str | None = None
     failed_at: str | None = None
@@ -222,6 +225,7 @@ class Turn(TableItem):
     completion_tokens: int = 0
     total_tokens: int = 0
     sent_at: str | None = None
+    first_part_at: str | None = None  # when Twilio accepted the reply's first part
     processing_time_ms: int | None = None
     # The cost limit that applied to this batch, if any (functions/logic/shared/limits.py).
     limited: str | None = None

@@ -9,17 +9,20 @@ from functions.contract import AcquireInput, BurstStatus
 from functions.dal import batch_windows, conversations
 from functions.errors import ProcessingLockHeld
 from functions.logic.rules import clock
-from functions.logic.rules.debounce import is_due_now, seconds_until_due
+from functions.logic.rules.debounce import burst_end_reason, seconds_until_due
 
 
 def acquire_processing_lock(task: AcquireInput) -> BurstStatus:
     """If new fragments moved the burst's end, say how long to wait again. Otherwise take
-    the conversation's processing lock (free, ours, or its lease expired)."""
+    the conversation's processing lock (free, ours, or its lease expired), and say why the
+    burst ended (Record Turns And Release Lock counts it: BurstEnd)."""
     moment = clock.now()
     window = batch_windows.get(task.conversation_id)
+    ended_by = None  # the window is closed already: no reason to tell
     if window is not None and window.window_id == task.window_id:
         now_ms = clock.epoch_ms(moment)
-        if not is_due_now(task.rules, window, now_ms):
+        ended_by = burst_end_reason(task.rules, window, now_ms)
+        if ended_by is None:
             return BurstStatus(over=False, wait_seconds=seconds_until_due(task.rules, window, now_ms))
     if not conversations.acquire_lock(
         task.conversation_id,
@@ -30,4 +33,4 @@ def acquire_processing_lock(task: AcquireInput) -> BurstStatus:
     ):
         conversations.require(task.conversation_id)  # a missing conversation is not contention
         raise ProcessingLockHeld(f"conversation {task.conversation_id} is being processed by another run")
-    return BurstStatus(over=True, wait_seconds=0, lock_acquired_at=clock.iso(moment))
+    return BurstStatus(over=True, wait_seconds=0, lock_acquired_at=clock.iso(moment), ended_by=ended_by)
