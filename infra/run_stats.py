@@ -23,6 +23,7 @@ from typing import Any
 
 from boto3.dynamodb.types import TypeDeserializer
 
+from functions.dal import expressions
 from functions.dal.models import Turn, from_dynamo
 from functions.dal.tables import assistant_turn_id
 from functions.logic.rules import clock
@@ -31,10 +32,6 @@ from functions.logic.rules.debounce import splits_a_burst
 BURST_END_REASONS = ("fixed", "quiet", "cap", "flush", "max_messages")
 _SPAN = re.compile(r"^(\d+(?:\.\d+)?)([smhd])$")
 _UNITS = {"s": "seconds", "m": "minutes", "h": "hours", "d": "days"}
-_FIELDS = (
-    "conversation_id, turn_id, #role, #status, message_count, message_sids, first_received_at, "
-    "last_received_at, answered_at, burst_ended_by, first_part_at, sent_at"
-)
 
 
 def parse_since(value: str, now: datetime) -> datetime:
@@ -85,7 +82,7 @@ def burst_stats(turns: Iterable[Turn], since: datetime, split_seconds: float) ->
             t.sent_at for t in conversation.values() if t.role == "assistant" and t.sent_at and t.message_sids
         )
         for user in (t for t in conversation.values() if t.role == "user"):
-            reply = conversation.get(assistant_turn_id(user.turn_id.rsplit("#", 1)[0]))
+            reply = conversation.get(assistant_turn_id(user.window_id))
             if user.answered_at and user.answered_at >= start:
                 _count_batch(stats, user, reply)
             if user.first_received_at and user.first_received_at >= start:
@@ -116,8 +113,8 @@ def scan_turns(dynamodb: Any, table: str, since: datetime, split_seconds: float)
     early = clock.iso(since - timedelta(seconds=split_seconds))
     request = {
         "TableName": table,
-        "ProjectionExpression": _FIELDS,
-        "FilterExpression": "answered_at >= :early OR sent_at >= :early OR first_received_at >= :early",
+        "ProjectionExpression": expressions.TURN_FIGURES,
+        "FilterExpression": expressions.TURNS_SINCE,
         "ExpressionAttributeNames": {"#role": "role", "#status": "status"},
         "ExpressionAttributeValues": {":early": {"S": early}},
     }

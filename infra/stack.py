@@ -15,7 +15,6 @@ from functions.registry import RECONCILER, STATUS_CALLBACK, WEBHOOK
 from infra.constructs.alarm_topic import AlarmTopic
 from infra.constructs.api import WebhookApi
 from infra.constructs.credentials import Credentials
-from infra.constructs.dashboard import Dashboard
 from infra.constructs.event_bus import AnsweredBatchBusPolicy
 from infra.constructs.functions import Functions
 from infra.constructs.monitoring import Monitoring
@@ -65,7 +64,6 @@ class BurstReplyStack(Stack):
         )
         self.public = self._give_public_base(settings, functions, api)
         Monitoring(self, "Monitoring", workflow.state_machine, api.api, functions)
-        Dashboard(self, "Dashboard", workflow.state_machine)
         alarms = AlarmTopic(self, "Alarms", alarm_email=settings.alarm_email)
         CfnOutput(self, "AlarmTopicArn", value=alarms.topic.topic_arn, description="every alarm notifies it")
         events.Rule(

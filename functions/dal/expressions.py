@@ -67,6 +67,13 @@ APPEND_MESSAGE_SID = (
     "SET message_sids = list_append(if_not_exists(message_sids, :empty), :sid), "
     "first_part_at = if_not_exists(first_part_at, :at)"
 )
+# The turns `infra.runs stats` reads: keys, times and counts (no bodies), recorded or begun
+# since `:early`.
+TURN_FIGURES = (
+    "conversation_id, turn_id, window_id, #role, #status, message_count, message_sids, first_received_at, "
+    "last_received_at, answered_at, burst_ended_by, first_part_at, sent_at"
+)
+TURNS_SINCE = "answered_at >= :early OR sent_at >= :early OR first_received_at >= :early"
 # A batch window's turns (infra.runs): `:w` is functions.dal.tables.turn_ids_of_window.
 TURNS_OF_WINDOW = "conversation_id = :c AND begins_with(turn_id, :w)"
 # An answered batch, in one transaction: its turns (`#s`: status), the conversation's totals,
