@@ -112,7 +112,8 @@ BurstEnd = Literal["fixed", "quiet", "cap", "flush", "max_messages"]
 
 def burst_end_reason(rules: BatchingRules, window: BatchWindow, now_ms: int) -> BurstEnd | None:
     """Why the burst of `window` is over now (None: it is not): a flush keyword, enough
-    fragments, the cap on the wait (`max_wait_seconds`), or the mode's own due time."""
+    fragments, the cap on the wait (`max_wait_seconds`), or the mode's own due time: the
+    fixed window, or a quiet period."""
     if window.flush_requested:
         return "flush"
     if rules.max_messages and window.message_count >= rules.max_messages:
@@ -121,7 +122,9 @@ def burst_end_reason(rules: BatchingRules, window: BatchWindow, now_ms: int) -> 
     cap = _cap_ms(rules, window.opened_ms)
     if min(mode_due, cap) > now_ms:
         return None
-    return "cap" if cap < mode_due else rules.mode
+    if cap < mode_due:
+        return "cap"
+    return "fixed" if rules.mode == "fixed" else "quiet"  # any mode that waits for a quiet period
 
 
 def is_due_now(rules: BatchingRules, window: BatchWindow, now_ms: int) -> bool:
