@@ -72,6 +72,8 @@ class Settings(BaseModel):
     # next window.
     on_newer: Literal["merge", "next"] = "merge"
     max_regenerations: Annotated[int, Field(ge=0, le=5)] = 2
+    # A burst that begins this soon after a reply was split by the wait (SplitBursts); 0: none counted.
+    split_seconds: Annotated[float, Field(ge=0)] = 30
     # A batch holds at most this many messages, and bodies of at most this many bytes (the
     # merged user turn is one DynamoDB item, at most 400 KB); the rest go to the next batch.
     max_batch_size: Annotated[int, Field(ge=1, le=100)] = 50

@@ -11,7 +11,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from functions.dal.tables import assistant_turn_id, user_turn_id
-from functions.logic.rules.debounce import BatchingRules
+from functions.logic.rules.debounce import BatchingRules, BurstEnd
 
 
 class Contract(BaseModel):
@@ -55,6 +55,9 @@ class BurstStatus(Contract):
     over: bool
     wait_seconds: int
     lock_acquired_at: str | None = None
+    # Why the burst ended (debounce.burst_end_reason), once it is over; None before, or
+    # when the window was found closed.
+    ended_by: BurstEnd | None = None
 
 
 class RunInput(Contract):
@@ -137,6 +140,7 @@ class SentSummary(Contract):
 
 class RecordInput(BatchRef):
     lock_acquired_at: str
+    ended_by: BurstEnd | None  # why the burst ended (BurstStatus)
     batch: BatchSummary
     reply: ReplySummary
     sent: SentSummary

@@ -9,7 +9,7 @@ from collections.abc import Callable
 from typing import Any
 
 from aws_lambda_powertools import Logger, Metrics, single_metric
-from aws_lambda_powertools.metrics import MetricUnit
+from aws_lambda_powertools.metrics import EphemeralMetrics, MetricUnit
 
 SERVICE = "burst-reply"
 NAMESPACE = "BurstReply"
@@ -33,6 +33,15 @@ def count_by_tenant(name: str, tenant: str, value: float = 1) -> None:
 
 def milliseconds(name: str, value: float) -> None:
     metrics.add_metric(name=name, unit=MetricUnit.Milliseconds, value=value)
+
+
+def count_by(name: str, dimension: str, value: str) -> None:
+    """One count with a dimension of its own besides `service` (BurstEnd by `reason`),
+    printed at once as a record of its own: the handler's other metrics keep only `service`."""
+    one = EphemeralMetrics(namespace=NAMESPACE, service=SERVICE)
+    one.add_dimension(name=dimension, value=value)
+    one.add_metric(name=name, unit=MetricUnit.Count, value=1)
+    one.flush_metrics()
 
 
 def lambda_entry_point(handler: Callable[..., Any]) -> Callable[..., Any]:

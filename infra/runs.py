@@ -5,9 +5,12 @@ their durations, retries and errors, beside the conversation's recorded turns.
     python -m infra.runs list [--status FAILED] [--conversation ID] [--limit N]
     python -m infra.runs show EXECUTION_NAME_OR_ARN [--bodies]
     python -m infra.runs redrive CONVERSATION_ID
+    python -m infra.runs stats [--since 1h]
 
 `redrive` makes a conversation's set-aside messages (a permanent error, or a batch that
-kept failing) pending again and opens a window for them.
+kept failing) pending again and opens a window for them. `stats` prints the burst's
+figures (reply delay, fragments per reply, split bursts, burst ends by reason) computed
+from the Turns table, as the functions' metrics count them (infra/run_stats.py).
 
 On AWS it reads every name it needs from the stack's outputs (STACK_NAME, default
 BurstReply). Locally, set STATE_MACHINE_ARN and TURNS_TABLE, and AWS_ENDPOINT_URL to
@@ -202,10 +205,14 @@ def main(argv: list[str] | None = None) -> int:
     showing.add_argument("--bodies", action="store_true", help="also print message texts (personal data)")
     redriving = commands.add_parser("redrive", help="answer a conversation's set-aside messages after all")
     redriving.add_argument("conversation")
+    stating = commands.add_parser("stats", help="the burst's figures, from the tables")
+    stating.add_argument("--since", default="1h", help="a span (1h, 30m, 2d) or an ISO 8601 time")
     args = parser.parse_args(argv)
 
     if not os.environ.get("STATE_MACHINE_ARN"):
         os.environ.update(settings_from_stack(os.environ.get("STACK_NAME", STACK_NAME)))
+    if args.command == "stats":
+        return _stats(args.since)
     state_machine_arn = os.environ.get("STATE_MACHINE_ARN")
     if not state_machine_arn:
         print("Set STATE_MACHINE_ARN, or STACK_NAME for a deployed stack.", file=sys.stderr)
@@ -223,6 +230,22 @@ def main(argv: list[str] | None = None) -> int:
             print(f"{run['startDate']:%Y-%m-%d %H:%M:%S}  {run['status']:<9} {took}  {run['name']}")
     else:
         print("\n".join(runs.show(args.execution, args.bodies)))
+    return 0
+
+
+def _stats(since: str) -> int:
+    from functions.config import Settings  # SPLIT_SECONDS, as the webhook reads it
+    from functions.logic.rules import clock
+    from infra.run_stats import burst_stats, parse_since, scan_turns
+
+    try:
+        start = parse_since(since, clock.now())
+    except ValueError as error:
+        print(error, file=sys.stderr)
+        return 2
+    split_seconds = float(os.environ.get("SPLIT_SECONDS") or Settings.model_fields["split_seconds"].default)
+    turns = scan_turns(boto3.client("dynamodb"), os.environ.get("TURNS_TABLE", "Turns"), start, split_seconds)
+    print("\n".join(burst_stats(turns, start, split_seconds).lines()))
     return 0
 
 

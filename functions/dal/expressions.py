@@ -65,18 +65,31 @@ ARRIVE = (
 # --- turns ------------------------------------------------------------------------------
 IS_A_TURN = "attribute_exists(turn_id)"
 SET_TRANSCRIPTS = "SET transcripts = :t"
-# A reply part's MessageSid, appended in part order (the condition is built in turns.py).
-APPEND_MESSAGE_SID = "SET message_sids = list_append(if_not_exists(message_sids, :empty), :sid)"
+# A reply part's MessageSid, appended in part order (the condition is built in turns.py),
+# and when Twilio accepted the turn's first part (ReplyDelay).
+APPEND_MESSAGE_SID = (
+    "SET message_sids = list_append(if_not_exists(message_sids, :empty), :sid), "
+    "first_part_at = if_not_exists(first_part_at, :at)"
+)
+# The turns `infra.runs stats` reads: keys, times and counts (no bodies), recorded or begun
+# since `:early`.
+TURN_FIGURES = (
+    "conversation_id, turn_id, window_id, #role, #status, message_count, message_sids, first_received_at, "
+    "last_received_at, answered_at, burst_ended_by, first_part_at, sent_at"
+)
+TURNS_SINCE = "answered_at >= :early OR sent_at >= :early OR first_received_at >= :early"
 # A batch window's turns (infra.runs): `:w` is functions.dal.tables.turn_ids_of_window.
 TURNS_OF_WINDOW = "conversation_id = :c AND begins_with(turn_id, :w)"
 # An answered batch, in one transaction: its turns (`#s`: status), the conversation's totals,
 # and the processing lock released (on condition HOLDS_LOCK).
-ANSWER_USER_TURN = "SET #s = :status, answered_at = :at"
+ANSWER_USER_TURN = "SET #s = :status, answered_at = :at, burst_ended_by = :ended"
 SEND_ASSISTANT_TURN = "SET #s = :sent, sent_at = :at, processing_time_ms = :ms"
-RECORD_ANSWER_AND_RELEASE_LOCK = (
-    "SET updated_at = :at, conversation_status = :status, last_assistant_message_sid = :sid "
-    "ADD prompt_tokens :p, completion_tokens :c, total_tokens :t, turn_count :turns " + RELEASE_LOCK
-)
+_RECORD_ANSWER = "SET updated_at = :at, conversation_status = :status, last_assistant_message_sid = :sid"
+_ADD_TOTALS = " ADD prompt_tokens :p, completion_tokens :c, total_tokens :t, turn_count :turns "
+RECORD_ANSWER_AND_RELEASE_LOCK = _RECORD_ANSWER + _ADD_TOTALS + RELEASE_LOCK
+# The same, when a message went to the user: when (the webhook counts a fragment soon after
+# it as a split burst).
+RECORD_REPLY_AND_RELEASE_LOCK = _RECORD_ANSWER + ", last_reply_at = :at" + _ADD_TOTALS + RELEASE_LOCK
 BEGIN_SENDING = (
     "SET sending_since = if_not_exists(sending_since, :now), deliveries = if_not_exists(deliveries, :none)"
 )

@@ -85,6 +85,8 @@ class Conversation(TableItem):
     learned_quiet_ms: int | None = None
     last_burst_ms: int | None = None
     burst_closed_ms: int | None = None
+    # When the last reply was recorded sent (a fragment soon after it: SplitBursts).
+    last_reply_at: str | None = None
 
 
 class AIRequest(TableItem):
@@ -213,6 +215,7 @@ class Turn(TableItem):
     # Each fragment's arrival after the first, in milliseconds (python -m infra.replay).
     arrival_offsets_ms: list[int] = []
     answered_at: str | None = None
+    burst_ended_by: str | None = None  # why the batch's burst ended (debounce.burst_end_reason)
     error: str | None = None
     cause: str | None = None
     failed_at: str | None = None
@@ -243,6 +246,7 @@ class Turn(TableItem):
     completion_tokens: int = 0
     total_tokens: int = 0
     sent_at: str | None = None
+    first_part_at: str | None = None  # when Twilio accepted the reply's first part
     processing_time_ms: int | None = None
     # The cost limit that applied to this batch, if any (functions/logic/shared/limits.py).
     limited: str | None = None

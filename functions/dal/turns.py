@@ -100,8 +100,11 @@ def begin_sending(conversation_id: str, turn_id: str, now: str) -> str:
     return str(updated["Attributes"]["sending_since"])
 
 
-def append_sent_part(conversation_id: str, turn_id: str, part_index: int, message_sid: str) -> None:
-    """Record that reply part `part_index` was sent, exactly once per part."""
+def append_sent_part(
+    conversation_id: str, turn_id: str, part_index: int, message_sid: str, accepted_at: str
+) -> None:
+    """Record that reply part `part_index` was sent (Twilio accepted it at `accepted_at`),
+    exactly once per part; the turn keeps when its first part was."""
     _table().update_item(
         Key={"conversation_id": conversation_id, "turn_id": turn_id},
         UpdateExpression=expressions.APPEND_MESSAGE_SID,
@@ -109,7 +112,7 @@ def append_sent_part(conversation_id: str, turn_id: str, part_index: int, messag
         if part_index
         else Attr("turn_id").exists()
         & (Attr("message_sids").not_exists() | Attr("message_sids").size().eq(0)),
-        ExpressionAttributeValues={":sid": [message_sid], ":empty": []},
+        ExpressionAttributeValues={":sid": [message_sid], ":empty": [], ":at": accepted_at},
     )
 
 
@@ -200,10 +203,12 @@ def record_answered_batch(
     tokens: dict[str, int],
     last_message_sid: str | None,
     limited: bool = False,
+    ended_by: str | None = None,
 ) -> bool:
     """In one transaction: mark the user turn answered (or handed off to a person, when
-    there is no assistant turn, or limited, when a cost limit stopped the AI call), the
-    assistant turn sent (or limited), update the conversation's totals and release the
+    there is no assistant turn, or limited, when a cost limit stopped the AI call) with
+    why its burst ended, the assistant turn sent (or limited), update the conversation's
+    totals (and when it last got a reply, if a message went out) and release the
     processing lock, on condition that this run still holds it. False if the lock is no
     longer ours. (The resource's client takes plain Python values.)"""
     handed_off = assistant_turn_id is None
@@ -212,7 +217,11 @@ def record_answered_batch(
     status = "awaiting_agent" if handed_off else ("limited" if limited else "reply_sent")
     items = [
         _turn_update(
-            conversation_id, user_turn_id, expressions.ANSWER_USER_TURN, {":status": user_status}, answered_at
+            conversation_id,
+            user_turn_id,
+            expressions.ANSWER_USER_TURN,
+            {":status": user_status, ":ended": ended_by},
+            answered_at,
         ),
         _totals_update(
             conversation_id, owner, status, answered_at, tokens, last_message_sid, 1 if handed_off else 2
@@ -258,7 +267,9 @@ def _totals_update(
         "Update": {
             "TableName": get_settings().conversations_table,
             "Key": {"conversation_id": conversation_id},
-            "UpdateExpression": expressions.RECORD_ANSWER_AND_RELEASE_LOCK,
+            "UpdateExpression": expressions.RECORD_REPLY_AND_RELEASE_LOCK
+            if last_message_sid
+            else expressions.RECORD_ANSWER_AND_RELEASE_LOCK,
             "ConditionExpression": expressions.HOLDS_LOCK,
             "ExpressionAttributeValues": {
                 ":at": at,

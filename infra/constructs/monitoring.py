@@ -10,6 +10,7 @@ from aws_cdk import aws_stepfunctions as sfn
 from constructs import Construct
 
 from functions.registry import WEBHOOK
+from infra.constructs.dashboard import Dashboard
 from infra.constructs.functions import Functions
 from infra.names import NAMESPACE, SERVICE
 
@@ -20,7 +21,8 @@ class Monitoring(Construct):
     """Alarms an operator needs: failed runs, throttling, webhook errors and refusals,
     messages waiting too long, OpenAI out of quota or not serving the model, replies not
     delivered, batches set aside. Each notifies the alarm topic (infra/constructs/alarm_topic.py
-    gives every alarm of the stack its actions, so an alarm added here needs nothing more)."""
+    gives every alarm of the stack its actions, so an alarm added here needs nothing more);
+    and the dashboard (dashboard.py)."""
 
     def __init__(
         self,
@@ -37,6 +39,7 @@ class Monitoring(Construct):
             *self._service_alarms(),
             *self._spend_alarms(),
         ]
+        self.dashboard = Dashboard(self, "Dashboard", state_machine)  # what the alarms watch, graphed
 
     def _alarm(
         self, alarm_id: str, description: str, metric: cloudwatch.IMetric, threshold: float = 1

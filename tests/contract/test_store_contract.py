@@ -113,12 +113,13 @@ def test_reply_parts_are_recorded_in_order_once_and_sending_begins_once(store):
     assert turns.begin_sending("c1", "a1", "t2") == "t1"  # a second call keeps the first time
     assert turns.require("c1", "a1").sending_since == "t1"
     with pytest.raises(ClientError):
-        turns.append_sent_part("c1", "a1", 1, "SM-out-of-order")
-    turns.append_sent_part("c1", "a1", 0, "SM0")
+        turns.append_sent_part("c1", "a1", 1, "SM-out-of-order", "t3")
+    turns.append_sent_part("c1", "a1", 0, "SM0", "t4")
     with pytest.raises(ClientError):
-        turns.append_sent_part("c1", "a1", 0, "SM0-again")
-    turns.append_sent_part("c1", "a1", 1, "SM1")
+        turns.append_sent_part("c1", "a1", 0, "SM0-again", "t5")
+    turns.append_sent_part("c1", "a1", 1, "SM1", "t6")
     assert turns.require("c1", "a1").message_sids == ["SM0", "SM1"]
+    assert turns.require("c1", "a1").first_part_at == "t4"  # when the first part was accepted
 
 
 def test_the_template_is_claimed_by_the_first_owner(store):

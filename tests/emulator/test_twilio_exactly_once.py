@@ -57,11 +57,11 @@ def test_a_task_that_dies_after_twilio_accepted_a_part_does_not_send_it_again(ha
     record = turns.append_sent_part
     died: list[int] = []
 
-    def dies_once_before_recording_part_two(conversation, turn, index, sid):
+    def dies_once_before_recording_part_two(conversation, turn, index, sid, accepted_at):
         if index == 1 and not died:
             died.append(index)
             raise LambdaTimedOut("stopped after Twilio accepted part 2")
-        record(conversation, turn, index, sid)
+        record(conversation, turn, index, sid, accepted_at)
 
     monkeypatch.setattr(turns, "append_sent_part", dies_once_before_recording_part_two)
 

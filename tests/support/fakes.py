@@ -181,6 +181,7 @@ class InMemoryStore(InMemoryStagedMessages):
         tokens: dict[str, int],
         last_message_sid: str | None,
         limited: bool = False,
+        ended_by: str | None = None,
     ) -> bool:
         """The transaction: the turns' statuses, and the lock released, if `owner` holds it
         (the conversation's totals are not kept here)."""
@@ -188,7 +189,9 @@ class InMemoryStore(InMemoryStagedMessages):
             return False
         user = self._turn(conversation_id, user_turn_id, "user")
         user.status = "handed_off" if assistant_turn_id is None else ("limited" if limited else "answered")
-        user.answered_at = answered_at
+        user.answered_at, user.burst_ended_by = answered_at, ended_by
+        if last_message_sid and conversation_id in self.conversations:
+            self.conversations[conversation_id].last_reply_at = answered_at
         if assistant_turn_id is not None:
             assistant = self._turn(conversation_id, assistant_turn_id, "assistant")
             assistant.status, assistant.sent_at = ("limited" if limited else "sent"), answered_at
@@ -219,13 +222,16 @@ class InMemoryStore(InMemoryStagedMessages):
         turn.sending_since = turn.sending_since or now
         return turn.sending_since
 
-    def append_sent_part(self, conversation_id: str, turn_id: str, part_index: int, message_sid: str) -> None:
+    def append_sent_part(
+        self, conversation_id: str, turn_id: str, part_index: int, message_sid: str, accepted_at: str
+    ) -> None:
         if "append_sent_part" in self.die_after:
             raise self.die_after.pop("append_sent_part")
         turn = self.turns.get((conversation_id, turn_id))
         if turn is None or len(turn.message_sids) != part_index:  # in order, once
             raise condition_failed("UpdateItem")
         turn.message_sids = [*turn.message_sids, message_sid]
+        turn.first_part_at = turn.first_part_at or accepted_at
 
     def record_delivery_failure(self, conversation_id: str, code: int | None, at: str) -> None:
         self.delivery_failures.append((conversation_id, code))

@@ -125,6 +125,7 @@ RECORD = RecordInput(
     window_id="w1",
     execution_name="c1-w1",
     lock_acquired_at="2026-11-26T12:00:28+00:00",
+    ended_by="quiet",
     batch=BatchSummary(message_count=2, message_sids=[SM1, SM2]),
     reply=REPLY,
     sent=SentSummary(message_sids=["SMout"], parts=1),

@@ -96,6 +96,7 @@ def test_a_due_burst_takes_the_lock(world):
     status = acquire_processing_lock(acquire())
     assert status.over and status.lock_acquired_at == clock.iso(world["now"])
     assert world["store"].locks["c1"][0] == "c1-w1"
+    assert status.ended_by == "fixed"  # carried to Record Turns And Release Lock (BurstEnd)
 
 
 def test_a_lock_held_by_another_run_is_contention(world):

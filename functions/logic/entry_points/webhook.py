@@ -15,7 +15,7 @@ from functions.dal.staged_messages import Staging
 from functions.inbound import Channel, InboundMessage
 from functions.logic.rules import clock
 from functions.logic.rules.adaptive import Learned, for_new_window
-from functions.logic.rules.debounce import BatchingRules, is_flush_keyword, resolve_rules
+from functions.logic.rules.debounce import BatchingRules, is_flush_keyword, resolve_rules, splits_a_burst
 from functions.logic.shared.admission import Refusal, Signature, admit
 from functions.logic.shared.windows import count_in_window, open_batch_window
 from functions.observability import count, logger
@@ -125,7 +125,10 @@ def _stage(
     rules = window_rules(conversation, channel, received_ms)
     if staging is Staging.STAGED:
         flush = is_flush_keyword(rules, message.body)
-        count_in_window(conversation.conversation_id, rules, received_ms, flush)
+        opened = count_in_window(conversation.conversation_id, rules, received_ms, flush)
+        last_reply_ms = clock.iso_to_ms(conversation.last_reply_at) if conversation.last_reply_at else None
+        if opened and splits_a_burst(last_reply_ms, received_ms, get_settings().split_seconds):
+            count("SplitBursts")  # once per burst: by the fragment that opened its window
     elif staging is Staging.DUPLICATE_PENDING:
         # Its first delivery may have staged it and died before the window's run started.
         open_batch_window(conversation.conversation_id, rules, ensure_started=True)

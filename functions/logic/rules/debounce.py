@@ -106,16 +106,22 @@ def resolve_rules(
 
 def due_ms(rules: BatchingRules, opened_ms: int, last_ms: int, previous_ms: int | None) -> int:
     """When the window's burst is over."""
-    cap = opened_ms + int(rules.max_wait_seconds * 1000)
+    return min(_mode_due_ms(rules, opened_ms, last_ms, previous_ms), _cap_ms(rules, opened_ms))
+
+
+def _cap_ms(rules: BatchingRules, opened_ms: int) -> int:
+    return opened_ms + int(rules.max_wait_seconds * 1000)
+
+
+def _mode_due_ms(rules: BatchingRules, opened_ms: int, last_ms: int, previous_ms: int | None) -> int:
+    """When the mode says the burst is over, before the cap."""
     if rules.mode == "fixed":
-        due = opened_ms + int(rules.window_seconds * 1000)
-    elif rules.mode == "adaptive":
-        due = last_ms + int(rules.quiet_seconds * 1000)
-    else:
-        typing = previous_ms is not None and last_ms - previous_ms < rules.typing_gap_seconds * 1000
-        quiet = rules.typing_quiet_seconds if typing else rules.quiet_seconds
-        due = last_ms + int(quiet * 1000)
-    return min(due, cap)
+        return opened_ms + int(rules.window_seconds * 1000)
+    if rules.mode == "adaptive":
+        return last_ms + int(rules.quiet_seconds * 1000)
+    typing = previous_ms is not None and last_ms - previous_ms < rules.typing_gap_seconds * 1000
+    quiet = rules.typing_quiet_seconds if typing else rules.quiet_seconds
+    return last_ms + int(quiet * 1000)
 
 
 def is_flush_keyword(rules: BatchingRules, body: str) -> bool:
@@ -128,13 +134,37 @@ def window_due_ms(rules: BatchingRules, window: BatchWindow) -> int:
     return due_ms(rules, window.opened_ms, window.last_message_ms, window.previous_message_ms)
 
 
+BurstEnd = Literal["fixed", "quiet", "cap", "flush", "max_messages"]
+
+
+def burst_end_reason(rules: BatchingRules, window: BatchWindow, now_ms: int) -> BurstEnd | None:
+    """Why the burst of `window` is over now (None: it is not): a flush keyword, enough
+    fragments, the cap on the wait (`max_wait_seconds`), or the mode's own due time: the
+    fixed window, or a quiet period."""
+    if window.flush_requested:
+        return "flush"
+    if rules.max_messages and window.message_count >= rules.max_messages:
+        return "max_messages"
+    mode_due = _mode_due_ms(rules, window.opened_ms, window.last_message_ms, window.previous_message_ms)
+    cap = _cap_ms(rules, window.opened_ms)
+    if min(mode_due, cap) > now_ms:
+        return None
+    if cap < mode_due:
+        return "cap"
+    return "fixed" if rules.mode == "fixed" else "quiet"  # any mode that waits for a quiet period
+
+
 def is_due_now(rules: BatchingRules, window: BatchWindow, now_ms: int) -> bool:
     """Whether the run waiting on `window` should answer now."""
-    if window.flush_requested:
-        return True
-    if rules.max_messages and window.message_count >= rules.max_messages:
-        return True
-    return window_due_ms(rules, window) <= now_ms
+    return burst_end_reason(rules, window, now_ms) is not None
+
+
+def splits_a_burst(last_reply_at_ms: int | None, received_ms: int, split_seconds: float) -> bool:
+    """Whether a fragment that begins a new burst came so soon after the last reply that
+    the person was most likely still writing the burst it answered (SplitBursts)."""
+    if last_reply_at_ms is None:
+        return False
+    return 0 <= received_ms - last_reply_at_ms < split_seconds * 1000
 
 
 def seconds_until_due(rules: BatchingRules, window: BatchWindow, now_ms: int) -> int:

@@ -1,7 +1,7 @@
 """Acquire Processing Lock: re-check the burst's end first (new fragments may have moved
 it, so that a quiet-mode extension costs three state transitions and no more; a burst due
 within a second is held for here), then take the conversation's processing lock (with what
-an `adaptive` conversation learned from the burst)."""
+an `adaptive` conversation learned from the burst) and say why the burst ended."""
 
 from __future__ import annotations
 
@@ -14,15 +14,24 @@ from functions.dal.models import BatchWindow
 from functions.errors import ProcessingLockHeld
 from functions.logic.rules import clock
 from functions.logic.rules.adaptive import after_burst
-from functions.logic.rules.debounce import BatchingRules, hold_ms, is_due_now, seconds_until_due
+from functions.logic.rules.debounce import (
+    BatchingRules,
+    BurstEnd,
+    burst_end_reason,
+    hold_ms,
+    seconds_until_due,
+)
 
 
 def acquire_processing_lock(task: AcquireInput) -> BurstStatus:
     """If new fragments moved the burst's end, say how long to wait again. Otherwise take
-    the conversation's processing lock (free, ours, or its lease expired)."""
-    moment, window, waiting = _burst_end(task)
-    if waiting is not None:
-        return waiting
+    the conversation's processing lock (free, ours, or its lease expired), and say why the
+    burst ended (Record Turns And Release Lock counts it: BurstEnd)."""
+    moment, window, ended_by = _burst_end(task)
+    if window is not None and ended_by is None:
+        return BurstStatus(
+            over=False, wait_seconds=seconds_until_due(task.rules, window, clock.epoch_ms(moment))
+        )
     if not conversations.acquire_lock(
         task.conversation_id,
         task.execution_name,
@@ -33,14 +42,14 @@ def acquire_processing_lock(task: AcquireInput) -> BurstStatus:
     ):
         conversations.require(task.conversation_id)  # a missing conversation is not contention
         raise ProcessingLockHeld(f"conversation {task.conversation_id} is being processed by another run")
-    return BurstStatus(over=True, wait_seconds=0, lock_acquired_at=clock.iso(moment))
+    return BurstStatus(over=True, wait_seconds=0, lock_acquired_at=clock.iso(moment), ended_by=ended_by)
 
 
-def _burst_end(task: AcquireInput) -> tuple[datetime, BatchWindow | None, BurstStatus | None]:
-    """Now, the run's window (None when it is gone) and how long to wait again if the
-    burst is not over. A burst due within a second is held for here (the whole-second wait
-    ended just before its due time), then the window is read again: a fragment that came
-    meanwhile moves its end."""
+def _burst_end(task: AcquireInput) -> tuple[datetime, BatchWindow | None, BurstEnd | None]:
+    """Now, the run's window (None: it is closed already, and there is no reason to tell)
+    and why its burst ended (None: it has not). A burst due within a second is held for
+    here (the whole-second wait ended just before its due time), then the window is read
+    again: a fragment that came meanwhile moves its end."""
     moment = clock.now()
     window = _window_of(task)
     if window is None:
@@ -52,10 +61,7 @@ def _burst_end(task: AcquireInput) -> tuple[datetime, BatchWindow | None, BurstS
         window = _window_of(task)
         if window is None:
             return moment, None, None
-    now_ms = clock.epoch_ms(moment)
-    if is_due_now(task.rules, window, now_ms):
-        return moment, window, None
-    return moment, window, BurstStatus(over=False, wait_seconds=seconds_until_due(task.rules, window, now_ms))
+    return moment, window, burst_end_reason(task.rules, window, clock.epoch_ms(moment))
 
 
 def _window_of(task: AcquireInput) -> BatchWindow | None:

@@ -5,9 +5,11 @@ from __future__ import annotations
 from functions.config import get_settings
 from functions.contract import BatchRef, RecordInput, RecordOutput
 from functions.dal import conversations, staged_messages, turns
+from functions.dal.models import Turn
 from functions.errors import ProcessingLockLost
 from functions.integrations import event_bus
 from functions.logic.rules import clock
+from functions.logic.shared.batch_metrics import count_answered_batch
 from functions.observability import count, logger
 
 
@@ -40,6 +42,7 @@ def record_turns_and_release_lock(task: RecordInput) -> RecordOutput:
         },
         last_message_sid=task.sent.message_sids[-1] if task.sent.message_sids else None,
         limited=limited,
+        ended_by=task.ended_by,
     )
     if not recorded:
         turn_id, done = (task.user_turn_id, "handed_off") if handed_off else (task.assistant_turn_id, "sent")
@@ -47,15 +50,19 @@ def record_turns_and_release_lock(task: RecordInput) -> RecordOutput:
         turn = turns.get(task.conversation_id, turn_id)
         if turn is None or turn.status != done:  # not a retry of our own transaction
             raise ProcessingLockLost(f"{task.execution_name} no longer holds the processing lock")
-    return RecordOutput(processing_time_ms=processing_ms, announced=_announce(task))
+    return RecordOutput(processing_time_ms=processing_ms, announced=_measure_and_announce(task))
 
 
-def _announce(ref: BatchRef) -> bool:
-    """Publish the answered batch for other services: keys and counts; the texts and the
-    user's address only when EVENT_INCLUDES_TEXTS is on (they are personal data). The
-    batch is answered already: a failure is logged and counted, never raised."""
+def _measure_and_announce(task: RecordInput) -> bool:
+    """Count how the batch felt to the person (batch_metrics.py), then publish it for other
+    services: keys and counts; the texts and the user's address only when
+    EVENT_INCLUDES_TEXTS is on (they are personal data). The batch is answered already: a
+    failure is logged and counted, never raised."""
     try:
-        event_bus.publish_batch_answered(_answered_batch(ref))
+        user_turn = turns.get(task.conversation_id, task.user_turn_id)
+        assistant_turn = turns.get(task.conversation_id, task.assistant_turn_id)
+        count_answered_batch(task, user_turn, assistant_turn)
+        event_bus.publish_batch_answered(_answered_batch(task, user_turn, assistant_turn))
     except Exception:
         logger.exception("batch.answered not published")
         count("AnnounceFailures")
@@ -63,10 +70,8 @@ def _announce(ref: BatchRef) -> bool:
     return True
 
 
-def _answered_batch(ref: BatchRef) -> dict[str, object]:
+def _answered_batch(ref: BatchRef, user_turn: Turn | None, assistant_turn: Turn | None) -> dict[str, object]:
     conversation = conversations.require(ref.conversation_id)
-    user_turn = turns.get(ref.conversation_id, ref.user_turn_id)
-    assistant_turn = turns.get(ref.conversation_id, ref.assistant_turn_id)
     merged_text = user_turn.body if user_turn else ""
     reply_text = assistant_turn.body if assistant_turn else ""
     detail: dict[str, object] = {

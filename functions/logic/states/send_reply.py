@@ -143,5 +143,6 @@ class _ReplyPart:
         )
 
     def record(self, sid: str) -> None:
-        turns.append_sent_part(self.task.conversation_id, self.task.assistant_turn_id, self.index, sid)
+        task, accepted_at = self.task, clock.iso(clock.now())
+        turns.append_sent_part(task.conversation_id, task.assistant_turn_id, self.index, sid, accepted_at)
         self.sent.append(sid)

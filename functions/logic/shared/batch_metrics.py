@@ -1,0 +1,38 @@
+"""How an answered batch felt to the person, counted once it is recorded:
+
+- `BurstEnd` (dimension `reason`: fixed, quiet, cap, flush, max_messages): why the wait
+  ended (debounce.burst_end_reason, carried by the run from Acquire Processing Lock);
+- `FragmentsPerReply`: the fragments one reply answered;
+- `ReplyDelay`: from the batch's last fragment (its arrival at the webhook) to Twilio
+  accepting the reply's first part (recorded by Send Reply).
+
+`SplitBursts` is counted by the webhook (a fragment soon after a reply), and
+`python -m infra.runs stats` computes the same figures from the tables."""
+
+from __future__ import annotations
+
+from functions.contract import RecordInput
+from functions.dal.models import Turn
+from functions.logic.rules import clock
+from functions.observability import count, count_by, milliseconds
+
+
+def count_answered_batch(task: RecordInput, user_turn: Turn | None, assistant_turn: Turn | None) -> None:
+    if task.ended_by:
+        count_by("BurstEnd", "reason", task.ended_by)
+    if task.reply.answered_by != "ai" or not task.sent.message_sids:
+        return  # no reply to the batch: handed off, limited, or nothing sent
+    count("FragmentsPerReply", task.batch.message_count)
+    delay = reply_delay_ms(user_turn, assistant_turn)
+    if delay is not None:
+        milliseconds("ReplyDelay", delay)
+
+
+def reply_delay_ms(user_turn: Turn | None, assistant_turn: Turn | None) -> int | None:
+    """Last fragment received to first reply part accepted, in milliseconds; None when
+    either time is unknown (a template sent instead of the reply has no first part)."""
+    last = user_turn.last_received_at if user_turn else None
+    first = assistant_turn.first_part_at if assistant_turn else None
+    if not last or not first:
+        return None
+    return max(0, clock.iso_to_ms(first) - clock.iso_to_ms(last))

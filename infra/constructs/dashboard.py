@@ -1,0 +1,86 @@
+"""The operator's CloudWatch dashboard: how the burst feels to the person (ReplyDelay,
+FragmentsPerReply, SplitBursts, BurstEnd by reason, RepliesDiscarded), then the AI, the
+deliveries, the errors and the cost limits, from the metrics the functions emit (EMF,
+namespace BurstReply, dimension `service`) and the state machine's own."""
+
+from __future__ import annotations
+
+from aws_cdk import Duration
+from aws_cdk import aws_cloudwatch as cloudwatch
+from aws_cdk import aws_stepfunctions as sfn
+from constructs import Construct
+
+from infra.names import NAMESPACE, SERVICE
+
+PERIOD = Duration.minutes(5)
+BURST_END_REASONS = ("fixed", "quiet", "cap", "flush", "max_messages")
+# The rows of count (Sum) graphs below the burst's own: title, metrics.
+COUNT_ROWS: tuple[tuple[str, tuple[str, ...]], ...] = (
+    ("AI", ("AIErrors", "AIQuotaExhausted", "AIModelUnavailable", "AIRepliesCut", "AIRepliesFiltered")),
+    (
+        "Delivery",
+        ("TwilioErrors", "UndeliveredReplies", "FallbackReplies", "TemplatesSent", "ReplyPartsFoundSent"),
+    ),
+    ("Errors", ("WebhooksRefused", "WebhooksMalformed", "DeadLetteredBatches", "AnnounceFailures")),
+    ("Cost limits", ("CostLimitReached", "ReplyPartsCapped", "OptOuts")),
+)
+
+
+class Dashboard(Construct):
+    def __init__(self, scope: Construct, construct_id: str, state_machine: sfn.StateMachine) -> None:
+        super().__init__(scope, construct_id)
+        self.dashboard = cloudwatch.Dashboard(self, "Dashboard", default_interval=Duration.hours(3))
+        self.dashboard.add_widgets(*_burst_row())
+        self.dashboard.add_widgets(
+            _graph("AI latency (ms)", _spread("AILatency")),
+            _graph("Twilio latency (ms)", _spread("TwilioLatency")),
+            _graph(
+                "Runs",
+                [
+                    state_machine.metric_succeeded(period=PERIOD, statistic="Sum"),
+                    state_machine.metric_failed(period=PERIOD, statistic="Sum"),
+                ],
+            ),
+            _graph("Oldest pending message (s)", [_metric("OldestPendingMessageAge", "Maximum")]),
+        )
+        for title, names in COUNT_ROWS:
+            self.dashboard.add_widgets(_graph(title, [_metric(name, "Sum") for name in names], width=24))
+
+
+def _burst_row() -> list[cloudwatch.IWidget]:
+    return [
+        _graph("Reply delay: last fragment to first part (ms)", _spread("ReplyDelay")),
+        _graph("Fragments per reply", [_metric("FragmentsPerReply", s) for s in ("Average", "Maximum")]),
+        _graph(
+            "Burst ends, by reason",
+            [_metric("BurstEnd", "Sum", reason=reason, label=reason) for reason in BURST_END_REASONS],
+        ),
+        _graph(
+            "Split bursts and discarded replies",
+            [_metric("SplitBursts", "Sum"), _metric("RepliesDiscarded", "Sum")],
+        ),
+    ]
+
+
+def _graph(title: str, metrics: list[cloudwatch.IMetric], width: int = 6) -> cloudwatch.GraphWidget:
+    return cloudwatch.GraphWidget(title=title, left=metrics, width=width, height=6)
+
+
+def _spread(name: str) -> list[cloudwatch.IMetric]:
+    """A time's median, 90th percentile and maximum."""
+    return [_metric(name, statistic) for statistic in ("p50", "p90", "Maximum")]
+
+
+def _metric(
+    name: str, statistic: str, reason: str | None = None, label: str | None = None
+) -> cloudwatch.Metric:
+    """A metric the functions emit; BurstEnd also has the dimension `reason`."""
+    dimensions = {"service": SERVICE} | ({"reason": reason} if reason else {})
+    return cloudwatch.Metric(
+        namespace=NAMESPACE,
+        metric_name=name,
+        dimensions_map=dimensions,
+        statistic=statistic,
+        period=PERIOD,
+        label=label or f"{name} {statistic}",
+    )
