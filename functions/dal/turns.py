@@ -215,26 +215,19 @@ def record_answered_batch(
     answered, sent = ("limited", "limited") if limited else ("answered", "sent")
     user_status = "handed_off" if handed_off else answered
     status = "awaiting_agent" if handed_off else ("limited" if limited else "reply_sent")
-    items = [
-        _turn_update(
-            conversation_id,
-            user_turn_id,
-            expressions.ANSWER_USER_TURN,
-            {":status": user_status, ":ended": ended_by},
-            answered_at,
-        ),
-        _totals_update(
-            conversation_id, owner, status, answered_at, tokens, last_message_sid, 1 if handed_off else 2
-        ),
-    ]
+    ended = {":status": user_status, ":ended": ended_by}
+    items = [_turn_update(conversation_id, user_turn_id, expressions.ANSWER_USER_TURN, ended, answered_at)]
     if assistant_turn_id is not None:
         values = {":sent": sent, ":ms": processing_time_ms}
-        items.insert(
-            1,
+        items.append(
             _turn_update(
                 conversation_id, assistant_turn_id, expressions.SEND_ASSISTANT_TURN, values, answered_at
-            ),
+            )
         )
+    turn_count = 1 if handed_off else 2
+    items.append(
+        _totals_update(conversation_id, owner, status, answered_at, tokens, last_message_sid, turn_count)
+    )
     return _transact(items, conversation_id)
 
 
@@ -302,7 +295,6 @@ def _transact(items: list[dict[str, Any]], conversation_id: str) -> bool:
 
 def require(conversation_id: str, turn_id: str) -> Turn:
     """A turn an earlier state of the run stored; an error if it is missing."""
-    turn = get(conversation_id, turn_id)
-    if turn is None:
+    if (turn := get(conversation_id, turn_id)) is None:
         raise ValueError(f"turn {turn_id} of {conversation_id} is missing")
     return turn
