@@ -22,14 +22,14 @@ def resource() -> Any:
 
 
 def table(name: str) -> Any:
-    return _table(resource(), name)
-
-
-@cache
-def _table(dynamodb: Any, name: str) -> Any:
-    """One Table object per table and process: boto3 builds each from its resource model,
-    which costs more than the request it then makes."""
-    return dynamodb.Table(name)
+    """The resource's Table object for `name`, made once: boto3 builds each from its
+    resource model, which costs more than the request it then makes. (Kept on the resource
+    itself: resources compare equal to one another, so no cache can tell them apart.)"""
+    dynamodb = resource()
+    tables: dict[str, Any] = vars(dynamodb).setdefault("_tables_by_name", {})
+    if name not in tables:
+        tables[name] = dynamodb.Table(name)
+    return tables[name]
 
 
 def client() -> Any:
