@@ -31,15 +31,23 @@ def count_by_tenant(name: str, tenant: str, value: float = 1) -> None:
         metric.add_dimension(name="Tenant", value=tenant or "none")
 
 
+def about_conversation(conversation_id: str) -> None:
+    """The conversation the invocation's metrics are about, in their record (metadata, not
+    a dimension: CloudWatch Logs Insights finds the record, the metric stays one series)."""
+    metrics.add_metadata(key="conversation_id", value=conversation_id)
+
+
 def milliseconds(name: str, value: float) -> None:
     metrics.add_metric(name=name, unit=MetricUnit.Milliseconds, value=value)
 
 
-def count_by(name: str, dimension: str, value: str) -> None:
+def count_by(name: str, dimension: str, value: str, conversation_id: str = "") -> None:
     """One count with a dimension of its own besides `service` (BurstEnd by `reason`),
     printed at once as a record of its own: the handler's other metrics keep only `service`."""
     one = EphemeralMetrics(namespace=NAMESPACE, service=SERVICE)
     one.add_dimension(name=dimension, value=value)
+    if conversation_id:
+        one.add_metadata(key="conversation_id", value=conversation_id)
     one.add_metric(name=name, unit=MetricUnit.Count, value=1)
     one.flush_metrics()
 

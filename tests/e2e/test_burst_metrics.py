@@ -36,11 +36,12 @@ def _emf_records(printed: str) -> list[dict[str, Any]]:
     return records
 
 
-def _values(records: list[dict[str, Any]], name: str, **dimensions: str) -> list[float]:
-    """The values of metric `name` with these dimensions (and service), in namespace BurstReply."""
+def _values(records: list[dict[str, Any]], name: str, conversation_id: str, **dimensions: str) -> list[float]:
+    """The values of metric `name` about the conversation (other tests' runs print too) with
+    these dimensions (and service), in namespace BurstReply."""
     values: list[float] = []
     for record in records:
-        if name not in record:
+        if name not in record or record.get("conversation_id") != conversation_id:
             continue
         (directive,) = record["_aws"]["CloudWatchMetrics"]
         assert directive["Namespace"] == NAMESPACE and record["service"] == SERVICE
@@ -75,17 +76,17 @@ def test_each_batch_counts_its_burst_end_fragments_and_delay_and_a_quick_follow_
     conversation_id = _a_burst_then_a_fragment_soon_after_its_reply(harness)
 
     records = _emf_records(capfd.readouterr().out)
-    assert _values(records, "BurstEnd", reason="quiet") == [1, 1]
-    assert sorted(_values(records, "FragmentsPerReply")) == [1, 2]
+    assert _values(records, "BurstEnd", conversation_id, reason="quiet") == [1, 1]
+    assert sorted(_values(records, "FragmentsPerReply", conversation_id)) == [1, 2]
     recorded = {t.turn_id: t for t in turns.list_of(conversation_id)}
     expected = [  # each batch's last fragment to its reply's first part, as recorded
         clock.iso_to_ms(recorded[assistant_turn_id(w)].first_part_at or "")
         - clock.iso_to_ms(recorded[user_turn_id(w)].last_received_at or "")
         for w in {t.window_id for t in recorded.values() if t.role == "user"}
     ]
-    assert sorted(_values(records, "ReplyDelay")) == sorted(expected)
+    assert sorted(_values(records, "ReplyDelay", conversation_id)) == sorted(expected)
     assert all(delay >= 1000 for delay in expected)  # the quiet second, at least
-    assert _values(records, "SplitBursts") == [1]
+    assert _values(records, "SplitBursts", conversation_id) == [1]
 
 
 def test_infra_runs_stats_prints_the_same_figures_from_the_tables(harness, capfd, configure):

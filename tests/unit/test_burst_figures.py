@@ -80,7 +80,9 @@ def counted(monkeypatch) -> list[tuple[str, object]]:
     seen: list[tuple[str, object]] = []
     monkeypatch.setattr(batch_metrics, "count", lambda name, value=1: seen.append((name, value)))
     monkeypatch.setattr(batch_metrics, "milliseconds", lambda name, value: seen.append((name, value)))
-    monkeypatch.setattr(batch_metrics, "count_by", lambda name, _dim, value: seen.append((name, value)))
+    monkeypatch.setattr(
+        batch_metrics, "count_by", lambda name, _dim, value, _conversation="": seen.append((name, value))
+    )
     return seen
 
 

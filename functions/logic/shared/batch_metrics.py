@@ -14,12 +14,13 @@ from __future__ import annotations
 from functions.contract import RecordInput
 from functions.dal.models import Turn
 from functions.logic.rules import clock
-from functions.observability import count, count_by, milliseconds
+from functions.observability import about_conversation, count, count_by, milliseconds
 
 
 def count_answered_batch(task: RecordInput, user_turn: Turn | None, assistant_turn: Turn | None) -> None:
+    about_conversation(task.conversation_id)
     if task.ended_by:
-        count_by("BurstEnd", "reason", task.ended_by)
+        count_by("BurstEnd", "reason", task.ended_by, task.conversation_id)
     if task.reply.answered_by != "ai" or not task.sent.message_sids:
         return  # no reply to the batch: handed off, limited, or nothing sent
     count("FragmentsPerReply", task.batch.message_count)
