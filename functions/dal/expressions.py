@@ -74,8 +74,10 @@ RECORD_ANSWER_AND_RELEASE_LOCK = (
     "ADD prompt_tokens :p, completion_tokens :c, total_tokens :t, turn_count :turns " + RELEASE_LOCK
 )
 BEGIN_SENDING = (
-    "SET sending_since = if_not_exists(sending_since, :now), deliveries = if_not_exists(deliveries, :none)"
+    "SET sending_since = if_not_exists(sending_since, :now), deliveries = if_not_exists(deliveries, :none), "
+    "last_attempt_at = :now"
 )
+REFUSE_PART = "SET refused_part = :part, refused_by = :attempt"
 # A message's status callback: kept unless a status of the same or a later rank is.
 RECORD_DELIVERY = "SET deliveries.#sid = :delivery"
 LATER_DELIVERY = (

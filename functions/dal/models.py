@@ -207,6 +207,11 @@ class Turn(TableItem):
     # When the first attempt to send began (set before its first message): a later
     # attempt looks in Twilio's list for the part that an earlier one may have sent.
     sending_since: str | None = None
+    # When the latest attempt began, and the part whose create Twilio refused in it
+    # (functions/dal/reply_sending.py).
+    last_attempt_at: str | None = None
+    refused_part: int | None = None
+    refused_by: str | None = None
     # What Twilio reported of each message sent for this turn, by MessageSid.
     deliveries: dict[str, Delivery] = {}
     # The WhatsApp template sent once the 24-hour window was found closed (63016): who

@@ -133,9 +133,10 @@ def send_template_once(conversation: Conversation, window_id: str, owner: str) -
     if template_without_messaging_service():
         count("TemplateNotConfigured")
         return None
-    return send_once(
-        _Template(conversation, window_id, owner, template, settings.twilio_messaging_service_sid)
-    )
+    # Within the StatusCallback function's timeout when it sends: a wait, then a create.
+    wait = STATUS_CALLBACK.timeout_seconds - settings.twilio_timeout_seconds - 1
+    service = settings.twilio_messaging_service_sid
+    return send_once(_Template(conversation, window_id, owner, template, service), receipt_wait=wait)
 
 
 def template_without_messaging_service() -> bool:
@@ -180,11 +181,16 @@ class _Template:
         since, sent = self.turn.template_since or now, self.turn.template_sid
         return Claim.began(since, now, sent=sent, ours=self.turn.template_owner == self.owner)
 
+    def reported(self) -> str | None:
+        """Its status callback names it (`template`): recorded on the assistant turn."""
+        turn = turns.get(self.conversation.conversation_id, self.turn_id) or self.turn
+        return next((sid for sid, d in turn.deliveries.items() if d.message == TEMPLATE), None)
+
+    def refused(self) -> None:
+        """Nothing kept: a retry waits for a receipt first."""
+
     def find(self, since: datetime) -> str | None:
-        """Its own status callbacks may have told us already; else Twilio's list."""
-        reported = [sid for sid, d in self.turn.deliveries.items() if d.message == TEMPLATE]
-        if reported:
-            return reported[0]
+        """Twilio's list: a message from us since `since` that is none of the turn's."""
         ours = [*self.turn.message_sids, *self.turn.deliveries]
         our, user = self.conversation.our_address, self.conversation.user_address
         return twilio_messages.find_sent(self.client, our, user, None, since, ours)

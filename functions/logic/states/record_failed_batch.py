@@ -132,6 +132,17 @@ class _Fallback:
         turns.mark_failed(self.ref.conversation_id, self.ref.user_turn_id, {"fallback_since": now})
         return Claim()
 
+    def reported(self) -> str | None:
+        """Its status callback names it (`fallback`): recorded on the user turn."""
+        from functions.logic.entry_points import status_callback
+
+        turn = turns.get(self.ref.conversation_id, self.ref.user_turn_id)
+        deliveries = turn.deliveries if turn else {}
+        return next((sid for sid, d in deliveries.items() if d.message == status_callback.FALLBACK), None)
+
+    def refused(self) -> None:
+        """Nothing kept: a retry waits for a receipt first (a fallback is rarely retried)."""
+
     def find(self, since: datetime) -> str | None:
         from functions.integrations import twilio_messages
 
