@@ -78,6 +78,10 @@ BEGIN_SENDING = (
     "last_attempt_at = :now"
 )
 REFUSE_PART = "SET refused_part = :part, refused_by = :attempt"
+# A part sent again after a 63018: once per part, by the first to claim it.
+RESENDS = "SET resends = if_not_exists(resends, :none)"
+CLAIM_RESEND = "SET resends.#part = if_not_exists(resends.#part, :claim)"
+RECORD_RESEND = "SET resends.#part.sid = :sid"
 # A message's status callback: kept unless a status of the same or a later rank is.
 RECORD_DELIVERY = "SET deliveries.#sid = :delivery"
 LATER_DELIVERY = (

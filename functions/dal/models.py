@@ -162,6 +162,17 @@ class BatchWindow(TableItem):
         return previous_ms or None  # stored as 0 when the window opened with this message
 
 
+class Resend(BaseModel):
+    """A reply part sent again after Twilio reported it failed with 63018 (WhatsApp's rate
+    limit): who claimed sending it (the MessageSid whose callback said so), when, its SID."""
+
+    model_config = TableItem.model_config
+
+    owner: str
+    since: str
+    sid: str | None = None
+
+
 class Delivery(BaseModel):
     """What Twilio last reported of one message we sent (its status callback): which
     message of the turn it is (a reply part's index, `template` or `fallback`), its
@@ -212,6 +223,8 @@ class Turn(TableItem):
     last_attempt_at: str | None = None
     refused_part: int | None = None
     refused_by: str | None = None
+    # The parts sent again after a 63018, by part index (functions/logic/shared/part_resend.py).
+    resends: dict[str, Resend] = {}
     # What Twilio reported of each message sent for this turn, by MessageSid.
     deliveries: dict[str, Delivery] = {}
     # The WhatsApp template sent once the 24-hour window was found closed (63016): who

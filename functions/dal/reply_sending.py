@@ -2,7 +2,8 @@
 attempt began (`sending_since`), when the latest began (`last_attempt_at`), and the part
 whose create Twilio refused (answered 4xx, so it created nothing) in that latest attempt
 (`refused_part`, `refused_by`): the next attempt need not wait for that part's delivery
-receipt (functions/logic/shared/send_once.py)."""
+receipt (functions/logic/shared/send_once.py); and the parts sent again after Twilio
+reported them failed with 63018 (`resends`)."""
 
 from __future__ import annotations
 
@@ -13,6 +14,7 @@ from boto3.dynamodb.conditions import Attr
 
 from functions.config import get_settings
 from functions.dal import dynamo, expressions
+from functions.dal.models import Resend, from_dynamo
 
 
 @dataclass(frozen=True)
@@ -53,4 +55,35 @@ def refuse_part(conversation_id: str, turn_id: str, part_index: int, attempt: st
         Key={"conversation_id": conversation_id, "turn_id": turn_id},
         UpdateExpression=expressions.REFUSE_PART,
         ExpressionAttributeValues={":part": part_index, ":attempt": attempt},
+    )
+
+
+def claim_resend(conversation_id: str, turn_id: str, part_index: int, owner: str, now: str) -> Resend:
+    """Claim sending part `part_index` again for `owner`, unless someone claimed it
+    before; the claim recorded (its owner says who sends it)."""
+    key = {"conversation_id": conversation_id, "turn_id": turn_id}
+    exists = Attr("turn_id").exists()
+    table = _table()
+    table.update_item(
+        Key=key,
+        UpdateExpression=expressions.RESENDS,
+        ConditionExpression=exists,
+        ExpressionAttributeValues={":none": {}},
+    )
+    updated = table.update_item(
+        Key=key,
+        UpdateExpression=expressions.CLAIM_RESEND,
+        ExpressionAttributeNames={"#part": str(part_index)},
+        ExpressionAttributeValues={":claim": {"owner": owner, "since": now}},
+        ReturnValues="ALL_NEW",
+    )
+    return Resend.model_validate(from_dynamo(updated["Attributes"]["resends"][str(part_index)]))
+
+
+def record_resend(conversation_id: str, turn_id: str, part_index: int, message_sid: str) -> None:
+    _table().update_item(
+        Key={"conversation_id": conversation_id, "turn_id": turn_id},
+        UpdateExpression=expressions.RECORD_RESEND,
+        ExpressionAttributeNames={"#part": str(part_index)},
+        ExpressionAttributeValues={":sid": message_sid},
     )

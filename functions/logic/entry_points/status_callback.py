@@ -27,6 +27,7 @@ from functions.dal.tables import assistant_turn_id, user_turn_id
 from functions.inbound import Channel
 from functions.integrations import secrets, twilio_messages
 from functions.logic.rules import clock
+from functions.logic.shared import part_resend
 from functions.logic.shared.admission import Refusal, Signature, admit
 from functions.logic.shared.send_once import Claim, send_once
 from functions.observability import count, logger
@@ -83,7 +84,8 @@ def record_status(
     """Keep a status callback on the turn of the message it reports, if it comes from the
     conversation's tenant, signed, about a message from the conversation's number. A
     failure is counted (`UndeliveredReplies`) and recorded on the conversation; 63016 on
-    a reply part sends the configured template once."""
+    a reply part sends the configured template once, 63018 sends the part again once
+    (part_resend.py)."""
     tenant = admit(form, url, signature, our_number="From")
     if isinstance(tenant, Refusal):
         logger.warning("Status callback refused", extra={"reason": tenant.value})
@@ -100,7 +102,8 @@ def record_status(
         return CallbackOutcome.UNCHANGED
     sid, status = form.get("MessageSid", ""), form.get("MessageStatus") or form.get("SmsStatus") or ""
     error_code = int(form["ErrorCode"]) if form.get("ErrorCode", "").isdigit() else None
-    if not sid or status not in RANKS or not (message.isdigit() or message in (TEMPLATE, FALLBACK)):
+    known = message.isdigit() or message in (TEMPLATE, FALLBACK) or part_resend.is_resend(message)
+    if not sid or status not in RANKS or not known:
         logger.warning("Status callback not understood", extra={"status": status[:20], "part": message[:20]})
         return CallbackOutcome.UNCHANGED
     logger.append_keys(message_sid=sid, conversation_id=conversation_id)
@@ -115,6 +118,9 @@ def record_status(
         )
     if status in NOT_DELIVERED and error_code == twilio_messages.WHATSAPP_WINDOW_CLOSED and message.isdigit():
         send_template_once(conversation, window_id, owner=sid)  # also when a callback is repeated
+    if status in NOT_DELIVERED and error_code == twilio_messages.CHANNEL_RATE_LIMITED and message.isdigit():
+        budget = STATUS_CALLBACK.timeout_seconds - 1
+        part_resend.resend_part_once(conversation, window_id, int(message), owner=sid, budget=budget)
     return CallbackOutcome.RECORDED if recorded else CallbackOutcome.UNCHANGED
 
 
