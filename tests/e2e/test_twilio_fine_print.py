@@ -57,7 +57,7 @@ def test_the_parts_of_a_reply_are_paced_within_whatsapps_rate(harness, configure
 
 def test_63018_at_create_is_retried_with_backoff(harness, configure):
     configure(REPLY_PART_INTERVAL_SECONDS="0")
-    harness.stack.twilio.rate.set(0.5, at="create")  # part 2 comes too soon: 429, 63018
+    harness.stack.twilio.rate.set(0.5, at="create")  # part 2 comes too soon: 400, 63018
 
     user, run = _answered(harness, TWO_PARTS)
 
@@ -65,7 +65,7 @@ def test_63018_at_create_is_retried_with_backoff(harness, configure):
     assert set(harness.failures_in(run["executionArn"])) == {"TwilioRetryableError"}
     parts = harness.replies_to(user)
     assert len(parts) == 2 and " ".join(parts) == "You said: " + TWO_PARTS
-    assert [c["status"] for c in harness.stack.twilio.calls][:2] == [201, 429]
+    assert [c["status"] for c in harness.stack.twilio.calls][:2] == [201, 400]
 
 
 def test_a_part_reported_63018_by_status_callback_is_sent_again_once(harness, configure):

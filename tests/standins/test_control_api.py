@@ -138,7 +138,7 @@ def test_a_rate_per_recipient_refuses_at_create_or_reports_63018_by_callback(twi
     time.sleep(0.6)
     assert create_message(url).status_code == 201
 
-    assert (refused.status_code, refused.json()["code"]) == (429, 63018)
+    assert (refused.status_code, refused.json()["code"]) == (400, 63018)
     requests.post(f"{url}/_control/rate", json={"per_recipient_seconds": 5, "at": "callback"}, timeout=3)
     assert [create_message(url).status_code for _ in range(2)] == [201, 201]
     wait_until(lambda: [m["status"] for m in standin.messages[-2:]] == ["delivered", "failed"])

@@ -170,7 +170,7 @@ def test_a_message_in_doubt_without_a_receipt_is_sent_again_after_the_bounded_wa
 
 def test_a_create_twilio_refused_is_kept_as_refused(twilio):
     note = Note(twilio)
-    twilio.refuse[0] = TwilioRetryableError("Twilio HTTP 429 code 63018", refused=True)
+    twilio.refuse[0] = TwilioRetryableError("Twilio HTTP 400 code 63018", refused=True)
 
     with pytest.raises(TwilioRetryableError):
         send_once(note)

@@ -144,7 +144,7 @@ def test_a_retry_after_a_part_in_doubt_looks_once_then_sends_it(world):
 def test_a_retry_after_twilio_refused_a_part_sends_it_without_looking_or_waiting(world, configure):
     configure(REPLY_PART_INTERVAL_SECONDS="0", DELIVERY_RECEIPT_WAIT_SECONDS="20")
     _, twilio = world
-    twilio.refuse[2] = TwilioRetryableError("Twilio HTTP 429 code 63018", refused=True)
+    twilio.refuse[2] = TwilioRetryableError("Twilio HTTP 400 code 63018", refused=True)
 
     with pytest.raises(TwilioRetryableError):
         send_reply.send_reply(TASK)

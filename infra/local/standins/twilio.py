@@ -25,7 +25,7 @@ only that long after its creation (default 0: at once). Twilio promises nothing 
 soon it appears there.
 `POST /_control/rate` `{"per_recipient_seconds": 3, "at": "create"}` lets one message
 through per that many seconds from one number to one recipient (twilio_rate.py): sooner is
-refused at create (`"create"`: 429, code 63018) or reported `failed` with 63018 by status
+refused at create (`"create"`: 400, code 63018) or reported `failed` with 63018 by status
 callback (`"callback"`). Seconds 0 turns it off (the default).
 """
 
@@ -151,7 +151,7 @@ class TwilioStandIn(MediaStandIn):
             return self._answer(call, refusal)
         refused = self.rate.refusal(form.get("From") or "", form.get("To") or "")
         if refused == "create":
-            error = twilio_error(429, CHANNEL_RATE_LIMITED, "Rate limit exceeded for Channel")
+            error = twilio_error(400, CHANNEL_RATE_LIMITED, "Rate limit exceeded for Channel")
             return self._answer(call, error)
         if refused == "callback":
             fault = {**fault, "outcome": "failed", "error_code": CHANNEL_RATE_LIMITED}

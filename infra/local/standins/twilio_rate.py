@@ -2,8 +2,9 @@
 stand-in enforces it when asked (`POST /_control/rate`): Twilio reports it as 63018, "Rate
 limit exceeded for Channel" (https://www.twilio.com/docs/api/errors/63018); the WhatsApp
 Sandbox allows one message every 3 seconds. A message sent sooner is refused at create
-(`create`: HTTP 429, code 63018) or accepted and reported `failed` with 63018 by status
-callback (`callback`). The docs do not say which Twilio does: the stand-in does either."""
+(`create`: HTTP 400, code 63018, as Twilio answers the codes it refuses a create with) or
+accepted and reported `failed` with 63018 by status callback (`callback`). The docs do not
+say which Twilio does, nor the HTTP status: the stand-in does either."""
 
 from __future__ import annotations
 
