@@ -83,8 +83,9 @@ def _set_aside(ref: BatchRef, message_sids: list[str], error_name: str, cause: s
 
 def _send_fallback(ref: BatchRef) -> None:
     """Tell the user we cannot answer, once (send_once.py): the first attempt records when
-    it began (`fallback_since`), a later one looks in Twilio's list for the fallback an
-    earlier one may have sent (a late answer, a crash) before sending it, and its SID is
+    it began (`fallback_since`), a later one looks for the fallback an earlier one may
+    have sent (a late answer, a crash: its status callback, Twilio's list, a bounded wait)
+    before sending it, and its SID is
     kept on the user turn. A transient Twilio error is raised, so that the state retries,
     and so is a failure to record the SID of a fallback sent (the retry finds it); any
     other failure is logged (the batch is recorded either way)."""

@@ -5,11 +5,14 @@ Twilio's `messages.create` takes no idempotency key, and a request whose answer 
 (a timeout, a connection broken after the request went out, a task that died after
 create returned) may have created its message. So the first attempt records when it
 began (`sending_since`, before its first create) and each part's SID as soon as it has
-it; an attempt that finds `sending_since` already set first looks in Twilio's list for
-the first part not recorded (the only one an earlier attempt can have sent unrecorded:
-parts go out in order, each recorded before the next), and sends it only if it is not
-there (docs/decisions.md, "One Twilio message per reply part"; the protocol is
-functions/logic/shared/send_once.py)."""
+it; an attempt that finds `sending_since` already set first looks for the first part not
+recorded (the only one an earlier attempt can have sent unrecorded: parts go out in order,
+each recorded before the next): its status callback recorded on the turn, Twilio's list,
+then a bounded wait for the callback; it sends the part only if none shows it, or at once
+if the previous attempt's create of it was refused (docs/decisions.md, "One Twilio message
+per reply part" and "A delivery receipt, not the list, decides a send in doubt"; the
+protocol is functions/logic/shared/send_once.py). Parts go out REPLY_PART_INTERVAL_SECONDS
+apart (WhatsApp's 63018)."""
 
 from __future__ import annotations
 
