@@ -59,6 +59,7 @@ TWILIO_FAULTS = [
     {"status": 429, "code": 20429},
     {"status": 503},
     {"delay": 1.0},  # accepted, answered after the client's 0.5 s timeout
+    {"delay": 1.0},  # twice as likely: with the list lagging, only its callback tells
     {"outcome": "undelivered", "error_code": 30003, "after": 0.3},
     {"outcome": "failed", "error_code": 30008, "after": 0.2},
     {"outcome": "undelivered", "error_code": 63016, "after": 0.3},  # the template follows
@@ -318,7 +319,7 @@ def _median(values: list[float]) -> float:
 def _twilio_fault(call: dict[str, Any]) -> str:
     fault = call["fault"]
     if fault.get("status"):
-        return f"Twilio {fault['status']}"
+        return f"Twilio {fault['status']} {fault.get('code') or ''}".strip()
     if fault.get("delay"):
         return "Twilio late success"
     return f"Twilio {fault['outcome']} {fault['error_code']}"
