@@ -190,6 +190,14 @@ class Settings(BaseModel):
     # asked for (it marks the message read), refreshed once if the reply is still being
     # written 20 s later (functions/logic/shared/typing_indicator.py). SMS has none.
     typing_indicator: Flag = True
+    # How long an attempt that finds a message in doubt (an earlier attempt may have sent
+    # it) waits for its delivery receipt, a status callback, when neither a recorded
+    # callback nor Twilio's Messages list shows it, before sending it again
+    # (functions/logic/shared/send_once.py). Inside the function: Send Reply's timeout is 60 s.
+    delivery_receipt_wait_seconds: Annotated[float, Field(ge=0, le=20)] = 10.0
+    # The pause between the parts of one reply: WhatsApp limits the messages to one
+    # recipient from one number (63018; the Sandbox allows one every 3 s).
+    reply_part_interval_seconds: Annotated[float, Field(ge=0, le=5)] = 1.0
     # Only set to reach a Twilio stand-in; empty means Twilio's own API.
     twilio_api_base_url: str = ""
     # The public base URL Twilio calls, which its signatures cover (set by the stack; a

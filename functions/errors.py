@@ -43,11 +43,19 @@ class AIModelUnavailable(Exception):
 
 
 class TwilioRetryableError(Exception):
-    """Twilio is rate limiting, failing or unreachable."""
+    """Twilio is rate limiting, failing or unreachable. `refused`: Twilio answered with a
+    4xx (429, 63018), so a create created nothing; a 5xx, a timeout or a broken connection
+    leaves it in doubt."""
+
+    def __init__(self, message: str, refused: bool = False) -> None:
+        super().__init__(message)
+        self.refused = refused
 
 
 class TwilioPermanentError(Exception):
     """Twilio refused the message (unsubscribed, blocked, bad number, window closed...)."""
+
+    refused = True  # answered 4xx: a create created nothing
 
     def __init__(self, message: str, code: int | None = None) -> None:
         super().__init__(message)

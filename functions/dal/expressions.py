@@ -91,8 +91,14 @@ RECORD_ANSWER_AND_RELEASE_LOCK = _RECORD_ANSWER + _ADD_TOTALS + RELEASE_LOCK
 # it as a split burst).
 RECORD_REPLY_AND_RELEASE_LOCK = _RECORD_ANSWER + ", last_reply_at = :at" + _ADD_TOTALS + RELEASE_LOCK
 BEGIN_SENDING = (
-    "SET sending_since = if_not_exists(sending_since, :now), deliveries = if_not_exists(deliveries, :none)"
+    "SET sending_since = if_not_exists(sending_since, :now), deliveries = if_not_exists(deliveries, :none), "
+    "last_attempt_at = :now"
 )
+REFUSE_PART = "SET refused_part = :part, refused_by = :attempt"
+# A part sent again after a 63018: once per part, by the first to claim it.
+RESENDS = "SET resends = if_not_exists(resends, :none)"
+CLAIM_RESEND = "SET resends.#part = if_not_exists(resends.#part, :claim)"
+RECORD_RESEND = "SET resends.#part.sid = :sid"
 # A message's status callback: kept unless a status of the same or a later rank is.
 RECORD_DELIVERY = "SET deliveries.#sid = :delivery"
 LATER_DELIVERY = (

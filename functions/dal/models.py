@@ -177,6 +177,17 @@ class BatchWindow(TableItem):
         return previous_ms or None  # stored as 0 when the window opened with this message
 
 
+class Resend(BaseModel):
+    """A reply part sent again after Twilio reported it failed with 63018 (WhatsApp's rate
+    limit): who claimed sending it (the MessageSid whose callback said so), when, its SID."""
+
+    model_config = TableItem.model_config
+
+    owner: str
+    since: str
+    sid: str | None = None
+
+
 class Delivery(BaseModel):
     """What Twilio last reported of one message we sent (its status callback): which
     message of the turn it is (a reply part's index, `template` or `fallback`), its
@@ -231,6 +242,13 @@ class Turn(TableItem):
     # When the first attempt to send began (set before its first message): a later
     # attempt looks in Twilio's list for the part that an earlier one may have sent.
     sending_since: str | None = None
+    # When the latest attempt began, and the part whose create Twilio refused in it
+    # (functions/dal/reply_sending.py).
+    last_attempt_at: str | None = None
+    refused_part: int | None = None
+    refused_by: str | None = None
+    # The parts sent again after a 63018, by part index (functions/logic/shared/part_resend.py).
+    resends: dict[str, Resend] = {}
     # What Twilio reported of each message sent for this turn, by MessageSid.
     deliveries: dict[str, Delivery] = {}
     # The WhatsApp template sent once the 24-hour window was found closed (63016): who

@@ -85,21 +85,6 @@ def mark_failed(conversation_id: str, turn_id: str, fields: dict[str, Any]) -> N
     )
 
 
-def begin_sending(conversation_id: str, turn_id: str, now: str) -> str:
-    """Record when the first attempt to send the turn began, unless an attempt did
-    before; the time recorded."""
-    updated = _table().update_item(
-        Key={"conversation_id": conversation_id, "turn_id": turn_id},
-        UpdateExpression=expressions.BEGIN_SENDING,
-        ConditionExpression=Attr("turn_id").exists(),
-        ExpressionAttributeValues={":now": now, ":none": {}},
-        # ALL_NEW, not UPDATED_NEW: whether an attribute set to the value it held counts as
-        # "updated" differs between DynamoDB and moto; the whole item is the same on both.
-        ReturnValues="ALL_NEW",
-    )
-    return str(updated["Attributes"]["sending_since"])
-
-
 def append_sent_part(
     conversation_id: str, turn_id: str, part_index: int, message_sid: str, accepted_at: str
 ) -> None:

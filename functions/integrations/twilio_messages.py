@@ -22,6 +22,9 @@ from functions.observability import count, milliseconds
 RATE_LIMITED = 20429
 AUTHENTICATION_FAILED = 20003  # HTTP 401: the account's token is wrong (rotated, revoked)
 WHATSAPP_WINDOW_CLOSED = 63016
+# "Rate limit exceeded for Channel" (https://www.twilio.com/docs/api/errors/63018): WhatsApp's
+# limit on messages to one recipient; retried with backoff, at create or by status callback.
+CHANNEL_RATE_LIMITED = 63018
 # One page of the Messages list, newest first, is read to find a message sent since an
 # attempt began: far more than the parts of one reply (MAX_REPLY_PARTS_PER_BATCH).
 LOOKUP_PAGE_SIZE = 50
@@ -58,7 +61,8 @@ def _calling_twilio() -> Iterator[None]:
     except TwilioRestException as error:
         count("TwilioErrors")
         if is_retryable(error.status, error.code):
-            raise TwilioRetryableError(f"Twilio HTTP {error.status} code {error.code}") from error
+            message = f"Twilio HTTP {error.status} code {error.code}"
+            raise TwilioRetryableError(message, refused=error.status < 500) from error
         raise TwilioPermanentError(f"Twilio HTTP {error.status} code {error.code}", error.code) from error
     except requests.RequestException as error:
         # A timeout or a broken connection after the request went out: Twilio may have
@@ -125,4 +129,4 @@ def find_sent(
 
 
 def is_retryable(status: int, code: int | None) -> bool:
-    return status == 429 or code == RATE_LIMITED or status >= 500
+    return status == 429 or code in (RATE_LIMITED, CHANNEL_RATE_LIMITED) or status >= 500

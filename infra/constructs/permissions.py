@@ -46,7 +46,10 @@ GRANTS: dict[str, Grants] = {
     "StatusCallback": [
         (("dynamodb:GetItem",), ("Tenants",)),  # is the account a tenant, and its numbers
         (("dynamodb:GetItem", "dynamodb:UpdateItem"), ("Conversations",)),  # and its delivery failures
-        (("dynamodb:UpdateItem",), ("Turns",)),  # the statuses, the template's claim
+        (
+            ("dynamodb:UpdateItem", "dynamodb:GetItem"),
+            ("Turns",),
+        ),  # the statuses; a claim, a receipt, a part to resend
         *TWILIO_SECRETS,  # the signature; the template
     ],
     "WaitForTheBurstToEnd": [

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 from botocore.exceptions import ClientError
 
-from functions.dal import batch_windows, conversations, turns
+from functions.dal import batch_windows, conversations, reply_sending, turns
 from functions.dal.models import BatchWindow, Conversation, Turn
 from functions.errors import ConversationNotFound
 from functions.inbound import Channel
@@ -109,8 +109,8 @@ def test_a_window_is_closed_once_and_only_by_its_own_run(store):
 def test_reply_parts_are_recorded_in_order_once_and_sending_begins_once(store):
     turns.put(Turn(conversation_id="c1", turn_id="a1", role="assistant", body="hello"))
 
-    assert turns.begin_sending("c1", "a1", "t1") == "t1"
-    assert turns.begin_sending("c1", "a1", "t2") == "t1"  # a second call keeps the first time
+    assert reply_sending.begin_sending("c1", "a1", "t1").since == "t1"
+    assert reply_sending.begin_sending("c1", "a1", "t2").since == "t1"  # a second call keeps the first time
     assert turns.require("c1", "a1").sending_since == "t1"
     with pytest.raises(ClientError):
         turns.append_sent_part("c1", "a1", 1, "SM-out-of-order", "t3")
@@ -120,6 +120,16 @@ def test_reply_parts_are_recorded_in_order_once_and_sending_begins_once(store):
     turns.append_sent_part("c1", "a1", 1, "SM1", "t6")
     assert turns.require("c1", "a1").message_sids == ["SM0", "SM1"]
     assert turns.require("c1", "a1").first_part_at == "t4"  # when the first part was accepted
+
+
+def test_a_part_refused_in_the_previous_attempt_is_not_in_doubt_in_the_next_only(store):
+    turns.put(Turn(conversation_id="c1", turn_id="a1", role="assistant", body="hello"))
+
+    assert reply_sending.begin_sending("c1", "a1", "t1").refused_part is None
+    reply_sending.refuse_part("c1", "a1", 0, "t1")  # attempt t1's create of part 0: refused
+    assert reply_sending.begin_sending("c1", "a1", "t2").refused_part == 0
+    # Attempt t2 made a create of part 0 whose answer was lost: in doubt again.
+    assert reply_sending.begin_sending("c1", "a1", "t3").refused_part is None
 
 
 def test_the_template_is_claimed_by_the_first_owner(store):

@@ -1,21 +1,22 @@
 """The proof: seeded random traffic over HTTP, with faults injected everywhere, loses and
-duplicates nothing, and sees every delivery failure.
-
-Many conversations type bursts of fragments at random times (some while their previous
-batch is being answered). Each webhook is delivered as Twilio delivers it to the URL the
-deploy guide has you paste (`#rc=5&rp=all`): retried on a failure as those connection
-overrides say, and never otherwise (infra/local/connection_overrides.py). OpenAI fails at
-random with retryable errors, late successes (a response that completes after the
-attempt stopped waiting), responses that fail after acceptance, and quota errors (the
-batch is set aside with the fallback reply: it counts as answered). Twilio refuses (429,
-503), accepts and answers after the client's timeout (late success), or accepts and
-reports the message failed or undelivered later, by status callback (63016 among them,
-which sends the template). Staging, window opening, StartExecution and recording a status
-callback fail at random, before or after doing their work (the endpoint answers 5xx, and
-Twilio retries). Then, once the system is quiet, the invariants are checked, the OpenAI
-conversations included (each batch is one user turn and one reply there, never two), and
-the run reports duplicate sends (0) and the undelivered replies recorded (as many as
-Twilio reported).
+duplicates nothing, and sees every delivery failure. Many conversations type bursts of
+fragments at random times (some while their previous batch is being answered). Each
+webhook is delivered as Twilio delivers it to the URL the deploy guide has you paste
+(`#rc=5&rp=all`): retried on a failure as those connection overrides say, and never
+otherwise (infra/local/connection_overrides.py). OpenAI fails at random with retryable
+errors, late successes (a response that completes after the attempt stopped waiting),
+responses that fail after acceptance, and quota errors (the batch is set aside with the
+fallback reply: it counts as answered). Twilio refuses (429, 503), accepts and answers
+after the client's timeout (late success), or accepts and reports the message failed or
+undelivered later, by status callback (63016 among them, which sends the template; 63018,
+WhatsApp's rate limit, at create or by status callback, which sends the part again once),
+and its Messages list shows a created message only long after (list lag): a message in
+doubt is found by its status callback. Staging, window opening, StartExecution and
+recording a status callback fail at random, before or after doing their work (the endpoint
+answers 5xx, and Twilio retries). Then, once the system is quiet, the invariants are
+checked, the OpenAI conversations included (each batch is one user turn and one reply
+there, never two), and the run reports duplicate sends (0) and the undelivered replies
+recorded (as many as Twilio reported).
 
 Size and seed: CHAOS_CONVERSATIONS (default 6), CHAOS_SEED, and CHAOS_AT_ONCE (how many
 conversations type at the same time; default all). `make chaos` runs a larger one.
@@ -41,6 +42,7 @@ from functions.logic.entry_points.status_callback import NOT_DELIVERED
 from infra.local.webhooks import inbound_form
 from tests.support.local_stack import OUR_WHATSAPP
 from tests.support.twilio_delivery import deliver_as_twilio, given_to_twilio
+from tests.support.twilio_replies import parts_resent, replies_delivered
 
 pytestmark = pytest.mark.e2e
 
@@ -57,10 +59,19 @@ TWILIO_FAULTS = [
     {"status": 429, "code": 20429},
     {"status": 503},
     {"delay": 1.0},  # accepted, answered after the client's 0.5 s timeout
+    {"delay": 1.0},  # twice as likely: with the list lagging, only its callback tells
     {"outcome": "undelivered", "error_code": 30003, "after": 0.3},
     {"outcome": "failed", "error_code": 30008, "after": 0.2},
     {"outcome": "undelivered", "error_code": 63016, "after": 0.3},  # the template follows
+    {"status": 400, "code": 63018},  # WhatsApp's rate limit at create: retried
+    {"outcome": "failed", "error_code": 63018, "after": 0.2},  # by callback: the part is sent again
 ]
+FIRST_TWILIO_FAULTS = [
+    {"delay": 1.0},
+    {"status": 400, "code": 63018},
+    {"outcome": "failed", "error_code": 63018, "after": 0.2},
+]
+LIST_LAG_SECONDS = 60  # the Messages list shows nothing within the run
 OPENAI_ATTEMPT_SECONDS = "1"  # a response that takes longer is a late success
 OPENAI_FAULTS = [
     {"status": 503},
@@ -130,9 +141,14 @@ def test_random_traffic_with_faults_loses_and_duplicates_nothing(harness, config
         TWILIO_TIMEOUT_SECONDS="0.5",
         WHATSAPP_TEMPLATE_CONTENT_SID=TEMPLATE,
         TWILIO_MESSAGING_SERVICE_SID=MESSAGING_SERVICE,
+        DELIVERY_RECEIPT_WAIT_SECONDS="3",
     )
     rng = random.Random(SEED)
+    harness.stack.twilio.list_lag(LIST_LAG_SECONDS)
     harness.stack.openai.chaos(API_FAULT_RATE, OPENAI_FAULTS, SEED)
+    # The first creates meet, whatever the draw: a late success the list does not show, and
+    # 63018 at create and by callback; then chaos.
+    harness.stack.twilio.inject(*FIRST_TWILIO_FAULTS)
     harness.stack.twilio.chaos(API_FAULT_RATE, TWILIO_FAULTS, SEED + 1)
     flaky = Flaky(SEED + 2, AWS_FAULT_RATE)
     monkeypatch.setattr(staged_messages, "stage", flaky.wrap("stage message", staged_messages.stage))
@@ -210,7 +226,7 @@ def test_random_traffic_with_faults_loses_and_duplicates_nothing(harness, config
         # A message Twilio gave up on may have been staged all the same: answered once, or not.
         kept = [line for line in lines if line not in given_up[c]]
         assert kept == accepted[c], f"conversation {c}: answered {lines}, accepted {accepted[c]}"
-        replies = harness.replies_to(users[c])
+        replies = replies_delivered(harness, users[c], cid)
         expected = [f"You said: {t.body}" if t.status == "answered" else fallback for t in batches]
         duplicate_sends += sum((Counter(replies) - Counter(expected)).values())
         assert replies == expected, f"conversation {c} replies"
@@ -255,7 +271,8 @@ def test_random_traffic_with_faults_loses_and_duplicates_nothing(harness, config
             f"duplicate user turns in OpenAI conversations {openai_duplicates}, "
             f"duplicate sends {duplicate_sends}, undelivered replies {len(recorded)} recorded "
             f"(Twilio reported {len(undelivered)}, gave up telling us {len(untold)}), "
-            f"templates {templates}, {elapsed:.0f}s"
+            f"templates {templates}, parts sent again after 63018 {parts_resent(conversation_ids.values())}, "
+            f"Twilio list lag {LIST_LAG_SECONDS}s, {elapsed:.0f}s"
         )
     assert lost == 0 and duplicated == 0 and openai_duplicates == 0 and duplicate_sends == 0
     assert recorded == {sid: code for sid, code in undelivered.items() if sid not in untold}
@@ -310,7 +327,7 @@ def _median(values: list[float]) -> float:
 def _twilio_fault(call: dict[str, Any]) -> str:
     fault = call["fault"]
     if fault.get("status"):
-        return f"Twilio {fault['status']}"
+        return f"Twilio {fault['status']} {fault.get('code') or ''}".strip()
     if fault.get("delay"):
         return "Twilio late success"
     return f"Twilio {fault['outcome']} {fault['error_code']}"

@@ -161,7 +161,11 @@ def test_callbacks_signed_without_the_urls_fragment_are_taken_too(harness):
 
 
 def test_a_closed_window_reported_by_callback_sends_the_template_once(harness, configure):
-    configure(WHATSAPP_TEMPLATE_CONTENT_SID=TEMPLATE, TWILIO_MESSAGING_SERVICE_SID=MESSAGING_SERVICE)
+    configure(
+        WHATSAPP_TEMPLATE_CONTENT_SID=TEMPLATE,
+        TWILIO_MESSAGING_SERVICE_SID=MESSAGING_SERVICE,
+        REPLY_PART_INTERVAL_SECONDS="0",  # both parts before the template: the faults are theirs
+    )
     words = " ".join(f"w{i:04d}" for i in range(400))  # a reply of two parts
     closed = {"outcome": "undelivered", "error_code": 63016, "after": 0.2}
     harness.stack.twilio.inject(closed, closed)  # both parts: 201 queued, then 63016
@@ -202,6 +206,7 @@ def test_a_template_send_that_fails_is_retried_with_the_callback_and_sent_once(
         WHATSAPP_TEMPLATE_CONTENT_SID=TEMPLATE,
         TWILIO_MESSAGING_SERVICE_SID=MESSAGING_SERVICE,
         TWILIO_TIMEOUT_SECONDS="0.5",
+        DELIVERY_RECEIPT_WAIT_SECONDS="1",  # a 503 leaves the template in doubt: a short wait
     )
     harness.stack.twilio.inject({"outcome": "undelivered", "error_code": 63016, "after": 0.2}, template_fault)
 

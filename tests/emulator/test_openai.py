@@ -194,7 +194,8 @@ def test_quota_exhausted_is_permanent_the_user_gets_the_fallback(harness, monkey
     assert items_of(harness, conversation_id) == []
 
 
-def test_the_fallback_reply_survives_a_transient_twilio_error_and_is_sent_once(harness):
+def test_the_fallback_reply_survives_a_transient_twilio_error_and_is_sent_once(harness, configure):
+    configure(DELIVERY_RECEIPT_WAIT_SECONDS="1")  # a 503 leaves the fallback in doubt: a short wait
     user = harness.new_user()
     conversation_id = harness.stage_directly(user, ["anyone?"])
     harness.stack.openai.inject({"status": 429, "code": "insufficient_quota"})

@@ -3,6 +3,7 @@ new ones shape conversations and show status callbacks."""
 
 from __future__ import annotations
 
+import time
 from typing import Any
 
 import requests
@@ -100,3 +101,47 @@ def test_status_callbacks_are_listed(twilio_standin, receiver):
 
     assert [c["params"]["MessageStatus"] for c in callbacks] == ["sent", "delivered"]
     assert all(c["params"]["MessageSid"] == sid and c["status"] == 204 and c["signature"] for c in callbacks)
+
+
+def list_messages(url: str) -> list[dict[str, Any]]:
+    listed = requests.get(
+        f"{url}/2010-04-01/Accounts/{ACCOUNT_SID}/Messages.json",
+        params={"To": USER, "From": OURS},
+        auth=(ACCOUNT_SID, AUTH_TOKEN),
+        timeout=3,
+    )
+    return list(listed.json()["messages"])
+
+
+def test_list_lag_keeps_a_created_message_out_of_the_list_for_a_while(twilio_standin):
+    standin, url = twilio_standin
+    assert requests.post(f"{url}/_control/list_lag", json={"seconds": 0.8}, timeout=3).json() == {
+        "seconds": 0.8
+    }
+
+    sid = create_message(url).json()["sid"]
+
+    assert list_messages(url) == []  # created, not listed yet
+    wait_until(lambda: [m["sid"] for m in list_messages(url)] == [sid])
+    requests.post(f"{url}/_control/reset", timeout=3)
+    assert standin.list_lag_seconds == 0  # off by default, and after a reset
+
+
+def test_a_rate_per_recipient_refuses_at_create_or_reports_63018_by_callback(twilio_standin):
+    standin, url = twilio_standin
+    rate = {"per_recipient_seconds": 0.6, "at": "create"}
+    assert requests.post(f"{url}/_control/rate", json=rate, timeout=3).json() == rate
+
+    assert create_message(url).status_code == 201
+    refused = create_message(url)
+    assert create_message(url, To="+15559990000").status_code == 201  # another recipient
+    time.sleep(0.6)
+    assert create_message(url).status_code == 201
+
+    assert (refused.status_code, refused.json()["code"]) == (400, 63018)
+    requests.post(f"{url}/_control/rate", json={"per_recipient_seconds": 5, "at": "callback"}, timeout=3)
+    assert [create_message(url).status_code for _ in range(2)] == [201, 201]
+    wait_until(lambda: [m["status"] for m in standin.messages[-2:]] == ["delivered", "failed"])
+    assert standin.messages[-1]["error_code"] == 63018
+    bad = requests.post(f"{url}/_control/rate", json={"per_recipient_seconds": 1, "at": "later"}, timeout=3)
+    assert bad.status_code == 400

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
@@ -14,13 +15,15 @@ from functions.errors import TwilioRetryableError
 class FakeTwilio:
     """Accepts messages, or refuses the ones whose number is in `refuse` (0-based, in
     the order of the create calls) with the given error; those in `lose_answer` are
-    accepted, and then the answer is lost (a timeout: TwilioRetryableError)."""
+    accepted, and then the answer is lost (a timeout: TwilioRetryableError). While
+    `list_lags`, the Messages list does not show the messages yet."""
 
     sent: list[dict[str, Any]] = field(default_factory=list)
     refuse: dict[int, Exception] = field(default_factory=dict)
     lose_answer: set[int] = field(default_factory=set)
     attempts: int = 0
     lookups: int = 0
+    list_lags: bool = False
     typing: list[str] = field(default_factory=list)  # the MessageSids typing indicators were shown on
     typing_fails: Exception | None = None  # raised by every typing indicator when set
 
@@ -52,6 +55,7 @@ class FakeTwilio:
                 "content_sid": content_sid,
                 "status_callback": status_callback,
                 "messaging_service_sid": messaging_service_sid,
+                "at": time.monotonic(),
             }
         )
         if number in self.lose_answer:
@@ -68,6 +72,8 @@ class FakeTwilio:
         exclude: list[str] | tuple[str, ...] = (),
     ) -> str | None:
         self.lookups += 1
+        if self.list_lags:
+            return None
         found = [
             m["sid"]
             for m in self.sent

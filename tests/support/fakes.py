@@ -13,8 +13,9 @@ from typing import Any
 import pytest
 from botocore.exceptions import ClientError
 
-from functions.dal import batch_windows, conversations, staged_messages, turns
+from functions.dal import batch_windows, conversations, reply_sending, staged_messages, turns
 from functions.dal.models import BatchWindow, Conversation, Turn
+from functions.dal.reply_sending import SendingAttempt
 from functions.errors import ConversationNotFound, TwilioPermanentError, TwilioRetryableError
 from functions.inbound import Channel, address_key
 from functions.integrations import secrets, twilio_messages, twilio_typing
@@ -217,10 +218,16 @@ class InMemoryStore(InMemoryStagedMessages):
             setattr(turn, name, value)
         self.turns[key] = turn
 
-    def begin_sending(self, conversation_id: str, turn_id: str, now: str) -> str:
+    def begin_sending(self, conversation_id: str, turn_id: str, now: str) -> SendingAttempt:
         turn = self.turns[(conversation_id, turn_id)]
-        turn.sending_since = turn.sending_since or now
-        return turn.sending_since
+        previous, refused = turn.last_attempt_at, turn.refused_part
+        turn.sending_since, turn.last_attempt_at = turn.sending_since or now, now
+        cleared = refused is not None and previous is not None and turn.refused_by == previous
+        return SendingAttempt(turn.sending_since, refused if cleared else None)
+
+    def refuse_part(self, conversation_id: str, turn_id: str, part_index: int, attempt: str) -> None:
+        turn = self.turns[(conversation_id, turn_id)]
+        turn.refused_part, turn.refused_by = part_index, attempt
 
     def append_sent_part(
         self, conversation_id: str, turn_id: str, part_index: int, message_sid: str, accepted_at: str
@@ -285,7 +292,8 @@ def install(monkeypatch: pytest.MonkeyPatch, store: InMemoryStore, twilio: FakeT
     monkeypatch.setattr(turns, "last_reply", store.last_reply)
     monkeypatch.setattr(turns, "record_answered_batch", store.record_answered_batch)
     monkeypatch.setattr(turns, "mark_failed", store.mark_failed)
-    monkeypatch.setattr(turns, "begin_sending", store.begin_sending)
+    monkeypatch.setattr(reply_sending, "begin_sending", store.begin_sending)
+    monkeypatch.setattr(reply_sending, "refuse_part", store.refuse_part)
     monkeypatch.setattr(turns, "append_sent_part", store.append_sent_part)
     monkeypatch.setattr(turns, "claim_template", store.claim_template)
     monkeypatch.setattr(turns, "record_template", store.record_template)

@@ -5,6 +5,7 @@ which uses it. Whatever fails, the user gets the message once and its SID is rec
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass, field
 from datetime import datetime
 
@@ -31,11 +32,23 @@ class Note:
     owner: str = "first"
     record_item: dict[str, str] = field(default_factory=dict)
     die_before_recording: bool = False
+    # Its status callback, as recorded: reported after that many reads (None: never).
+    reported_after_reads: int | None = None
+    reads: int = 0
 
     def claim(self, now: str) -> Claim:
         since = self.record_item.setdefault("since", now)
         owner = self.record_item.setdefault("owner", self.owner)
         return Claim.began(since, now, sent=self.record_item.get("sid"), ours=owner == self.owner)
+
+    def reported(self) -> str | None:
+        self.reads += 1
+        arrived = self.reported_after_reads is not None and self.reads > self.reported_after_reads
+        sent = [m["sid"] for m in self.twilio.sent if m["body"] == self.body]
+        return sent[0] if arrived and sent else None
+
+    def refused(self) -> None:
+        self.record_item["refused"] = "yes"
 
     def find(self, since: datetime) -> str | None:
         return self.twilio.find_sent(None, US, USER, self.body, since)
@@ -99,7 +112,8 @@ def test_a_message_sent_by_an_attempt_that_died_before_recording_it_is_found(twi
     assert twilio.lookups == 1 and twilio.attempts == 1
 
 
-def test_a_message_an_earlier_attempt_began_but_twilio_never_got_is_sent(twilio):
+def test_a_message_an_earlier_attempt_began_but_twilio_never_got_is_sent(twilio, configure):
+    configure(DELIVERY_RECEIPT_WAIT_SECONDS="0.3")
     note = Note(twilio)
     twilio.refuse[0] = TwilioRetryableError("Twilio HTTP 503 code None")
 
@@ -121,6 +135,47 @@ def test_another_owners_claim_sends_nothing(twilio):
 
     assert send_once(other) is None
     assert twilio.sent == [] and twilio.attempts == 1 and twilio.lookups == 0
+
+
+def test_a_message_the_list_does_not_show_yet_is_found_by_its_receipt_not_sent_again(twilio, configure):
+    configure(DELIVERY_RECEIPT_WAIT_SECONDS="5")
+    note = Note(twilio, reported_after_reads=3)  # its status callback comes during the wait
+    twilio.list_lags = True
+    twilio.lose_answer.add(0)
+    with pytest.raises(TwilioRetryableError):
+        send_once(note)
+
+    started = time.monotonic()
+    sid = send_once(note)
+
+    assert [m["sid"] for m in twilio.sent] == [sid] and note.record_item["sid"] == sid
+    assert twilio.attempts == 1 and note.reads == 4
+    assert time.monotonic() - started < 2  # it stopped waiting once the receipt came
+
+
+def test_a_message_in_doubt_without_a_receipt_is_sent_again_after_the_bounded_wait(twilio, configure):
+    configure(DELIVERY_RECEIPT_WAIT_SECONDS="0.6")
+    note = Note(twilio)  # no callback ever (a message that never left Twilio's queue)
+    twilio.list_lags = True
+    twilio.lose_answer.add(0)
+    with pytest.raises(TwilioRetryableError):
+        send_once(note)
+
+    started = time.monotonic()
+    send_once(note)
+
+    assert 0.6 <= time.monotonic() - started < 2
+    assert twilio.attempts == 2  # the bound passed: sent again (the risk the bound takes)
+
+
+def test_a_create_twilio_refused_is_kept_as_refused(twilio):
+    note = Note(twilio)
+    twilio.refuse[0] = TwilioRetryableError("Twilio HTTP 400 code 63018", refused=True)
+
+    with pytest.raises(TwilioRetryableError):
+        send_once(note)
+
+    assert note.record_item["refused"] == "yes"
 
 
 # --- the fallback reply (Record Failed Batch), on the store's fakes ------------------------

@@ -1,9 +1,11 @@
 """Send Reply as a use case, on in-memory fakes: each reply part goes out once, in order."""
 
+import time
+
 import pytest
 
 from functions.contract import ReplySummary, SendInput
-from functions.dal.models import Conversation, Turn
+from functions.dal.models import Conversation, Delivery, Turn
 from functions.errors import TwilioPermanentError, TwilioRetryableError
 from functions.inbound import Channel
 from functions.logic.entry_points import status_callback
@@ -22,7 +24,8 @@ LONG_REPLY = " ".join(f"Sentence number {n} of a long answer." for n in range(12
 
 
 @pytest.fixture
-def world(monkeypatch):
+def world(monkeypatch, configure):
+    configure(REPLY_PART_INTERVAL_SECONDS="0", DELIVERY_RECEIPT_WAIT_SECONDS="0.2")
     store, twilio = InMemoryStore(), FakeTwilio()
     store.conversations["c1"] = Conversation(
         conversation_id="c1",
@@ -126,16 +129,56 @@ def test_a_task_that_died_after_twilio_accepted_a_part_does_not_send_it_again(wo
     assert twilio.lookups == 1
 
 
-def test_a_retry_after_a_refused_part_looks_once_then_sends_it(world):
+def test_a_retry_after_a_part_in_doubt_looks_once_then_sends_it(world):
     _, twilio = world
-    twilio.refuse[2] = TwilioRetryableError("Twilio HTTP 429 code 20429")
+    twilio.refuse[2] = TwilioRetryableError("Twilio HTTP 503 code None")
 
     with pytest.raises(TwilioRetryableError):
         send_reply.send_reply(TASK)
     send_reply.send_reply(TASK)
 
     assert [m["body"] for m in twilio.sent] == split_reply(LONG_REPLY)
-    assert twilio.lookups == 1 and twilio.attempts == 4  # part 3: refused, looked up, sent
+    assert twilio.lookups == 1 and twilio.attempts == 4  # part 3: failed, looked up, sent
+
+
+def test_a_retry_after_twilio_refused_a_part_sends_it_without_looking_or_waiting(world, configure):
+    configure(REPLY_PART_INTERVAL_SECONDS="0", DELIVERY_RECEIPT_WAIT_SECONDS="20")
+    _, twilio = world
+    twilio.refuse[2] = TwilioRetryableError("Twilio HTTP 400 code 63018", refused=True)
+
+    with pytest.raises(TwilioRetryableError):
+        send_reply.send_reply(TASK)
+    started = time.monotonic()
+    send_reply.send_reply(TASK)
+
+    assert [m["body"] for m in twilio.sent] == split_reply(LONG_REPLY)
+    assert twilio.lookups == 0 and twilio.attempts == 4 and time.monotonic() - started < 1
+
+
+def test_a_part_the_list_does_not_show_yet_is_found_by_its_status_callback(world):
+    store, twilio = world
+    twilio.list_lags = True
+    twilio.lose_answer.add(1)  # part 2 accepted, the answer lost
+    with pytest.raises(TwilioRetryableError):
+        send_reply.send_reply(TASK)
+    part_two = twilio.sent[1]["sid"]
+    turn = store.turns[("c1", TASK.assistant_turn_id)]
+    turn.deliveries = {part_two: Delivery(message="1", status="sent", rank=2)}  # its callback came
+
+    sent = send_reply.send_reply(TASK)
+
+    assert [m["body"] for m in twilio.sent] == split_reply(LONG_REPLY)  # part 2 not sent again
+    assert sent.message_sids[1] == part_two
+
+
+def test_the_parts_of_a_reply_are_paced(world, configure):
+    configure(REPLY_PART_INTERVAL_SECONDS="0.4")
+    _, twilio = world
+
+    send_reply.send_reply(TASK)
+
+    times = [m["at"] for m in twilio.sent]
+    assert len(times) == 3 and all(b - a >= 0.4 for a, b in zip(times, times[1:], strict=False))
 
 
 def test_only_the_first_missing_part_is_looked_up(world):

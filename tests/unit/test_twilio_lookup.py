@@ -1,12 +1,17 @@
 """Finding a message that an attempt may have sent: the Messages list by To and From,
-the body, the time the first attempt began, and the SIDs already recorded."""
+the body, the time the first attempt began, and the SIDs already recorded; and which
+refusals of a create are retried, and which created nothing."""
 
 from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
 from types import SimpleNamespace
 
-from functions.integrations.twilio_messages import CLOCK_SKEW, LOOKUP_PAGE_SIZE, find_sent
+import pytest
+from twilio.base.exceptions import TwilioRestException
+
+from functions.errors import TwilioPermanentError, TwilioRetryableError
+from functions.integrations.twilio_messages import CLOCK_SKEW, LOOKUP_PAGE_SIZE, find_sent, send_message
 
 SINCE = datetime(2026, 11, 26, 12, 0, 0, 500000, tzinfo=UTC)
 US, USER = "whatsapp:+15550000001", "whatsapp:+15551112222"
@@ -61,3 +66,29 @@ def test_sids_already_recorded_are_not_taken_again_and_the_oldest_match_wins():
 def test_without_a_body_any_message_since_counts_a_template_has_twilios_own_text():
     client = _client(_message("SM9", "Hello {{1}} rendered", 1), _message("SM1", "a part", 0.5))
     assert find_sent(client, US, USER, None, SINCE, exclude=["SM1"]) == "SM9"
+
+
+@pytest.mark.parametrize(
+    ("status", "code", "retryable", "refused"),
+    [
+        (400, 63018, True, True),  # WhatsApp's rate limit at create: retried, nothing created
+        (429, 20429, True, True),
+        (503, None, True, False),  # a 5xx leaves the create in doubt
+        (400, 63016, False, True),
+    ],
+)
+def test_63018_at_create_is_retryable_and_a_4xx_created_nothing(status, code, retryable, refused):
+    client = SimpleNamespace(messages=SimpleNamespace(create=_refusing(status, code)))
+
+    with pytest.raises((TwilioRetryableError, TwilioPermanentError)) as raised:
+        send_message(client, US, USER, "hello")
+
+    assert isinstance(raised.value, TwilioRetryableError) is retryable
+    assert raised.value.refused is refused
+
+
+def _refusing(status: int, code: int | None):
+    def create(**_: object) -> None:
+        raise TwilioRestException(status, "https://api.twilio.com/...", code=code)
+
+    return create

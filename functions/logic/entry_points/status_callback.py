@@ -27,6 +27,7 @@ from functions.dal.tables import assistant_turn_id, user_turn_id
 from functions.inbound import Channel, ascii_count
 from functions.integrations import secrets, twilio_messages
 from functions.logic.rules import clock
+from functions.logic.shared import part_resend
 from functions.logic.shared.admission import Refusal, Signature, admit
 from functions.logic.shared.send_once import Claim, send_once
 from functions.observability import count, logger
@@ -83,7 +84,8 @@ def record_status(
     """Keep a status callback on the turn of the message it reports, if it comes from the
     conversation's tenant, signed, about a message from the conversation's number. A
     failure is counted (`UndeliveredReplies`) and recorded on the conversation; 63016 on
-    a reply part sends the configured template once."""
+    a reply part sends the configured template once, 63018 sends the part again once
+    (part_resend.py)."""
     tenant = admit(form, url, signature, our_number="From")
     if isinstance(tenant, Refusal):
         logger.warning("Status callback refused", extra={"reason": tenant.value})
@@ -100,7 +102,8 @@ def record_status(
         return CallbackOutcome.UNCHANGED
     sid, status = form.get("MessageSid", ""), form.get("MessageStatus") or form.get("SmsStatus") or ""
     error_code, reply_part = ascii_count(form.get("ErrorCode")), ascii_count(message) is not None
-    if not sid or status not in RANKS or not (reply_part or message in (TEMPLATE, FALLBACK)):
+    known = reply_part or message in (TEMPLATE, FALLBACK) or part_resend.is_resend(message)
+    if not sid or status not in RANKS or not known:
         logger.warning("Status callback not understood", extra={"status": status[:20], "part": message[:20]})
         return CallbackOutcome.UNCHANGED
     logger.append_keys(message_sid=sid, conversation_id=conversation_id)
@@ -115,6 +118,9 @@ def record_status(
         )
     if status in NOT_DELIVERED and error_code == twilio_messages.WHATSAPP_WINDOW_CLOSED and reply_part:
         send_template_once(conversation, window_id, owner=sid)  # also when a callback is repeated
+    if status in NOT_DELIVERED and error_code == twilio_messages.CHANNEL_RATE_LIMITED and message.isdigit():
+        budget = STATUS_CALLBACK.timeout_seconds - 1
+        part_resend.resend_part_once(conversation, window_id, int(message), owner=sid, budget=budget)
     return CallbackOutcome.RECORDED if recorded else CallbackOutcome.UNCHANGED
 
 
@@ -133,9 +139,10 @@ def send_template_once(conversation: Conversation, window_id: str, owner: str) -
     if template_without_messaging_service():
         count("TemplateNotConfigured")
         return None
-    return send_once(
-        _Template(conversation, window_id, owner, template, settings.twilio_messaging_service_sid)
-    )
+    # Within the StatusCallback function's timeout when it sends: a wait, then a create.
+    wait = STATUS_CALLBACK.timeout_seconds - settings.twilio_timeout_seconds - 1
+    service = settings.twilio_messaging_service_sid
+    return send_once(_Template(conversation, window_id, owner, template, service), receipt_wait=wait)
 
 
 def template_without_messaging_service() -> bool:
@@ -180,11 +187,16 @@ class _Template:
         since, sent = self.turn.template_since or now, self.turn.template_sid
         return Claim.began(since, now, sent=sent, ours=self.turn.template_owner == self.owner)
 
+    def reported(self) -> str | None:
+        """Its status callback names it (`template`): recorded on the assistant turn."""
+        turn = turns.get(self.conversation.conversation_id, self.turn_id) or self.turn
+        return next((sid for sid, d in turn.deliveries.items() if d.message == TEMPLATE), None)
+
+    def refused(self) -> None:
+        """Nothing kept: a retry waits for a receipt first."""
+
     def find(self, since: datetime) -> str | None:
-        """Its own status callbacks may have told us already; else Twilio's list."""
-        reported = [sid for sid, d in self.turn.deliveries.items() if d.message == TEMPLATE]
-        if reported:
-            return reported[0]
+        """Twilio's list: a message from us since `since` that is none of the turn's."""
         ours = [*self.turn.message_sids, *self.turn.deliveries]
         our, user = self.conversation.our_address, self.conversation.user_address
         return twilio_messages.find_sent(self.client, our, user, None, since, ours)

@@ -9,8 +9,12 @@ template) follows one protocol, `send_once`:
 1. claim: record in DynamoDB that an attempt began, before any create; what is recorded
    already says whether the SID is known (nothing to do), whether another owner sends it,
    and whether an earlier attempt began (then the message may be in Twilio unrecorded);
-2. find: only after an earlier attempt began, look for the message in Twilio's Messages
-   list (https://www.twilio.com/docs/messaging/api/message-resource#read-multiple-message-resources);
+2. find: only after an earlier attempt began, look for the message's delivery receipt
+   (a status callback recorded for it: its StatusCallback URL names the message), then in
+   Twilio's Messages list
+   (https://www.twilio.com/docs/messaging/api/message-resource#read-multiple-message-resources),
+   and when neither shows it, wait a bounded time (DELIVERY_RECEIPT_WAIT_SECONDS) for a
+   receipt: the list promises nothing about how soon a created message appears in it;
 3. send: create it, if not found;
 4. record: keep its SID, found or sent.
 
@@ -20,11 +24,18 @@ and the decisions are here, once (docs/decisions.md, "One send-once protocol")."
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Protocol
 
+from functions.config import get_settings
+from functions.errors import TwilioPermanentError, TwilioRetryableError
 from functions.logic.rules import clock
+from functions.observability import count, logger
+
+# How often the turn is read again for a delivery receipt while waiting for one.
+RECEIPT_POLL_SECONDS = 0.25
 
 
 @dataclass(frozen=True)
@@ -50,8 +61,13 @@ class OnceMessage(Protocol):
         the record holds."""
         ...
 
+    def reported(self) -> str | None:
+        """The SID of the message if a status callback for it is recorded, else None."""
+        ...
+
     def find(self, since: datetime) -> str | None:
-        """The message's SID if an attempt that began at `since` sent it, else None."""
+        """The message's SID if Twilio's list shows an attempt that began at `since` sent
+        it, else None."""
         ...
 
     def send(self) -> str:
@@ -62,32 +78,50 @@ class OnceMessage(Protocol):
         """Keep the message's SID."""
         ...
 
+    def refused(self) -> None:
+        """Twilio refused this attempt's create with a 4xx (it created nothing): keep that,
+        if the next attempt can use it to send without waiting for a receipt."""
+        ...
 
-def send_once(message: OnceMessage) -> str | None:
+
+def send_once(message: OnceMessage, receipt_wait: float | None = None) -> str | None:
     """The message's SID, sent by this attempt or an earlier one; None when another owner
     sends it. A retry after the SID was recorded sends nothing and looks nothing up; an
     attempt that finds an earlier one began looks for the message in Twilio's list before
     sending it; the first attempt sends without looking. Twilio's errors go up unchanged
-    (the caller's retry claims again)."""
+    (the caller's retry claims again). `receipt_wait`: the longest wait for a receipt, if
+    the caller's time is shorter than DELIVERY_RECEIPT_WAIT_SECONDS."""
     claim = message.claim(clock.iso(clock.now()))
     if claim.sent or not claim.ours:
         return claim.sent
-    sid = _sent_earlier(message, claim.earlier_since) if claim.earlier_since else None
+    sid = _sent_earlier(message, claim.earlier_since, receipt_wait) if claim.earlier_since else None
     if sid is None:
-        sid = message.send()
+        try:
+            sid = message.send()
+        except (TwilioRetryableError, TwilioPermanentError) as error:
+            if error.refused:
+                message.refused()
+            raise
     message.record(sid)
     return sid
 
 
-def _sent_earlier(message: OnceMessage, since: datetime) -> str | None:
+def _sent_earlier(message: OnceMessage, since: datetime, receipt_wait: float | None) -> str | None:
     """The SID of the message an earlier attempt (begun at `since`) sent, as far as can be
-    known now; None means send it.
-
-    The one place for what decides that a message in doubt was not sent. Today: Twilio's
-    Messages list. The list promises nothing about how soon a created message appears in
-    it, so a later step can be added here, after a `find` that found nothing: wait, within
-    a bound, for the message's status callback (a method `reported(since)` on
-    `OnceMessage`, reading the deliveries recorded on the turn) and raise a retryable error
-    while it may still come, so that the caller's retry claims again. The three messages
-    get it by implementing that method; `send_once` does not change."""
-    return message.find(since)
+    known now; None means send it. The one place for what decides that a message in doubt
+    was not sent: its delivery receipt (a status callback recorded for it), then Twilio's
+    list; when neither shows it, the receipt is waited for, up to
+    DELIVERY_RECEIPT_WAIT_SECONDS, before the message is sent again. Twilio reports every
+    status after `queued` (`sent`, `failed`, ...) to the message's StatusCallback, which
+    names the message; its list shows a created message after a delay it does not bound
+    (docs/decisions.md, "A delivery receipt, not the list, decides a send in doubt")."""
+    sid = message.reported() or message.find(since)
+    wait = get_settings().delivery_receipt_wait_seconds
+    deadline = time.monotonic() + (wait if receipt_wait is None else max(0.0, min(wait, receipt_wait)))
+    while sid is None and time.monotonic() < deadline:
+        time.sleep(min(RECEIPT_POLL_SECONDS, max(0.0, deadline - time.monotonic())))
+        sid = message.reported()
+    if sid is None:
+        count("SendsInDoubtSentAgain")
+        logger.warning("No receipt of a message in doubt: sending it")
+    return sid

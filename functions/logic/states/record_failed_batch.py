@@ -113,8 +113,9 @@ def _set_aside(
 
 def _send_fallback(ref: BatchRef) -> None:
     """Tell the user we cannot answer, once (send_once.py): the first attempt records when
-    it began (`fallback_since`), a later one looks in Twilio's list for the fallback an
-    earlier one may have sent (a late answer, a crash) before sending it, and its SID is
+    it began (`fallback_since`), a later one looks for the fallback an earlier one may
+    have sent (a late answer, a crash: its status callback, Twilio's list, a bounded wait)
+    before sending it, and its SID is
     kept on the user turn. A transient Twilio error is raised, so that the state retries,
     and so is a failure to record the SID of a fallback sent (the retry finds it); any
     other failure is logged (the batch is recorded either way)."""
@@ -161,6 +162,17 @@ class _Fallback:
             return Claim(earlier_since=clock.parse(self.turn.fallback_since))
         turns.mark_failed(self.ref.conversation_id, self.ref.user_turn_id, {"fallback_since": now})
         return Claim()
+
+    def reported(self) -> str | None:
+        """Its status callback names it (`fallback`): recorded on the user turn."""
+        from functions.logic.entry_points import status_callback
+
+        turn = turns.get(self.ref.conversation_id, self.ref.user_turn_id)
+        deliveries = turn.deliveries if turn else {}
+        return next((sid for sid, d in deliveries.items() if d.message == status_callback.FALLBACK), None)
+
+    def refused(self) -> None:
+        """Nothing kept: a retry waits for a receipt first (a fallback is rarely retried)."""
 
     def find(self, since: datetime) -> str | None:
         from functions.integrations import twilio_messages

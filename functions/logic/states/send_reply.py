@@ -5,21 +5,26 @@ Twilio's `messages.create` takes no idempotency key, and a request whose answer 
 (a timeout, a connection broken after the request went out, a task that died after
 create returned) may have created its message. So the first attempt records when it
 began (`sending_since`, before its first create) and each part's SID as soon as it has
-it; an attempt that finds `sending_since` already set first looks in Twilio's list for
-the first part not recorded (the only one an earlier attempt can have sent unrecorded:
-parts go out in order, each recorded before the next), and sends it only if it is not
-there (docs/decisions.md, "One Twilio message per reply part"; the protocol is
-functions/logic/shared/send_once.py)."""
+it; an attempt that finds `sending_since` already set first looks for the first part not
+recorded (the only one an earlier attempt can have sent unrecorded: parts go out in order,
+each recorded before the next): its status callback recorded on the turn, Twilio's list,
+then a bounded wait for the callback; it sends the part only if none shows it, or at once
+if the previous attempt's create of it was refused (docs/decisions.md, "One Twilio message
+per reply part" and "A delivery receipt, not the list, decides a send in doubt"; the
+protocol is functions/logic/shared/send_once.py). Parts go out REPLY_PART_INTERVAL_SECONDS
+apart (WhatsApp's 63018)."""
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass
 from datetime import datetime
 
 from twilio.rest import Client
 
+from functions.config import get_settings
 from functions.contract import SendInput, SentSummary
-from functions.dal import conversations, turns
+from functions.dal import conversations, reply_sending, turns
 from functions.dal.models import Conversation, Turn
 from functions.errors import TwilioPermanentError
 from functions.integrations import secrets, twilio_messages
@@ -88,35 +93,64 @@ def _send_missing_parts(
     task: SendInput, conversation: Conversation, turn: Turn, parts: list[str], sent: list[str], client: Client
 ) -> None:
     """Send the parts not yet recorded, in order, each once (send_once.py), appending each
-    SID to `sent` once recorded."""
+    SID to `sent` once recorded; REPLY_PART_INTERVAL_SECONDS apart."""
     first = len(sent)
+    attempt = _Attempt()
+    interval = get_settings().reply_part_interval_seconds
     for index in range(first, len(parts)):
-        send_once(_ReplyPart(task, conversation, turn, client, parts, sent, index, first=index == first))
+        if index > first:  # WhatsApp limits messages to one recipient (63018): paced
+            time.sleep(interval)
+        part = _ReplyPart(task, conversation, client, parts, sent, index, attempt, first=index == first)
+        send_once(part)
+
+
+@dataclass
+class _Attempt:
+    """This attempt, as its parts share it: when it began (its first part's claim)."""
+
+    began: str = ""
 
 
 @dataclass(frozen=True)
 class _ReplyPart:
     """Reply part `index` of the turn, for send_once. The turn records when sending began
-    (`sending_since`), once for all its parts: only the first part not recorded can be in
-    doubt, so only its claim records or reads that time."""
+    (`sending_since`), once for all its parts, and when each attempt began: only the first
+    part not recorded can be in doubt, so only its claim records or reads those times (and
+    it is not in doubt when the previous attempt's create of it was refused)."""
 
     task: SendInput
     conversation: Conversation
-    turn: Turn
     client: Client
     parts: list[str]
     sent: list[str]
     index: int
+    attempt: _Attempt
     first: bool
 
     def claim(self, now: str) -> Claim:
         if not self.first:  # this attempt recorded the part before: nothing in doubt
             return Claim()
         task = self.task
-        since = self.turn.sending_since or turns.begin_sending(
-            task.conversation_id, task.assistant_turn_id, now
-        )
-        return Claim.began(since, now)
+        self.attempt.began = now
+        sending = reply_sending.begin_sending(task.conversation_id, task.assistant_turn_id, now)
+        if sending.refused_part == self.index:  # the last create of it was refused: not sent
+            return Claim()
+        return Claim.began(sending.since, now)
+
+    def reported(self) -> str | None:
+        """A part's status callback names it (its index): recorded on the turn."""
+        turn = turns.get(self.task.conversation_id, self.task.assistant_turn_id)
+        deliveries = turn.deliveries if turn else {}
+        part = str(self.index)
+        found = [sid for sid, d in deliveries.items() if d.message == part and sid not in self.sent]
+        if found:
+            count("ReplyPartsFoundReported")
+            logger.info("Part found reported", extra={"part": self.index, "message_sid": found[0]})
+        return found[0] if found else None
+
+    def refused(self) -> None:
+        task, began = self.task, self.attempt.began
+        reply_sending.refuse_part(task.conversation_id, task.assistant_turn_id, self.index, began)
 
     def find(self, since: datetime) -> str | None:
         our, user = self.conversation.our_address, self.conversation.user_address

@@ -21,6 +21,13 @@ Without `after`, each status step takes `step_seconds` (0.05 s by default).
 `GET /_control/callbacks` lists the status callbacks POSTed, with their answers.
 `POST /_control/signing` `{"url_fragment": false}` signs callbacks without the URL's
 fragment (default: with it; Twilio does not document which).
+`POST /_control/list_lag` `{"seconds": 30}` shows a created message in the Messages list
+only that long after its creation (default 0: at once). Twilio promises nothing about how
+soon it appears there.
+`POST /_control/rate` `{"per_recipient_seconds": 3, "at": "create"}` lets one message
+through per that many seconds from one number to one recipient (twilio_rate.py): sooner is
+refused at create (`"create"`: 400, code 63018) or reported `failed` with 63018 by status
+callback (`"callback"`). Seconds 0 turns it off (the default).
 """
 
 from __future__ import annotations
@@ -42,12 +49,13 @@ from infra.local.standins.twilio_delivery import (
     statuses_after_acceptance,
 )
 from infra.local.standins.twilio_listing import matcher, newest_first, page_of
+from infra.local.standins.twilio_rate import CHANNEL_RATE_LIMITED, RecipientRate
 from infra.local.standins.twilio_typing import TypingStandIn
 
 API = "/2010-04-01/Accounts"
 MAX_BODY_UTF16_UNITS = 1600
 # Kept with each message for tests, but not part of Twilio's Message resource.
-_NOT_IN_RESOURCE = ("content_sid", "status_callback")
+_NOT_IN_RESOURCE = ("content_sid", "status_callback", "created_monotonic")
 
 
 class TwilioStandIn(TypingStandIn):
@@ -57,6 +65,8 @@ class TwilioStandIn(TypingStandIn):
         Rule(f"{API}/<account_sid>/Messages/<sid>.json", endpoint="message_api", methods=["GET"]),
         Rule("/_control/callbacks", endpoint="control_callbacks", methods=["GET"]),
         Rule("/_control/signing", endpoint="control_signing", methods=["POST"]),
+        Rule("/_control/list_lag", endpoint="control_list_lag", methods=["POST"]),
+        Rule("/_control/rate", endpoint="control_rate", methods=["POST"]),
     ]
 
     def __init__(self, step_seconds: float = 0.05, link_seconds: float = 4 * 3600) -> None:
@@ -65,12 +75,21 @@ class TwilioStandIn(TypingStandIn):
         self.callbacks: list[dict[str, Any]] = []  # status callback attempts
         self.step_seconds = step_seconds
         self.sign_url_fragment = True  # whether callbacks are signed over the URL's fragment too
+        self.list_lag_seconds = 0.0  # how long a created message stays out of the list
+        self.rate = RecipientRate()
 
     def _reset(self) -> None:
         super()._reset()
         self.messages.clear()
         self.callbacks.clear()
         self.sign_url_fragment = True
+        self.list_lag_seconds = 0.0
+        self.rate.set(0)
+
+    def list_lag(self, seconds: float) -> None:
+        """Show a created message in the Messages list only `seconds` after its creation."""
+        with self._lock:
+            self.list_lag_seconds = max(0.0, float(seconds))
 
     def messages_endpoint_for(self, account_sid: str) -> str:
         return f"{API}/{account_sid}/Messages.json"
@@ -100,7 +119,12 @@ class TwilioStandIn(TypingStandIn):
         except ValueError:
             return twilio_error(400, 20001, "Invalid DateSent")
         with self._lock:
-            listed = [resource(m) for m in self.messages if m["account_sid"] == account_sid and matches(m)]
+            shown = time.monotonic() - self.list_lag_seconds
+            listed = [
+                resource(m)
+                for m in self.messages
+                if m["account_sid"] == account_sid and m["created_monotonic"] <= shown and matches(m)
+            ]
             return json_response(page_of(newest_first(listed), args, request.path))
 
     def _create(self, request: Request, account_sid: str, auth_token: str) -> Response:
@@ -126,6 +150,12 @@ class TwilioStandIn(TypingStandIn):
         refusal = _refusal(form)
         if refusal is not None:
             return self._answer(call, refusal)
+        refused = self.rate.refusal(form.get("From") or "", form.get("To") or "")
+        if refused == "create":
+            error = twilio_error(400, CHANNEL_RATE_LIMITED, "Rate limit exceeded for Channel")
+            return self._answer(call, error)
+        if refused == "callback":
+            fault = {**fault, "outcome": "failed", "error_code": CHANNEL_RATE_LIMITED}
         message = _new_message(account_sid, form)
         statuses = statuses_after_acceptance(message, fault.get("outcome"))
         with self._lock:
@@ -172,6 +202,18 @@ class TwilioStandIn(TypingStandIn):
     def control_callbacks(self, request: Request) -> Response:
         with self._lock:
             return json_response({"callbacks": list(self.callbacks)})
+
+    def control_list_lag(self, request: Request) -> Response:
+        self.list_lag(float(request.get_json(force=True).get("seconds", 0)))
+        return json_response({"seconds": self.list_lag_seconds})
+
+    def control_rate(self, request: Request) -> Response:
+        body = request.get_json(force=True)
+        try:
+            self.rate.set(float(body.get("per_recipient_seconds", 0)), str(body.get("at", "create")))
+        except ValueError as error:
+            return json_response({"error": {"message": str(error), "status": 400}}, 400)
+        return json_response({"per_recipient_seconds": self.rate.seconds, "at": self.rate.at})
 
     def control_signing(self, request: Request) -> Response:
         self.sign_url_fragment = bool(request.get_json(force=True).get("url_fragment", True))
@@ -239,6 +281,7 @@ def _new_message(account_sid: str, form: Any) -> dict[str, Any]:
         "uri": uri + ".json",
         "subresource_uris": {"media": uri + "/Media.json", "feedback": uri + "/Feedback.json"},
         "status_callback": form.get("StatusCallback"),
+        "created_monotonic": time.monotonic(),
     }
 
 

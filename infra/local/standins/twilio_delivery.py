@@ -50,6 +50,7 @@ ERROR_MESSAGES = {
     30007: "Message filtered",
     30008: "Unknown error",
     63016: "Failed to send freeform message because you are outside the allowed window.",
+    63018: "Rate limit exceeded for Channel",
     63024: "Invalid message recipient",
 }
 
