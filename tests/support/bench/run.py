@@ -415,11 +415,10 @@ def measure_load(stack: LocalStack, conversations: int = 20, per_conversation: i
     ]
     wait_quiet(stack, conversation_ids, timeout=300)
     answered = time.perf_counter() - started
+    # What each OpenAI conversation holds (a reply discarded for newer fragments is removed
+    # from it; on_newer: merge): every message once, in one user turn.
     inputs = Counter(
-        line
-        for call in stack.openai.calls
-        if call["status"] == 200
-        for line in str(call["input"]).split("\n")
+        line for conversation_id in conversation_ids for line in _user_turn_lines(stack, conversation_id)
     )
     sent = [f"{u} #{n}" for u in users for n in range(per_conversation)]
     return {
@@ -434,6 +433,17 @@ def measure_load(stack: LocalStack, conversations: int = 20, per_conversation: i
         "lost": sum(1 for body in sent if inputs[body] == 0) + len(errors),
         "duplicated": sum(n - 1 for body, n in inputs.items() if body in set(sent) and n > 1),
     }
+
+
+def _user_turn_lines(stack: LocalStack, conversation_id: str) -> list[str]:
+    """The lines of every user turn the conversation's OpenAI conversation holds."""
+    openai_conversation = conversation_table.require(conversation_id).openai_conversation_id
+    if not openai_conversation:
+        return []
+    items = stack.openai.conversation_items(openai_conversation)
+    return [
+        line for item in items if item["role"] == "user" for line in item["content"][0]["text"].split("\n")
+    ]
 
 
 # --- report ---------------------------------------------------------------------------------
