@@ -136,6 +136,10 @@ def typing_plan(rng: random.Random, conversation: int) -> list[tuple[float, str]
 def test_random_traffic_with_faults_loses_and_duplicates_nothing(harness, configure, monkeypatch, capsys):
     configure(
         RECONCILE_AFTER_SECONDS="10",
+        # A run that failed for transient reasons is retried by the reconciler after these
+        # (60 s doubling up to 30 min, as deployed): the faults here are seconds long.
+        TRANSIENT_RETRY_FIRST_SECONDS="5",
+        TRANSIENT_RETRY_MAX_SECONDS="30",
         MAX_BATCH_ATTEMPTS="20",
         OPENAI_TIMEOUT_SECONDS=OPENAI_ATTEMPT_SECONDS,
         TWILIO_TIMEOUT_SECONDS="0.5",
