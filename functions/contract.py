@@ -111,8 +111,9 @@ class BatchSummary(Contract):
 class GenerateInput(BatchRef):
     batch: BatchSummary
     rules: BatchingRules
-    regenerations: int  # replies of this batch discarded so far for newer fragments
-    batch_limit: int
+    # Defaults for a run that a deploy found already past Merge (its input lacks them).
+    regenerations: int = 0  # replies of this batch discarded so far for newer fragments
+    batch_limit: int = 50  # MAX_BATCH_SIZE's default
 
 
 class ReplySummary(Contract):
@@ -140,7 +141,7 @@ class SentSummary(Contract):
 
 class RecordInput(BatchRef):
     lock_acquired_at: str
-    ended_by: BurstEnd | None  # why the burst ended (BurstStatus)
+    ended_by: BurstEnd | None = None  # why the burst ended (BurstStatus; None in a run from before)
     batch: BatchSummary
     reply: ReplySummary
     sent: SentSummary

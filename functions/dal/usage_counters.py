@@ -10,6 +10,7 @@ from botocore.exceptions import ClientError
 
 from functions.config import get_settings
 from functions.dal import dynamo, expressions
+from functions.errors import TransactionConflict
 
 
 def count_within(counters: dict[str, int], expires_at: int) -> str | None:
@@ -38,9 +39,13 @@ def count_within(counters: dict[str, int], expires_at: int) -> str | None:
             raise
         reasons = error.response.get("CancellationReasons") or []
         full = [k for k, r in zip(keys, reasons, strict=False) if r.get("Code") == "ConditionalCheckFailed"]
-        if not full:
-            raise  # cancelled for another reason (a conflict): let the task's retry decide
-        return full[0]
+        if full:
+            return full[0]
+        if any(r.get("Code") == "TransactionConflict" for r in reasons):
+            # Another AI call counted on a shared counter (the tenant's, everyone's) at the
+            # same moment: nothing was counted; the task's Retry counts again.
+            raise TransactionConflict(f"counting an AI call on {keys} conflicted") from error
+        raise
     return None
 
 
