@@ -89,6 +89,7 @@ GRANTS: dict[str, Grants] = {
     ],
     "CloseBatchWindow": [
         (("dynamodb:Query",), ("StagedMessages/index/pending",)),  # messages that arrived meanwhile
+        (("dynamodb:GetItem",), ("Conversations",)),  # adaptive: the quiet period learned
         *OPEN_WINDOWS,  # close this window, open the next
     ],
     "RecordFailedBatch": [

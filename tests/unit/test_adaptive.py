@@ -135,13 +135,18 @@ def test_messages_that_came_while_the_batch_was_answered_open_a_window_that_wait
         last_received_ms=NOW_MS - 3_000,
     )
 
+    # What Acquire Processing Lock kept with the lock when the burst was declared over.
+    taught = after_burst(ADAPTIVE, NOW_MS - 4_000, NOW_MS - 3_000, 2, NOW_MS - 2_000)
+    learned = {"learned_quiet_ms": taught.quiet_ms, "last_burst_ms": taught.last_burst_ms}
+    learned["burst_closed_ms"] = taught.burst_closed_ms
+    store.conversations["c1"] = store.conversations["c1"].model_copy(update=learned)
+
     close_batch_window(
         CloseInput(conversation_id="c1", window_id="w1", execution_name="c1-w1", rules=ADAPTIVE, batch=batch)
     )
 
     [started] = runs.started.values()
     next_rules = RunInput.model_validate(json.loads(started)).rules
-    taught = after_burst(ADAPTIVE, NOW_MS - 4_000, NOW_MS - 3_000, 2, NOW_MS - 3_000)
     assert taught.quiet_ms is not None and next_rules.quiet_seconds > taught.quiet_ms / 1000
     assert next_rules.quiet_seconds == for_new_window(ADAPTIVE, taught, NOW_MS).quiet_seconds
 

@@ -4,9 +4,9 @@ run's last step."""
 from __future__ import annotations
 
 from functions.contract import CloseInput, CloseOutput
-from functions.dal import batch_windows, staged_messages
+from functions.dal import batch_windows, conversations, staged_messages
 from functions.logic.rules import clock
-from functions.logic.rules.adaptive import after_burst, for_new_window
+from functions.logic.rules.adaptive import Learned, for_new_window
 from functions.logic.rules.debounce import BatchingRules
 from functions.logic.shared.windows import open_batch_window
 from functions.observability import logger
@@ -44,16 +44,13 @@ def close_batch_window(task: CloseInput) -> CloseOutput:
 
 def _next_rules(task: CloseInput, first_ms: int) -> BatchingRules:
     """The next window's rules: the same, except in `adaptive` mode, where the quiet period
-    is what this burst taught (as the lock's write kept it), nudged up if the next window's
-    first message came after this batch's last one (we answered too soon: a split burst)."""
-    batch = task.batch
-    if task.rules.mode != "adaptive" or batch.first_received_ms is None or batch.last_received_ms is None:
+    is what the conversation has learned (Acquire Processing Lock kept it with the lock),
+    nudged up if the next window's first message came after this burst was declared over
+    (we answered too soon: a split burst), as the webhook does for a window it opens."""
+    if task.rules.mode != "adaptive":
         return task.rules
-    taught = after_burst(
-        task.rules,
-        batch.first_received_ms,
-        batch.last_received_ms,
-        batch.message_count,
-        batch.last_received_ms,
-    )
-    return for_new_window(task.rules, taught, first_ms)
+    conversation = conversations.get(task.conversation_id)
+    if conversation is None:
+        return task.rules
+    learned = Learned(conversation.learned_quiet_ms, conversation.last_burst_ms, conversation.burst_closed_ms)
+    return for_new_window(task.rules, learned, first_ms)
