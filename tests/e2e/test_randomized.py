@@ -140,6 +140,11 @@ def test_random_traffic_with_faults_loses_and_duplicates_nothing(harness, config
         # (60 s doubling up to 30 min, as deployed): the faults here are seconds long.
         TRANSIENT_RETRY_FIRST_SECONDS="5",
         TRANSIENT_RETRY_MAX_SECONDS="30",
+        # Every conversation here belongs to the local stack's one tenant: its ceilings (200
+        # new conversations, 1,000 AI calls an hour) would record the later ones `limited`.
+        MAX_NEW_CONVERSATIONS_PER_HOUR_PER_TENANT="100000",
+        MAX_AI_CALLS_PER_HOUR_PER_TENANT="100000",
+        MAX_AI_CALLS_PER_HOUR="100000",
         MAX_BATCH_ATTEMPTS="20",
         OPENAI_TIMEOUT_SECONDS=OPENAI_ATTEMPT_SECONDS,
         TWILIO_TIMEOUT_SECONDS="0.5",
