@@ -31,10 +31,16 @@ def count_by_tenant(name: str, tenant: str, value: float = 1) -> None:
         metric.add_dimension(name="Tenant", value=tenant or "none")
 
 
-def about_conversation(conversation_id: str) -> None:
-    """The conversation the invocation's metrics are about, in their record (metadata, not
-    a dimension: CloudWatch Logs Insights finds the record, the metric stays one series)."""
-    metrics.add_metadata(key="conversation_id", value=conversation_id)
+def count_about(
+    conversation_id: str, name: str, value: float = 1, unit: MetricUnit = MetricUnit.Count
+) -> None:
+    """One figure about one conversation (SplitBursts, FragmentsPerReply, ReplyDelay),
+    printed at once as a record of its own with the conversation id as metadata (not a
+    dimension: the metric stays one series, and CloudWatch Logs Insights finds the record)."""
+    one = EphemeralMetrics(namespace=NAMESPACE, service=SERVICE)
+    one.add_metadata(key="conversation_id", value=conversation_id)
+    one.add_metric(name=name, unit=unit, value=value)
+    one.flush_metrics()
 
 
 def milliseconds(name: str, value: float) -> None:

@@ -78,8 +78,9 @@ def test_a_burst_begun_within_split_seconds_of_a_reply_was_split():
 def counted(monkeypatch) -> list[tuple[str, object]]:
     """What batch_metrics counted: (name, value), BurstEnd as ("BurstEnd", reason)."""
     seen: list[tuple[str, object]] = []
-    monkeypatch.setattr(batch_metrics, "count", lambda name, value=1: seen.append((name, value)))
-    monkeypatch.setattr(batch_metrics, "milliseconds", lambda name, value: seen.append((name, value)))
+    monkeypatch.setattr(
+        batch_metrics, "count_about", lambda _cid, name, value=1, _unit=None: seen.append((name, value))
+    )
     monkeypatch.setattr(
         batch_metrics, "count_by", lambda name, _dim, value, _conversation="": seen.append((name, value))
     )
@@ -175,7 +176,7 @@ def test_the_fragment_that_begins_a_burst_soon_after_a_reply_counts_one_split_bu
     store = store_with_conversation(monkeypatch, T0, USER, US, last_reply_at=clock.iso(T0))
     install_runs(monkeypatch)
     split: list[str] = []
-    monkeypatch.setattr(webhook, "count", lambda name: split.append(name) if name == "SplitBursts" else None)
+    monkeypatch.setattr(webhook, "count_about", lambda _cid, name: split.append(name))
 
     stage(store, SM1, datetime(2026, 11, 26, 12, 0, 5, tzinfo=UTC))  # opens a window 5 s after the reply
     stage(store, SM2, datetime(2026, 11, 26, 12, 0, 6, tzinfo=UTC))  # the same burst
@@ -188,7 +189,7 @@ def test_a_burst_begun_long_after_the_reply_is_not_split(monkeypatch, configure)
     store = store_with_conversation(monkeypatch, T0, USER, US, last_reply_at=clock.iso(T0))
     install_runs(monkeypatch)
     split: list[str] = []
-    monkeypatch.setattr(webhook, "count", lambda name: split.append(name) if name == "SplitBursts" else None)
+    monkeypatch.setattr(webhook, "count_about", lambda _cid, name: split.append(name))
 
     stage(store, SM1, datetime(2026, 11, 26, 12, 0, 31, tzinfo=UTC))
 

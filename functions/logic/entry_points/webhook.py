@@ -18,7 +18,7 @@ from functions.logic.rules.adaptive import Learned, for_new_window
 from functions.logic.rules.debounce import BatchingRules, is_flush_keyword, resolve_rules, splits_a_burst
 from functions.logic.shared.admission import Refusal, Signature, admit
 from functions.logic.shared.windows import count_in_window, open_batch_window
-from functions.observability import about_conversation, count, logger
+from functions.observability import count, count_about, logger
 
 
 class MessageOutcome(StrEnum):
@@ -128,8 +128,8 @@ def _stage(
         opened = count_in_window(conversation.conversation_id, rules, received_ms, flush)
         last_reply_ms = clock.iso_to_ms(conversation.last_reply_at) if conversation.last_reply_at else None
         if opened and splits_a_burst(last_reply_ms, received_ms, get_settings().split_seconds):
-            about_conversation(conversation.conversation_id)
-            count("SplitBursts")  # once per burst: by the fragment that opened its window
+            # once per burst: by the fragment that opened its window
+            count_about(conversation.conversation_id, "SplitBursts")
     elif staging is Staging.DUPLICATE_PENDING:
         # Its first delivery may have staged it and died before the window's run started.
         open_batch_window(conversation.conversation_id, rules, ensure_started=True)

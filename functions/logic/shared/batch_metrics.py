@@ -11,22 +11,23 @@
 
 from __future__ import annotations
 
+from aws_lambda_powertools.metrics import MetricUnit
+
 from functions.contract import RecordInput
 from functions.dal.models import Turn
 from functions.logic.rules import clock
-from functions.observability import about_conversation, count, count_by, milliseconds
+from functions.observability import count_about, count_by
 
 
 def count_answered_batch(task: RecordInput, user_turn: Turn | None, assistant_turn: Turn | None) -> None:
-    about_conversation(task.conversation_id)
     if task.ended_by:
         count_by("BurstEnd", "reason", task.ended_by, task.conversation_id)
     if task.reply.answered_by != "ai" or not task.sent.message_sids:
         return  # no reply to the batch: handed off, limited, or nothing sent
-    count("FragmentsPerReply", task.batch.message_count)
+    count_about(task.conversation_id, "FragmentsPerReply", task.batch.message_count)
     delay = reply_delay_ms(user_turn, assistant_turn)
     if delay is not None:
-        milliseconds("ReplyDelay", delay)
+        count_about(task.conversation_id, "ReplyDelay", delay, MetricUnit.Milliseconds)
 
 
 def reply_delay_ms(user_turn: Turn | None, assistant_turn: Turn | None) -> int | None:
