@@ -101,3 +101,19 @@ def test_the_replay_reads_a_conversations_arrival_times_from_the_local_tables(ha
     )
     assert each.returncode == 0, each.stderr
     assert json.loads(each.stdout)[0]["bursts"] == 3
+
+
+def test_a_fragment_sent_while_the_reply_is_written_opens_a_window_with_the_learned_quiet_period(harness):
+    """With `on_newer: next`, the fragment goes to the next window, which Close Batch
+    Window opens with what the conversation learned: it came after the burst was declared
+    over, so the burst was split and the next window waits longer than `quiet_seconds`."""
+    user = harness.new_user()
+    conversation_id = harness.stage_directly(user, [])
+    harness.set_conversation(conversation_id, batching={**RULES, "on_newer": "next"})
+
+    harness.send_while_generating(user, "so about tomorrow", "and the day after", seconds=2)
+    first, second = harness.wait_until_quiet(conversation_id, runs=2)
+
+    assert len(_arrivals(conversation_id)) == 2  # two batches
+    assert _run_rules(harness, first).quiet_seconds == 1
+    assert _run_rules(harness, second).quiet_seconds > 1
