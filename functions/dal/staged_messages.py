@@ -162,42 +162,35 @@ def scan_pending() -> list[dict[str, Any]]:
 
 def count_failed_attempt(conversation_id: str, message_sids: list[str]) -> int:
     """Add one failed attempt to each pending message; the highest count among them."""
-    highest = 0
-    for sid in message_sids:
-        try:
-            item = _table().update_item(
-                Key={"conversation_id": conversation_id, "message_sid": sid},
-                UpdateExpression=expressions.COUNT_ATTEMPT,
-                ConditionExpression=expressions.IS_PENDING,
-                ExpressionAttributeValues={":one": 1},
-                ReturnValues="UPDATED_NEW",
-            )["Attributes"]
-        except ClientError as error:
-            if dynamo.condition_failed(error):
-                continue  # answered or failed meanwhile
-            raise
-        highest = max(highest, int(item["attempts"]))
-    return highest
+    return _count_on_pending(conversation_id, message_sids, expressions.COUNT_ATTEMPT, "attempts", {})
 
 
 def count_transient_failure(conversation_id: str, message_sids: list[str], at: str) -> int:
     """Add one transient failure (at `at`) to each pending message; the highest count
     among them (the reconciler waits longer after each: functions/logic/rules/failures.py)."""
+    update = expressions.COUNT_TRANSIENT_FAILURE
+    return _count_on_pending(conversation_id, message_sids, update, "transient_failures", {":at": at})
+
+
+def _count_on_pending(
+    conversation_id: str, message_sids: list[str], update: str, counter: str, values: dict[str, Any]
+) -> int:
+    """Add one to `counter` of each message still pending (`update`); the highest count."""
     highest = 0
     for sid in message_sids:
         try:
             item = _table().update_item(
                 Key={"conversation_id": conversation_id, "message_sid": sid},
-                UpdateExpression=expressions.COUNT_TRANSIENT_FAILURE,
+                UpdateExpression=update,
                 ConditionExpression=expressions.IS_PENDING,
-                ExpressionAttributeValues={":one": 1, ":at": at},
+                ExpressionAttributeValues={":one": 1, **values},
                 ReturnValues="UPDATED_NEW",
             )["Attributes"]
         except ClientError as error:
             if dynamo.condition_failed(error):
                 continue  # answered or failed meanwhile
             raise
-        highest = max(highest, int(item["transient_failures"]))
+        highest = max(highest, int(item[counter]))
     return highest
 
 

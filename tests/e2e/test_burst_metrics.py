@@ -8,7 +8,6 @@ so the handlers print their Embedded Metric Format records as they do in Lambda.
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 import pytest
@@ -18,22 +17,11 @@ from functions.dal.tables import assistant_turn_id, user_turn_id
 from functions.logic.rules import clock
 from infra import runs
 from infra.names import NAMESPACE, SERVICE
+from tests.support.emf import emf_records
 
 pytestmark = pytest.mark.e2e
 
 QUIET = {"mode": "quiet", "quiet_seconds": 1, "typing_quiet_seconds": 1, "max_wait_seconds": 5}
-
-
-def _emf_records(printed: str) -> list[dict[str, Any]]:
-    """Every EMF record printed; two may share a line (the functions print from threads)."""
-    decoder, records = json.JSONDecoder(), []
-    for line in printed.splitlines():
-        at = line.find('{"_aws"')
-        while at != -1:
-            record, end = decoder.raw_decode(line, at)
-            records.append(record)
-            at = line.find('{"_aws"', end)
-    return records
 
 
 def _values(records: list[dict[str, Any]], name: str, conversation_id: str, **dimensions: str) -> list[float]:
@@ -75,7 +63,7 @@ def test_each_batch_counts_its_burst_end_fragments_and_delay_and_a_quick_follow_
 
     conversation_id = _a_burst_then_a_fragment_soon_after_its_reply(harness)
 
-    records = _emf_records(capfd.readouterr().out)
+    records = emf_records(capfd.readouterr().out)
     assert _values(records, "BurstEnd", conversation_id, reason="quiet") == [1, 1]
     assert sorted(_values(records, "FragmentsPerReply", conversation_id)) == [1, 2]
     recorded = {t.turn_id: t for t in turns.list_of(conversation_id)}

@@ -6,15 +6,14 @@ tenant's AccountSid, and another tenant's customers are still answered."""
 
 from __future__ import annotations
 
-import json
 import secrets
-from typing import Any
 
 import pytest
 
 from functions.dal import tenants, turns
 from infra.local.webhooks import inbound_form, post_webhook
 from infra.names import NAMESPACE, SERVICE
+from tests.support.emf import emf_records
 
 pytestmark = pytest.mark.e2e
 
@@ -56,19 +55,14 @@ def _limits_of_last_batch(harness, conversation_id: str) -> str | None:
 def _tenants_counted(printed: str, metric: str) -> list[str]:
     """The Tenant dimension of each `metric` EMF record printed, checked to be in the
     namespace and dimensions the per-tenant alarm's query reads."""
-    decoder, tenants = json.JSONDecoder(), []
-    for line in printed.splitlines():
-        at = line.find('{"_aws"')
-        while at != -1:
-            record: dict[str, Any]
-            record, end = decoder.raw_decode(line, at)
-            at = line.find('{"_aws"', end)
-            if metric not in record:
-                continue
-            (directive,) = record["_aws"]["CloudWatchMetrics"]
-            assert directive["Namespace"] == NAMESPACE and ["service", "Tenant"] in directive["Dimensions"]
-            assert record["service"] == SERVICE
-            tenants.append(record["Tenant"])
+    tenants = []
+    for record in emf_records(printed):
+        if metric not in record:
+            continue
+        (directive,) = record["_aws"]["CloudWatchMetrics"]
+        assert directive["Namespace"] == NAMESPACE and ["service", "Tenant"] in directive["Dimensions"]
+        assert record["service"] == SERVICE
+        tenants.append(record["Tenant"])
     return tenants
 
 

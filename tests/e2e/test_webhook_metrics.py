@@ -8,13 +8,11 @@ so the handlers print their Embedded Metric Format records as they do in Lambda.
 
 from __future__ import annotations
 
-import json
-from typing import Any
-
 import pytest
 
 from infra.local.webhooks import inbound_form, post_webhook
 from infra.names import NAMESPACE, SERVICE
+from tests.support.emf import emf_records
 from tests.support.local_stack import OUR_WHATSAPP
 
 pytestmark = pytest.mark.e2e
@@ -24,7 +22,7 @@ def _refusals(printed: str) -> list[float]:
     """The WebhooksRefused values of the EMF records printed, checked to be where the
     alarm looks: namespace BurstReply, dimension service=burst-reply."""
     values = []
-    for record in _emf_records(printed):
+    for record in emf_records(printed):
         if "WebhooksRefused" not in record:
             continue
         (directive,) = record["_aws"]["CloudWatchMetrics"]
@@ -34,19 +32,6 @@ def _refusals(printed: str) -> list[float]:
         value = record["WebhooksRefused"]  # EMF: a value, or the list of values in the record
         values += value if isinstance(value, list) else [value]
     return values
-
-
-def _emf_records(printed: str) -> list[dict[str, Any]]:
-    """Every EMF record printed. The functions run on several threads of this process, so
-    two records may share a line (one printed while the other's newline was pending)."""
-    decoder, records = json.JSONDecoder(), []
-    for line in printed.splitlines():
-        at = line.find('{"_aws"')
-        while at != -1:
-            record, end = decoder.raw_decode(line, at)
-            records.append(record)
-            at = line.find('{"_aws"', end)
-    return records
 
 
 def test_a_forged_webhook_counts_as_refused_and_a_genuine_one_does_not(harness, monkeypatch, capfd, caplog):
