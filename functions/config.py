@@ -130,6 +130,10 @@ class Settings(BaseModel):
     )
     openai_secret_name: str = stack_names.openai_secret_name(STACK_NAME)
     secrets_max_age_seconds: int = 300
+    # Generate Reply reads its tenant's Twilio credentials through a session of this role
+    # tagged with the tenant, which can read no other tenant's secrets
+    # (infra/constructs/tenant_reader.py); empty: through its own role.
+    twilio_tenant_reader_role_arn: str = ""
     # The webhook keeps tenants in memory: a known one this long (a change made with
     # `infra.tenants` reaches a warm webhook within this time), an unknown AccountSid longer.
     tenant_cache_seconds: Annotated[float, Field(ge=0)] = 60

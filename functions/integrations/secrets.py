@@ -16,12 +16,14 @@ import time
 from typing import Any
 
 from aws_lambda_powertools.utilities import parameters
+from aws_lambda_powertools.utilities.parameters import SecretsProvider
 from botocore.exceptions import ClientError
 from pydantic import BaseModel, ConfigDict, Field
 
 from functions.config import get_settings
 from functions.dal.models import Conversation
 from functions.errors import SecretOutsideTenant
+from functions.integrations import tenant_sessions
 
 
 class TwilioCredentials(BaseModel):
@@ -43,9 +45,14 @@ REFETCH_INTERVAL_SECONDS = 60.0
 _refetched_at: dict[str, float] = {}
 
 
-def _secret(name: str, fresh: bool = False) -> dict[str, Any]:
+def _secret(name: str, fresh: bool = False, provider: SecretsProvider | None = None) -> dict[str, Any]:
+    """The secret `name` as JSON, read by `provider` (the function's own role's by default)."""
     max_age = get_settings().secrets_max_age_seconds
-    value = parameters.get_secret(name, transform="json", max_age=max_age, force_fetch=fresh)
+    value: Any
+    if provider is None:
+        value = parameters.get_secret(name, transform="json", max_age=max_age, force_fetch=fresh)
+    else:
+        value = provider.get(name, transform="json", max_age=max_age, force_fetch=fresh)
     if not isinstance(value, dict):
         raise ValueError(f"secret {name} is not a JSON object")
     return value
@@ -61,8 +68,10 @@ def may_refetch(name: str) -> bool:
     return True
 
 
-def twilio_credentials(secret_name: str, fresh: bool = False) -> TwilioCredentials:
-    return TwilioCredentials.model_validate(_secret(secret_name, fresh))
+def twilio_credentials(
+    secret_name: str, fresh: bool = False, provider: SecretsProvider | None = None
+) -> TwilioCredentials:
+    return TwilioCredentials.model_validate(_secret(secret_name, fresh, provider))
 
 
 def tenant_twilio_credentials(account_sid: str, fresh: bool = False) -> TwilioCredentials | None:
@@ -91,8 +100,23 @@ def twilio_credentials_for(conversation: Conversation, fresh: bool = False) -> T
     """The Twilio credentials a conversation's replies are sent with: its tenant's, from
     the secret the conversation names if it lies within the tenant's prefix (`fresh`:
     read past the cache)."""
+    return _twilio_credentials_for(conversation, fresh)
+
+
+def twilio_credentials_in_tenant_session(conversation: Conversation) -> TwilioCredentials:
+    """twilio_credentials_for, read through a session that can read only the conversation's
+    tenant's secrets (tenant_sessions) where the deployment has a reader role for it, and
+    with the function's own role where it has none."""
+    if not get_settings().twilio_tenant_reader_role_arn:
+        return twilio_credentials_for(conversation)
+    return _twilio_credentials_for(conversation, False, tenant_sessions.secrets_of(_tenant_of(conversation)))
+
+
+def _twilio_credentials_for(
+    conversation: Conversation, fresh: bool, provider: SecretsProvider | None = None
+) -> TwilioCredentials:
     tenant = _tenant_of(conversation)
-    credentials = twilio_credentials(_conversation_secret(conversation, tenant), fresh)
+    credentials = twilio_credentials(_conversation_secret(conversation, tenant), fresh, provider)
     if credentials.account_sid != tenant:
         raise SecretOutsideTenant(f"the Twilio secret of {conversation.conversation_id} is another account's")
     return credentials

@@ -14,6 +14,7 @@ from constructs import Construct
 from infra.constructs.credentials import Credentials
 from infra.constructs.functions import Functions
 from infra.constructs.tables import Tables
+from infra.constructs.tenant_reader import TenantReader
 from infra.names import state_machine_name
 
 # function → (actions, resources). Resources name a table ("Conversations"), an index
@@ -75,7 +76,8 @@ GRANTS: dict[str, Grants] = {
         (("dynamodb:Query",), ("Turns",)),  # the last reply, to tell a lost request's copies
         (("dynamodb:GetItem",), ("BatchWindows",)),  # fragments counted after the merge (on_newer)
         (("secretsmanager:GetSecretValue",), ("secret:openai", "secrets:openai-tenants")),
-        *TWILIO_SECRETS,  # the media people sent, fetched from Twilio with the tenant's credentials
+        # The media people sent and "typing…" use the tenant's Twilio credentials, read
+        # through a session of the tenant's own (infra/constructs/tenant_reader.py).
     ],
     "SendReply": [
         (("dynamodb:GetItem", "dynamodb:UpdateItem"), ("Conversations", "Turns")),
@@ -146,6 +148,12 @@ class Permissions(Construct):
                 )
         for function_id in STARTS_RUNS:
             functions[function_id].add_environment("STATE_MACHINE_ARN", state_machine_arn)
+        TenantReader(
+            self,
+            "TwilioTenantReader",
+            reader=functions["GenerateReply"],
+            twilio_prefix=credentials.twilio_prefix,
+        )
         self._explain(functions, credentials)
 
     @staticmethod

@@ -7,8 +7,12 @@ The decision is moto's policy evaluator's (moto.iam.access_control.IAMPolicy: Al
 Deny, Action and NotAction, Resource with wildcards), applied as IAM's evaluation logic
 orders it within one account: an explicit Deny in any policy denies; otherwise an Allow in
 the role's policies or in the resource's policy (for this principal) allows; otherwise the
-request is implicitly denied. What moto's evaluator does not judge as IAM does is refused
-rather than guessed: a statement with a Condition (beyond StringEquals), NotResource or
+request is implicitly denied. A role a function assumes (sts:AssumeRole, sts:TagSession)
+must also be allowed by that role's trust policy; the calls made with the session's
+credentials are judged against that role's policies, with the session's tags as
+`aws:PrincipalTag/...` and policy variables (`${aws:PrincipalTag/tenant}`) in resources
+replaced by the request's values. What moto's evaluator does not judge as IAM does is refused
+rather than guessed: a condition operator or key not modelled here, NotResource or
 NotPrincipal stops the evaluation with an error. docs/decisions.md says why this evaluator."""
 
 from __future__ import annotations
@@ -64,6 +68,11 @@ CONDITIONS = {
 }
 
 
+# Tags are the only context keys the requests here know in full: a tag a request does not
+# carry is absent, where any other key missing from the context is one not modelled.
+TAG_KEYS = ("aws:RequestTag/", "aws:PrincipalTag/")
+
+
 def _condition_holds(statement: dict[str, Any], context: dict[str, str]) -> bool:
     """IAM's condition block: every operator, every key must hold; a key with several
     values holds when any value matches (and a negated operator when none does)."""
@@ -72,6 +81,10 @@ def _condition_holds(statement: dict[str, Any], context: dict[str, str]) -> bool
             raise NotEvaluable(f"condition {operator} in {statement}")
         negated, wildcards = CONDITIONS[operator]
         for key, values in keys.items():
+            if key not in context and key.startswith(TAG_KEYS):
+                if not negated:  # the request has no such tag: a positive operator fails
+                    return False
+                continue
             if key not in context:
                 raise NotEvaluable(f"condition key {key} in {statement}")
             patterns = [_pattern(v) if wildcards else re.escape(v) for v in _listed(values)]
@@ -94,11 +107,31 @@ def _for_moto(statement: dict[str, Any]) -> dict[str, Any]:
     return statement
 
 
+VARIABLE = re.compile(r"\$\{([^}]*)\}")
+
+
+def _with_variables(statement: dict[str, Any], context: dict[str, str]) -> dict[str, Any] | None:
+    """The statement with the policy variables in its resources replaced by the request's
+    values; a resource naming a key the request does not have matches nothing, and a
+    statement left with no resource applies to nothing (None)."""
+    if "${" not in json.dumps(statement.get("Resource", "")):
+        return statement
+    resources = [
+        VARIABLE.sub(lambda m: context[m[1]], r)
+        for r in _listed(statement["Resource"])
+        if all(key in context for key in VARIABLE.findall(r))
+    ]
+    return {**statement, "Resource": resources} if resources else None
+
+
 def _decide(
     statements: Iterable[dict[str, Any]], request: Request, context: dict[str, str] | None = None
 ) -> PermissionResult:
-    """moto's decision on the statements whose conditions hold for `context`."""
-    applying = [s for s in statements if _condition_holds(s, context or {})]
+    """moto's decision on the statements whose conditions hold for `context`, their policy
+    variables replaced."""
+    context = context or {}
+    substituted = [_with_variables(s, context) for s in statements]
+    applying = [s for s in substituted if s is not None and _condition_holds(s, context)]
     document = {"Version": "2012-10-17", "Statement": [_for_moto(s) for s in applying]}
     if not document["Statement"]:
         return PermissionResult.NEUTRAL
@@ -157,6 +190,18 @@ class Evaluation:
                     function["Properties"].get("Environment", {}).get("Variables", {})
                 )
                 self.environments[match[1]] = naming_settings({k: str(v) for k, v in variables.items()})
+        # Roles a function may assume, by their ARN, and who may assume them (trust policies).
+        self.trust: dict[str, list[dict[str, Any]]] = {}
+        for logical_id, role in deployed.of_type("AWS::IAM::Role").items():
+            document = role.get("Properties", {}).get("AssumeRolePolicyDocument", {"Statement": []})
+            trust = _statements(deployed.resolve(document))
+            if any(isinstance(s.get("Principal"), dict) and "AWS" in s["Principal"] for s in trust):
+                role_arn = deployed.get_att(logical_id, "Arn")
+                path = role.get("Metadata", {}).get("aws:cdk:path", "")
+                name = path.split("/")[-3] if path.endswith("/Role/Resource") else logical_id
+                statements = [s for d in deployed.identity_policies(logical_id) for s in _statements(d)]
+                self.principals[role_arn] = Principal(name, role_arn, statements)
+                self.trust[role_arn] = trust
         self.definition: dict[str, Any] = {"States": {}}
         for machine in deployed.of_type("AWS::StepFunctions::StateMachine"):  # the one
             self.principals[STATE_MACHINE] = self._principal(STATE_MACHINE, machine)
@@ -177,7 +222,13 @@ class Evaluation:
         principal = self.principals.get(request.principal)
         if principal is None:
             return "no such function in the template"
-        context = _context(principal)
+        context = _context(principal, request)
+        if request.action.lower() in ("sts:assumerole", "sts:tagsession"):
+            # The role's trust policy must allow it too (required here even where IAM would
+            # let a trust policy that names the caller's role allow it alone).
+            trust = [s for s in self.trust.get(request.resource, []) if _names(s, principal.arn)]
+            if _decide(trust, request, context) is not PermissionResult.PERMITTED:
+                return "the role's trust policy does not allow it"
         results = [_decide(principal.statements, request, context)]
         resource_policy = [s for s in self.bus_policies.get(request.resource, []) if _names(s, principal.arn)]
         results.append(_decide(resource_policy, request, context))
@@ -190,8 +241,8 @@ class Evaluation:
     def unused(self, requests: list[Request]) -> list[str]:
         """Each role's grants (an action on a resource) that no request used, a line a role."""
         lines = []
-        for principal in self.principals.values():
-            mine = [r for r in requests if r.principal == principal.name]
+        for key, principal in self.principals.items():
+            mine = [r for r in requests if r.principal == key]
             grants = [
                 f"{action} on {resource.split(':', 5)[-1]}"
                 for statement in principal.statements
@@ -206,17 +257,18 @@ class Evaluation:
         return lines
 
 
-def _context(principal: Principal) -> dict[str, str]:
-    """The request's context keys that conditions here may name."""
-    return {"aws:PrincipalArn": principal.arn, "aws:PrincipalAccount": ACCOUNT}
+def _context(principal: Principal, request: Request) -> dict[str, str]:
+    """The request's context keys that conditions and policy variables here may name."""
+    return {"aws:PrincipalArn": principal.arn, "aws:PrincipalAccount": ACCOUNT, **dict(request.context)}
 
 
 def _used(grant: dict[str, Any], requests: list[Request], principal: Principal) -> bool:
     """Whether any request is allowed by this one grant (one that cannot be judged here is
     counted as used: the evaluation reports it as a failure already)."""
     try:
-        context = _context(principal)
-        return any(_decide([grant], r, context) is PermissionResult.PERMITTED for r in requests)
+        return any(
+            _decide([grant], r, _context(principal, r)) is PermissionResult.PERMITTED for r in requests
+        )
     except NotEvaluable:
         return True
 

@@ -25,11 +25,7 @@ def as_data(recording: Recording) -> dict[str, Any]:
 
 
 def from_data(data: dict[str, Any]) -> Recording:
-    calls = [
-        AwsCall(c["function"], c["service"], c["operation"], tuple((k, n) for k, n in c["names"]))
-        for c in data["calls"]
-    ]
-    return Recording(dict(data["environment"]), calls)
+    return Recording(dict(data["environment"]), [AwsCall.from_data(c) for c in data["calls"]])
 
 
 def merge(recordings: Iterable[Recording]) -> Recording:
@@ -43,7 +39,7 @@ def merge(recordings: Iterable[Recording]) -> Recording:
             if environment.setdefault(name, value) != value:
                 raise ValueError(f"the recordings disagree on {name}: {environment[name]!r} and {value!r}")
         calls.update(recording.calls)
-    ordered = sorted(calls, key=lambda c: (c.function, c.service, c.operation, c.names))
+    ordered = sorted(calls, key=AwsCall.sort_key)
     return Recording(environment, ordered)
 
 

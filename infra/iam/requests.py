@@ -34,10 +34,13 @@ TRANSACT_ITEMS = {
 
 @dataclass(frozen=True)
 class Request:
-    principal: str  # a function's logical id, or the state machine's
+    principal: str  # a function's logical id, the state machine's, or the ARN of a role assumed
     action: str  # "dynamodb:Query"
     resource: str  # an ARN, or "*" for an action that names no resource
     origin: str  # what asked for it, in words
+    # Context keys the request brings: a session's tags (aws:PrincipalTag/...), the tags it
+    # asks for (aws:RequestTag/...).
+    context: tuple[tuple[str, str], ...] = ()
 
 
 class Unmapped(Exception):
@@ -68,6 +71,18 @@ def call_requests(call: AwsCall, local: dict[str, str], deployed: dict[str, str]
     """The requests IAM evaluates for one recorded call."""
     names = dict(call.names)
     origin = f"{call.operation} " + ", ".join(f"{k}={v}" for k, v in call.names)
+    principal = call.function
+    context: tuple[tuple[str, str], ...] = ()
+    if call.session:  # made as a role the function assumed: that role, with the session's tags
+        principal = deployed_name(dict(call.session)["role"], local, deployed)
+        context = tuple((f"aws:PrincipalTag/{k[4:]}", v) for k, v in call.session if k.startswith("tag:"))
+    if call.service == "sts":
+        role = deployed_name(names["RoleArn"], local, deployed)
+        tags = tuple((f"aws:RequestTag/{k[4:]}", v) for k, v in call.names if k.startswith("tag:"))
+        yield Request(principal, f"sts:{call.operation}", role, origin, context + tags)
+        if tags:  # a session with tags needs sts:TagSession too
+            yield Request(principal, "sts:TagSession", role, origin, context + tags)
+        return
     if call.service == "dynamodb":
         for operation, table in sorted(
             {(TRANSACT_ITEMS.get(k, call.operation), n) for k, n in call.names if k != "index"}
@@ -76,10 +91,10 @@ def call_requests(call: AwsCall, local: dict[str, str], deployed: dict[str, str]
             resource = arn("dynamodb", f"table/{deployed_name(table, local, deployed)}")
             if "index" in names and "index" in resource_types(action):
                 resource += f"/index/{names['index']}"
-            yield Request(call.function, action, resource, origin)
+            yield Request(principal, action, resource, origin, context)
         return
     action = f"{call.service}:{call.operation}"
-    yield Request(call.function, action, _resource(call, action, names, local, deployed), origin)
+    yield Request(principal, action, _resource(call, action, names, local, deployed), origin, context)
 
 
 def _resource(

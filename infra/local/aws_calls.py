@@ -37,6 +37,17 @@ class AwsCall:
     service: str  # the signing name, which is IAM's prefix: dynamodb, states, secretsmanager, events
     operation: str  # the API operation: Query, TransactWriteItems, GetSecretValue, ...
     names: tuple[tuple[str, str], ...]  # (kind, name) pairs: ("table", "Turns"), ("index", ...)
+    # Made with the credentials of a role the function assumed: that role, and the session's tags.
+    session: tuple[tuple[str, str], ...] = ()  # (("role", <ARN>), ("tag:tenant", "AC..."), ...)
+
+    @classmethod
+    def from_data(cls, data: dict[str, Any]) -> AwsCall:
+        """The call from its JSON form (dataclasses.asdict)."""
+        pairs = [tuple((k, v) for k, v in data.get(key, [])) for key in ("names", "session")]
+        return cls(data["function"], data["service"], data["operation"], pairs[0], pairs[1])
+
+    def sort_key(self) -> tuple[str, str, str, tuple[tuple[str, str], ...], tuple[tuple[str, str], ...]]:
+        return (self.function, self.service, self.operation, self.names, self.session)
 
 
 def names_of(service: str, operation: str, params: dict[str, Any]) -> tuple[tuple[str, str], ...]:
@@ -52,9 +63,11 @@ def names_of(service: str, operation: str, params: dict[str, Any]) -> tuple[tupl
     for item in params.get("TransactItems", []):
         for kind, request in item.items():  # {"Update": {"TableName": ...}}
             found.append((f"transact:{kind}", request["TableName"]))
-    for key in ("SecretId", "stateMachineArn", "executionArn"):
+    for key in ("SecretId", "stateMachineArn", "executionArn", "RoleArn"):
         if key in params:
             found.append((key, params[key]))
+    for tag in params.get("Tags", []) if service == "sts" else []:  # a session's tags
+        found.append((f"tag:{tag['Key']}", tag["Value"]))
     for entry in params.get("Entries", []):
         if "EventBusName" in entry:
             found.append(("EventBusName", entry["EventBusName"]))
@@ -68,6 +81,8 @@ class Recorder:
         self._calls: set[AwsCall] = set()
         self._lock = threading.Lock()
         self._original: Any = None
+        # The sessions functions assumed, by their access key: the role and the session's tags.
+        self._sessions: dict[str, tuple[tuple[str, str], ...]] = {}
 
     def install(self) -> None:
         """Record every call a function makes through any botocore client from now on."""
@@ -77,9 +92,15 @@ class Recorder:
         recorder = self
 
         def recording(client: BaseClient, operation_name: str, api_params: dict[str, Any]) -> Any:
+            if _function.get() is None:  # not a function's call
+                return original(client, operation_name, api_params)
             service = client.meta.service_model.signing_name  # IAM's prefix
-            recorder._add(service, operation_name, lambda: names_of(service, operation_name, api_params))
-            return original(client, operation_name, api_params)
+            names = names_of(service, operation_name, api_params)
+            recorder._add(service, operation_name, lambda: names, client)
+            result = original(client, operation_name, api_params)
+            if operation_name == "AssumeRole":
+                recorder._keep_session(result, names)
+            return result
 
         BaseClient._make_api_call = recording  # type: ignore[method-assign]
         self._record_cached_secrets()
@@ -91,22 +112,34 @@ class Recorder:
         recorder, original = self, SecretsProvider.get
 
         def get(provider: SecretsProvider, name: str, *args: Any, **kwargs: Any) -> Any:
-            recorder._add("secretsmanager", "GetSecretValue", lambda: (("SecretId", name),))
+            recorder._add("secretsmanager", "GetSecretValue", lambda: (("SecretId", name),), provider.client)
             return original(provider, name, *args, **kwargs)
 
         SecretsProvider.get = get  # type: ignore[method-assign,assignment]
 
-    def _add(self, service: str, operation: str, names: Callable[[], tuple[tuple[str, str], ...]]) -> None:
-        """Keep the call if a function's handler is making it (the names are read only then)."""
+    def _keep_session(self, result: dict[str, Any], names: tuple[tuple[str, str], ...]) -> None:
+        """A role a function assumed: the calls made with its credentials are that role's."""
+        role = dict(names)["RoleArn"]
+        session = (("role", role), *((k, v) for k, v in names if k.startswith("tag:")))
+        with self._lock:
+            self._sessions[result["Credentials"]["AccessKeyId"]] = session
+
+    def _add(
+        self, service: str, operation: str, names: Callable[[], tuple[tuple[str, str], ...]], client: Any
+    ) -> None:
+        """Keep the call if a function's handler is making it (the names are read only then),
+        with the session whose credentials the client signs with, if a function assumed it."""
         function = _function.get()
-        if function is not None:
-            call = AwsCall(function, service, operation, names())
-            with self._lock:
-                self._calls.add(call)
+        if function is None:
+            return
+        credentials = getattr(getattr(client, "_request_signer", None), "_credentials", None)
+        with self._lock:
+            session = self._sessions.get(getattr(credentials, "access_key", None) or "", ())
+            self._calls.add(AwsCall(function, service, operation, names(), session))
 
     def calls(self) -> list[AwsCall]:
         with self._lock:
-            return sorted(self._calls, key=lambda c: (c.function, c.service, c.operation, c.names))
+            return sorted(self._calls, key=AwsCall.sort_key)
 
     def dump(self, path: Path) -> None:
         """Write the calls recorded so far to `path` (JSON), for infra.iam and make preflight,
@@ -139,11 +172,7 @@ class Recording:
 
 def load(path: Path) -> Recording:
     data = json.loads(path.read_text())
-    calls = [
-        AwsCall(c["function"], c["service"], c["operation"], tuple((k, n) for k, n in c["names"]))
-        for c in data["calls"]
-    ]
-    return Recording(data["environment"], calls)
+    return Recording(data["environment"], [AwsCall.from_data(c) for c in data["calls"]])
 
 
 @contextmanager

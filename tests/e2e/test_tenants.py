@@ -9,6 +9,7 @@ and B's own messages are still answered from B's number under B's account."""
 
 from __future__ import annotations
 
+import json
 import os
 import secrets
 import subprocess
@@ -17,10 +18,13 @@ import time
 
 import pytest
 
+from functions.config import get_settings
 from functions.dal import tenants, turns
 from functions.logic.entry_points import status_callback
+from infra.local.aws_calls import RECORDER
 from infra.local.webhooks import inbound_form, new_message_sid, post_webhook
 from tests.support.local_stack import OUR_WHATSAPP
+from tests.support.media import PHOTO
 from tests.support.twilio_delivery import deliver_as_twilio
 
 pytestmark = pytest.mark.e2e
@@ -274,3 +278,41 @@ def test_a_tenant_cannot_use_up_the_ai_calls_of_anothers_customer(harness, two_t
     a_conversation = harness.conversation_of(customer, a_number, a_sid)
     harness.wait_until_quiet(a_conversation.conversation_id, runs=1)
     assert harness.replies_to(customer)[-1] == "You said: the real customer"
+
+
+def test_a_tenants_photo_is_fetched_with_its_token_read_in_a_session_only_it_is_tagged_with(
+    harness, two_tenants
+):
+    """Generate Reply's role reads no tenant's token: it reads B's, the tenant's own secret
+    or one under it that the conversation names, through a session of the tenant reader
+    role tagged with B (IAM, judging every recorded call at the end of the run, refuses a
+    read outside that session or of another tenant's secret)."""
+    (b_sid, b_token), b_number, customer = two_tenants[1], _numbers(two_tenants[1][0])[0], harness.new_user()
+    own = get_settings().twilio_tenant_secret_prefix + b_sid
+    named = f"{own}/support"
+    harness.stack.client("secretsmanager").create_secret(
+        Name=named, SecretString=json.dumps({"account_sid": b_sid, "auth_token": b_token})
+    )
+    assert _post(harness, b_sid, b_token, customer, b_number, "hello B").status_code == 200  # typing…: own
+    _answered_under(harness, customer, b_sid, b_number, "hello B")
+    conversation = harness.conversation_of(customer, b_number, b_sid).conversation_id
+    harness.set_conversation(conversation, twilio_credentials_secret=named)
+    photo = harness.stack.twilio_url + harness.stack.twilio.add_media(b_sid, b_token, "image/jpeg", PHOTO)
+    form = inbound_form(
+        "", customer, b_number, b_sid, NumMedia="1", MediaUrl0=photo, MediaContentType0="image/jpeg"
+    )
+
+    assert post_webhook(harness.stack.whatsapp_url, form, b_token).status_code == 200
+
+    harness.wait_until_quiet(conversation, runs=2)
+    fetched = [
+        (r["user"], r["status"]) for r in harness.stack.twilio.media_requests if photo.endswith(r["path"])
+    ]
+    assert fetched == [(b_sid, 307)]
+    reads = {
+        c.names: dict(c.session)
+        for c in RECORDER.calls()
+        if c.function == "GenerateReply" and c.names in ((("SecretId", own),), (("SecretId", named),))
+    }
+    session = {"role": get_settings().twilio_tenant_reader_role_arn, "tag:tenant": b_sid}
+    assert reads == {(("SecretId", own),): session, (("SecretId", named),): session}

@@ -11,8 +11,8 @@ import pytest
 
 from functions.registry import TASKS
 from infra.iam import evaluate_recording
-from infra.iam.template import ACCOUNT, REGION
-from infra.local.aws_calls import AwsCall, Recording, names_of
+from infra.iam.template import ACCOUNT, REGION, SECRET_SUFFIX
+from infra.local.aws_calls import AwsCall, Recording, names_of, naming_settings
 
 pytestmark = pytest.mark.infra
 
@@ -170,3 +170,60 @@ def test_a_bus_policy_denying_everyone_but_one_role_is_judged_by_its_condition()
     assert decide(tmpl, announce) == [f"events:PutEvents {bus}: explicitly denied"]
     tmpl["Resources"]["Role"]["Properties"]["RoleName"] = "announcer"
     assert decide(tmpl, announce) == []
+
+
+# --- a role assumed for one tenant ------------------------------------------------------
+READER = "arn:local:tenant-reader"
+TENANT_A, TENANT_B = "AC" + "a" * 32, "AC" + "b" * 32
+# What the local stack names, by the settings the functions read (defaults included).
+LOCAL_NAMES = naming_settings({**REQUIRED, **LOCAL, "TWILIO_TENANT_READER_ROLE_ARN": READER})
+
+
+def as_function(function: str, operation: str, service: str, session: tuple = (), **params: Any) -> AwsCall:
+    return AwsCall(function, service, operation, names_of(service, operation, params), session)
+
+
+def assume(function: str = "GenerateReply", **tags: str) -> AwsCall:
+    tag_list = [{"Key": k, "Value": v} for k, v in tags.items()]
+    return as_function(function, "AssumeRole", "sts", RoleArn=READER, RoleSessionName="s", Tags=tag_list)
+
+
+def read_secret(tenant: str, session_tenant: str | None, suffix: str = "") -> AwsCall:
+    session = (("role", READER), ("tag:tenant", session_tenant)) if session_tenant else ()
+    prefix = LOCAL_NAMES["TWILIO_TENANT_SECRET_PREFIX"]
+    return as_function(
+        "GenerateReply", "GetSecretValue", "secretsmanager", session, SecretId=prefix + tenant + suffix
+    )
+
+
+def refusals(template_json: dict[str, Any], *calls: AwsCall) -> list[tuple[str, str, str]]:
+    """(action, the resource's last part, why) for each request refused; a call whose
+    function is not told the resource's name is refused too."""
+    report = evaluate_recording(template_json, Recording(LOCAL_NAMES, list(calls)))
+    unmapped = [("", "", line) for line in report.unmapped]
+    return [(r.action, r.resource.rsplit("/", 1)[-1], why) for r, why in report.denied] + unmapped
+
+
+def test_generate_reply_reads_a_tenants_twilio_token_only_in_a_session_tagged_with_that_tenant(synthesized):
+    template_json = synthesized[1]
+    allowed = [
+        assume(tenant=TENANT_A),
+        read_secret(TENANT_A, TENANT_A),
+        read_secret(TENANT_A, TENANT_A, "/x"),
+    ]
+    assert refusals(template_json, *allowed) == []
+
+    assert refusals(template_json, read_secret(TENANT_B, TENANT_A)) == [
+        ("secretsmanager:GetSecretValue", f"{TENANT_B}{SECRET_SUFFIX}", "no statement allows it")
+    ]
+    assert refusals(template_json, read_secret(TENANT_A, None)) == [  # with Generate Reply's own role
+        ("secretsmanager:GetSecretValue", f"{TENANT_A}{SECRET_SUFFIX}", "no statement allows it")
+    ]
+
+
+def test_the_tenant_reader_is_assumed_by_generate_reply_alone_and_with_an_account_as_its_tag(synthesized):
+    trust = "the role's trust policy does not allow it"
+    (untagged,) = refusals(synthesized[1], assume())
+    assert untagged[0] == "sts:AssumeRole" and untagged[2] == trust
+    assert {r[2] for r in refusals(synthesized[1], assume(tenant="not-an-account"))} == {trust}
+    assert {r[2] for r in refusals(synthesized[1], assume("SendReply", tenant=TENANT_A))} == {trust}

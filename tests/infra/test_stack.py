@@ -368,13 +368,13 @@ def _secret_statements(stack_json: dict[str, Any], function: str) -> list[dict[s
         ("StatusCallback", ["BurstReply/tenants/twilio/*"]),
         ("SendReply", ["BurstReply/tenants/twilio/*"]),
         ("RecordFailedBatch", ["BurstReply/tenants/twilio/*"]),
-        ("GenerateReply", ["BurstReply/tenants/openai/*", "BurstReply/tenants/twilio/*"]),
+        ("GenerateReply", ["BurstReply/tenants/openai/*"]),  # Twilio's: through the tenant reader
     ],
 )
 def test_tenant_secrets_are_readable_under_their_own_prefix_only(synthesized, function, prefixes):
     """Each statement's resources, rendered: the Twilio readers get the Twilio prefix and
-    nothing broader, the AI step the OpenAI prefix (and the deployment's key, by Ref) and
-    the Twilio prefix, to fetch the media people sent."""
+    nothing broader, the AI step the OpenAI prefix (and the deployment's key, by Ref); it
+    reads a tenant's Twilio token in a session of the tenant reader (tests/infra/test_iam.py)."""
     stack_json = synthesized[1]
     openai_key = logical_id_of(stack_json, "AWS::SecretsManager::Secret", "/Credentials/OpenAI/")
     patterns, refs = [], []

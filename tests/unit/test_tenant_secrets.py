@@ -1,12 +1,15 @@
 """A conversation's secrets are its tenant's: a name outside the tenant's prefix is
 refused before anything is read, and the Twilio secret must be the tenant's account."""
 
+import time
+from datetime import UTC, datetime, timedelta
+
 import pytest
 
 from functions.dal.models import Conversation
 from functions.errors import SecretOutsideTenant
 from functions.inbound import Channel
-from functions.integrations import secrets
+from functions.integrations import secrets, tenant_sessions
 from functions.stack_names import (
     STACK_NAME,
     openai_secret_name,
@@ -32,7 +35,7 @@ STORED = {
 def read(monkeypatch):
     names: list[str] = []
 
-    def fake_secret(name, fresh=False):
+    def fake_secret(name, fresh=False, provider=None):
         names.append(name)
         return STORED[name]
 
@@ -97,3 +100,68 @@ def test_a_conversation_without_a_tenant_gets_no_credentials(read):
     with pytest.raises(SecretOutsideTenant):
         secrets.openai_api_key_for(_conversation(tenant=None, openai_api_key_secret=OPENAI + A))
     assert read == []
+
+
+class FakeSts:
+    """STS's AssumeRole: each call a new session, lasting what was asked."""
+
+    def __init__(self) -> None:
+        self.requests: list[dict] = []
+
+    def assume_role(self, **request):
+        self.requests.append(request)
+        expires = datetime.now(UTC) + timedelta(seconds=request["DurationSeconds"])
+        key = f"ASIA{len(self.requests)}"
+        return {
+            "Credentials": {
+                "AccessKeyId": key,
+                "SecretAccessKey": "s",
+                "SessionToken": "t",
+                "Expiration": expires,
+            }
+        }
+
+
+@pytest.fixture
+def sts(monkeypatch, configure):
+    configure(TWILIO_TENANT_READER_ROLE_ARN="arn:aws:iam::123456789012:role/reader")
+    monkeypatch.setenv("AWS_DEFAULT_REGION", "us-east-1")
+    fake = FakeSts()
+    monkeypatch.setattr(tenant_sessions, "_sts", lambda: fake)
+    monkeypatch.setattr(tenant_sessions, "_sessions", {})
+    return fake
+
+
+def test_media_credentials_are_read_in_a_session_tagged_with_the_conversations_tenant(sts, monkeypatch):
+    providers = []
+
+    def fake_secret(name, fresh=False, provider=None):
+        providers.append((name, provider))
+        return STORED[name]
+
+    monkeypatch.setattr(secrets, "_secret", fake_secret)
+
+    credentials = secrets.twilio_credentials_in_tenant_session(_conversation())
+    secrets.twilio_credentials_in_tenant_session(_conversation())  # the same session again
+
+    assert credentials.account_sid == A
+    assert [(r["RoleArn"], r["Tags"]) for r in sts.requests] == [
+        ("arn:aws:iam::123456789012:role/reader", [{"Key": "tenant", "Value": A}])
+    ]
+    assert providers == [(TWILIO + A, tenant_sessions.secrets_of(A))] * 2
+    signer = tenant_sessions.secrets_of(A).client._request_signer
+    assert signer._credentials.access_key == "ASIA1"  # it signs with the session's credentials
+    with pytest.raises(SecretOutsideTenant):  # still refused before anything is read
+        secrets.twilio_credentials_in_tenant_session(_conversation(twilio_credentials_secret=TWILIO + B))
+    assert len(providers) == 2
+
+
+def test_a_tenants_session_is_taken_again_before_it_ends(sts, monkeypatch):
+    first = tenant_sessions.secrets_of(A)
+    assert tenant_sessions.secrets_of(B) is not first  # each tenant its own
+    now = time.time()
+    ending = now + tenant_sessions.SESSION_SECONDS - tenant_sessions.RENEW_BEFORE_SECONDS + 1
+    monkeypatch.setattr(tenant_sessions.time, "time", lambda: ending)
+
+    assert tenant_sessions.secrets_of(A) is not first
+    assert [r["Tags"][0]["Value"] for r in sts.requests] == [A, B, A]

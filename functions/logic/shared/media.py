@@ -70,7 +70,7 @@ def load(conversation: Conversation, user_turn: Turn, client: openai.OpenAI) -> 
     if not todo:
         return loaded
     try:
-        credentials = secrets.twilio_credentials_for(conversation)
+        credentials = secrets.twilio_credentials_in_tenant_session(conversation)
     except Exception as error:  # the tenant's credentials: their absence is Send Reply's error
         logger.warning("No Twilio credentials to fetch media", extra={"error": type(error).__name__})
         return loaded | {m.number: Loaded(failure="not loaded") for m in todo}

@@ -59,7 +59,7 @@ class TypingIndicator:
         try:
             if not turns.claim_typing(self.conversation.conversation_id, self.user_turn.turn_id, field, now):
                 return  # an earlier attempt showed it
-            credentials = secrets.twilio_credentials_for(self.conversation)
+            credentials = secrets.twilio_credentials_in_tenant_session(self.conversation)
             twilio_typing.show_typing(credentials, self.user_turn.message_sids[-1])
         except Exception as error:  # a courtesy: it never fails the batch
             reason = (

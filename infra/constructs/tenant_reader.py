@@ -1,0 +1,80 @@
+"""A role that can read one tenant's Twilio secrets, and no other tenant's.
+
+Generate Reply fetches the media a person sent and shows them "typing…" with the Twilio
+credentials of the conversation's tenant. Its own role reads no tenant's secret: it assumes
+this role for the tenant of the batch at hand, tagging the session `tenant=<AccountSid>`,
+and this role's policy allows only the secrets named after the session's tag
+(`${aws:PrincipalTag/tenant}`, an IAM policy variable). A mistake that resolved another
+tenant's secret for a conversation is then refused by IAM, not only by the code
+(functions/integrations/tenant_sessions.py).
+
+https://docs.aws.amazon.com/IAM/latest/UserGuide/id_session-tags.html
+https://docs.aws.amazon.com/IAM/latest/UserGuide/reference_policies_variables.html"""
+
+from __future__ import annotations
+
+from aws_cdk import ArnFormat, Duration, Stack
+from aws_cdk import aws_iam as iam
+from aws_cdk import aws_lambda as lambda_
+from cdk_nag import NagPackSuppression, NagSuppressions
+from constructs import Construct
+
+# The session tag that names the tenant, and the values it may take (a Twilio AccountSid).
+TENANT_TAG = "tenant"
+TENANT_PATTERN = "AC*"
+
+
+class TenantReader(Construct):
+    """The role, assumable by `reader`'s role only, with a tag naming a Twilio account; the
+    function is told its ARN (TWILIO_TENANT_READER_ROLE_ARN)."""
+
+    def __init__(
+        self, scope: Construct, construct_id: str, *, reader: lambda_.Function, twilio_prefix: str
+    ) -> None:
+        super().__init__(scope, construct_id)
+        if reader.role is None:
+            raise ValueError(f"{reader.node.id} has no role to assume this one with")
+        principal = iam.PrincipalWithConditions(
+            iam.ArnPrincipal(reader.role.role_arn).with_session_tags(),
+            {"StringLike": {f"aws:RequestTag/{TENANT_TAG}": TENANT_PATTERN}},
+        )
+        self.role = iam.Role(
+            self,
+            "Role",
+            assumed_by=principal,
+            max_session_duration=Duration.hours(1),
+            description="Reads the Twilio secrets of the one tenant its session is tagged with",
+        )
+        own = f"{twilio_prefix}${{aws:PrincipalTag/{TENANT_TAG}}}"
+        stack = Stack.of(self)
+        secrets = [
+            stack.format_arn(
+                service="secretsmanager",
+                resource="secret",
+                resource_name=name,
+                arn_format=ArnFormat.COLON_RESOURCE_NAME,
+            )
+            # the tenant's secret (its ARN ends with six random characters), and those under it
+            for name in (f"{own}-??????", f"{own}/*")
+        ]
+        self.role.add_to_policy(
+            iam.PolicyStatement(actions=["secretsmanager:GetSecretValue"], resources=secrets)
+        )
+        reader.add_to_role_policy(
+            iam.PolicyStatement(actions=["sts:AssumeRole", "sts:TagSession"], resources=[self.role.role_arn])
+        )
+        reader.add_environment("TWILIO_TENANT_READER_ROLE_ARN", self.role.role_arn)
+        NagSuppressions.add_resource_suppressions(
+            self.role,
+            [
+                NagPackSuppression(
+                    id="AwsSolutions-IAM5",
+                    reason="The secrets under the one tenant's name that the session is tagged with.",
+                    applies_to=[  # cdk-nag writes the policy variable ${x} as <x>
+                        "Resource::arn:<AWS::Partition>:secretsmanager:<AWS::Region>:<AWS::AccountId>:"
+                        f"secret:{twilio_prefix}<aws:PrincipalTag/{TENANT_TAG}>/*"
+                    ],
+                )
+            ],
+            apply_to_children=True,
+        )
