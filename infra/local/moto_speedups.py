@@ -10,7 +10,15 @@ third of that process's time (docs/decisions.md):
 - It compiles each JSONPath (a new PLY parser each time) whenever a state reads one: each
   path is compiled once (a compiled path is not changed by `find`).
 - The server lists moto's package folders on disk for every request, holding the lock
-  every request takes: once."""
+  every request takes: once.
+- DynamoDB's TransactWriteItems deep-copies every table it writes to, to put it back if
+  the transaction is cancelled: a cost that grows with the table (the usage counters gain
+  items every hour, for every sender). The items the transaction names are copied instead,
+  and put back. moto's DynamoDB requests are serialized (infra/local/moto_process.py), so
+  nothing else runs while one transaction does.
+- It serializes every DynamoDB answer by walking the operation's output shape, attribute by
+  attribute. An item operation's answer is DynamoDB JSON already, built of dicts, lists and
+  strings: it is written with json.dumps (anything else still takes moto's way)."""
 
 from __future__ import annotations
 
@@ -25,6 +33,8 @@ def install() -> None:
     _keep_parse_trees()
     _compile_json_paths_once()
     _list_moto_modules_once()
+    _back_up_transactions_by_item()
+    _write_item_answers_as_json()
 
 
 def _share_boto_clients() -> None:
@@ -80,3 +90,95 @@ def _list_moto_modules_once() -> None:
 
     modules = tuple(backends.list_of_moto_modules())
     backends.list_of_moto_modules = lambda: modules
+
+
+def _back_up_transactions_by_item() -> None:
+    import copy
+    import types
+
+    from moto.dynamodb import models
+    from moto.dynamodb.models.table import Table
+
+    original = models.DynamoDBBackend.transact_write_items
+
+    def not_tables(value: Any, memo: Any = None) -> Any:  # moto's rollback copy: the table itself
+        return value if isinstance(value, Table) else copy.deepcopy(value, memo)
+
+    def transact_write_items(backend: Any, transact_items: list[dict[str, Any]]) -> None:
+        try:
+            before = [_item_before(backend, item) for item in transact_items]
+        except Exception:  # a malformed transaction: moto's own answer, as moto would do it
+            return original(backend, transact_items)
+        models.copy = types.SimpleNamespace(deepcopy=not_tables)  # type: ignore[assignment]
+        try:
+            return original(backend, transact_items)
+        except Exception:
+            for table, hash_value, range_value, item in reversed([b for b in before if b]):
+                _put_back(table, hash_value, range_value, item)
+            raise
+        finally:
+            models.copy = copy
+
+    setattr(models.DynamoDBBackend, "transact_write_items", transact_write_items)  # noqa: B010
+
+
+def _item_before(backend: Any, transact_item: dict[str, Any]) -> tuple[Any, Any, Any, Any] | None:
+    """(table, hash key, range key, a copy of the item or None) for one item of a transaction."""
+    import copy
+
+    from moto.dynamodb.models.dynamo_type import DynamoType
+
+    _, operation = next(iter(transact_item.items()))
+    table = backend.tables.get(operation.get("TableName"))
+    if table is None:
+        return None  # moto's own error for it
+    key = operation.get("Key") or operation["Item"]
+    hash_value = DynamoType(key[table.hash_key_attr])
+    range_value = DynamoType(key[table.range_key_attr]) if table.range_key_attr else None
+    return table, hash_value, range_value, copy.deepcopy(table.get_item(hash_value, range_value))
+
+
+def _put_back(table: Any, hash_value: Any, range_value: Any, item: Any) -> None:
+    """An item as it was before a cancelled transaction (None: there was none)."""
+    if item is None:
+        if table.get_item(hash_value, range_value) is not None:
+            table.delete_item(hash_value, range_value)
+    elif range_value is None:
+        table.items[hash_value] = item
+    else:
+        table.items[hash_value][range_value] = item
+
+
+class _NotPlain(Exception):
+    """A value json.dumps would not write as moto's serializer does."""
+
+
+def _plain(value: Any) -> Any:
+    """`value` as JSON would carry it, members with no value left out (as moto's serializer
+    leaves them out); _NotPlain for anything but dicts, lists, strings, numbers and booleans."""
+    if isinstance(value, dict):
+        return {k: _plain(v) for k, v in value.items() if v is not None}
+    if isinstance(value, list):
+        return [_plain(v) for v in value]
+    if isinstance(value, str | int | float | bool):
+        return value
+    raise _NotPlain(type(value).__name__)
+
+
+def _write_item_answers_as_json() -> None:
+    import json
+
+    from moto.dynamodb.responses import DynamoResult
+
+    original = DynamoResult.execute_result
+
+    def execute_result(result: Any, context: Any) -> Any:
+        try:
+            body = json.dumps(_plain(result.result))
+        except _NotPlain:
+            return original(result, context)
+        version = context.service_model.metadata.get("jsonVersion", "1.0")
+        status = context.operation_model.http.get("responseCode", 200)
+        return status, {"Content-Type": f"application/x-amz-json-{version}"}, body
+
+    setattr(DynamoResult, "execute_result", execute_result)  # noqa: B010

@@ -5,6 +5,7 @@ forged signatures."""
 
 from __future__ import annotations
 
+import os
 import secrets
 import time
 import unicodedata
@@ -58,12 +59,15 @@ def test_the_model_can_tell_what_a_person_typed_from_the_services_own_lines(harn
 
 
 def _secret_reads(monkeypatch, account_sid: str) -> list[str]:
-    """The GetSecretValue calls (to the emulator) for the tenant's Twilio secret, as they happen."""
+    """The GetSecretValue calls (to the emulator) for the tenant's Twilio secret, as they
+    happen, made with the functions' own credentials (Generate Reply reads the secret
+    through a session of its own for the typing indicator: not a read again)."""
     reads: list[str] = []
     original = botocore.client.BaseClient._make_api_call
 
     def recorded(client, operation, params):
-        if operation == "GetSecretValue" and params.get("SecretId", "").endswith(account_sid):
+        own = client._request_signer._credentials.access_key == os.environ["AWS_ACCESS_KEY_ID"]
+        if operation == "GetSecretValue" and params.get("SecretId", "").endswith(account_sid) and own:
             reads.append(params["SecretId"])
         return original(client, operation, params)
 

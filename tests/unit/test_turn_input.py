@@ -71,7 +71,7 @@ class FakeVendors:
         self.recorded: list[dict[str, str]] = []
         monkeypatch.setattr(
             secrets,
-            "twilio_credentials_for",
+            "twilio_credentials_in_tenant_session",
             lambda c: secrets.TwilioCredentials(account_sid=ACCOUNT, auth_token="t"),
         )
         monkeypatch.setattr(twilio_media, "fetch", self.fetch)
@@ -236,7 +236,7 @@ def test_missing_credentials_leave_every_media_line_saying_so(vendors, monkeypat
     def no_secret(conversation):
         raise secrets.SecretOutsideTenant("no tenant")
 
-    monkeypatch.setattr(secrets, "twilio_credentials_for", no_secret)
+    monkeypatch.setattr(secrets, "twilio_credentials_in_tenant_session", no_secret)
     turn = user_turn(staged(1, "", "image", "image/jpeg"))
 
     assert (
