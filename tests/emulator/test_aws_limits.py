@@ -48,15 +48,10 @@ def test_a_pending_message_behind_a_megabyte_of_answered_tombstones_is_answered_
 
 def test_fragments_adding_up_past_an_items_limit_are_answered_in_batches_in_order(harness, configure):
     configure(MAX_BATCH_BYTES="300000")
-    user = harness.new_user()
-    conversation_id = harness.stage_directly(user, [])
-    harness.set_conversation(
-        conversation_id, batching={"mode": "fixed", "window_seconds": 8, "max_wait_seconds": 10}
-    )
     bodies = [f"{n:03d} " + "y" * 9_996 for n in range(41)]  # 410,000 characters in one burst
-    for body in bodies:
-        assert harness.send(user, body).status_code == 200
+    conversation_id = harness.stage_directly(harness.new_user(), bodies)  # all staged when the burst ends
 
+    harness.start_run(conversation_id)
     runs = harness.wait_until_quiet(conversation_id, runs=2, timeout=90)
 
     answered = [

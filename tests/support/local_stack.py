@@ -248,5 +248,8 @@ def local_stack() -> LocalStack:
             gateway_port=0,
             batch_window_seconds=BATCH_WINDOW_SECONDS,
             twilio_numbers=(OUR_WHATSAPP, OUR_SMS),
+            # A reply's parts a tenth of a second apart, not a second: the tests of pacing
+            # set their own interval (tests/e2e/test_twilio_fine_print.py).
+            extra_env={"REPLY_PART_INTERVAL_SECONDS": "0.1"},
         )
     )
