@@ -19,8 +19,9 @@ from aws_cdk import aws_lambda as lambda_
 from cdk_nag import NagPackSuppression, NagSuppressions
 from constructs import Construct
 
-# The session tag that names the tenant, and the values it may take (a Twilio AccountSid).
-TENANT_TAG = "tenant"
+from functions.integrations.tenant_sessions import TENANT_TAG
+
+# The values the session tag that names the tenant may take (a Twilio AccountSid).
 TENANT_PATTERN = "AC*"
 
 
