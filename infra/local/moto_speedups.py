@@ -166,19 +166,26 @@ def _plain(value: Any) -> Any:
 
 
 def _write_item_answers_as_json() -> None:
-    import json
-
     from moto.dynamodb.responses import DynamoResult
 
     original = DynamoResult.execute_result
 
     def execute_result(result: Any, context: Any) -> Any:
-        try:
-            body = json.dumps(_plain(result.result))
-        except _NotPlain:
-            return original(result, context)
-        version = context.service_model.metadata.get("jsonVersion", "1.0")
-        status = context.operation_model.http.get("responseCode", 200)
-        return status, {"Content-Type": f"application/x-amz-json-{version}"}, body
+        return item_answer_as_json(result.result, context) or original(result, context)
 
     setattr(DynamoResult, "execute_result", execute_result)  # noqa: B010
+
+
+def item_answer_as_json(result: Any, context: Any) -> tuple[int, dict[str, str], str] | None:
+    """(status, headers, body) of a DynamoDB item operation's answer, written with
+    json.dumps as moto's serializer would write it; None if it holds anything but plain
+    JSON values."""
+    import json
+
+    try:
+        body = json.dumps(_plain(result))
+    except _NotPlain:
+        return None
+    version = context.service_model.metadata.get("jsonVersion", "1.0")
+    status = context.operation_model.http.get("responseCode", 200)
+    return status, {"Content-Type": f"application/x-amz-json-{version}"}, body
