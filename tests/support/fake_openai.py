@@ -47,6 +47,8 @@ class FakeOpenAI:
     forgotten: set[str] = field(default_factory=set)
     running: set[int] = field(default_factory=set)
     cancelled: list[str] = field(default_factory=list)
+    # A deletion deletes this many items, then its attempt's time is up (None: all of them).
+    time_out_after_deleting: int | None = None
     # The user texts the conversation held when each creation was asked (what it read).
     read_at_creation: list[list[str]] = field(default_factory=list)
     _unfinished: dict[str, tuple[int, str]] = field(default_factory=dict)
@@ -116,8 +118,17 @@ class FakeOpenAI:
         return list(reversed(self.items))[:limit]
 
     def delete_items(self, client: Any, conversation: str, item_ids: list[str], budget: Any) -> None:
+        if self.time_out_after_deleting is not None:  # the attempt's time runs out midway
+            item_ids, left = (
+                item_ids[: self.time_out_after_deleting],
+                item_ids[self.time_out_after_deleting :],
+            )
+        else:
+            left = []
         self.deleted += item_ids
         self.items = [item for item in self.items if item.id not in item_ids]
+        if left:
+            raise AIRetryableError("OpenAI: this attempt's time is spent; the next attempt goes on")
 
     def user_texts(self) -> list[str]:
         return [item.text for item in self.items if item.role == "user"]

@@ -85,7 +85,7 @@ def test_a_lost_requests_copy_is_removed_before_asking_again(store, openai):
 
     assert reply.text == "reply 1" and openai.created == 2
     assert openai.read_at_creation[1] == []  # the copy was gone before asking again
-    assert openai.deleted == ["msg_user_0", "msg_reply_0"] and openai.user_texts() == [BODY]
+    assert openai.deleted == ["msg_reply_0", "msg_user_0"] and openai.user_texts() == [BODY]
     assert kept(store)[SM1].response_id == "resp_1"
 
 

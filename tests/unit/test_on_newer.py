@@ -11,6 +11,7 @@ import pytest
 
 from functions.contract import BatchSummary, GenerateInput
 from functions.dal.models import BatchWindow
+from functions.errors import AIRetryableError
 from functions.inbound import InboundMessage
 from functions.integrations.openai_responses import Budget
 from functions.logic.rules.debounce import BatchingRules, may_answer_again, newer_fragments_arrived
@@ -131,9 +132,31 @@ def test_a_reply_completed_before_the_newer_fragment_was_seen_is_removed_from_th
     with pytest.raises(NewerFragments):
         request((SM1, SM2), "first\nsecond", newer=True).reply()
 
-    assert openai.cancelled == [] and openai.deleted == ["msg_user_0", "msg_reply_0"]
+    assert openai.cancelled == [] and openai.deleted == ["msg_reply_0", "msg_user_0"]
     request((SM1, SM2, SM3), "first\nsecond\nthird", newer=False).reply()
     assert openai.user_texts() == ["first\nsecond\nthird"]
+
+
+def test_a_removal_cut_short_by_the_attempts_time_leaves_nothing_the_next_attempt_cannot_remove(
+    store, openai
+):
+    """The discarded reply's items are deleted one by one; the attempt's time may run out
+    between them. What is left must still be recognisable as this batch's, so that the
+    state's retry removes it: otherwise the model reads a reply nobody was sent."""
+    openai.time_out_after_deleting = 1
+    with pytest.raises(AIRetryableError):
+        request((SM1, SM2), "first\nsecond", newer=True).reply()
+    openai.time_out_after_deleting = None
+
+    with pytest.raises(NewerFragments):  # the retry: the newer fragment is still there
+        request((SM1, SM2), "first\nsecond", newer=True).reply()
+
+    assert openai.items == []
+    request((SM1, SM2, SM3), "first\nsecond\nthird", newer=False).reply()
+    assert [(i.role, i.text) for i in openai.items] == [
+        ("user", "first\nsecond\nthird"),
+        ("assistant", "reply 1"),
+    ]
 
 
 def test_without_newer_fragments_or_when_the_rules_forbid_it_the_reply_is_kept(store, openai):

@@ -197,8 +197,11 @@ class BatchRequest:
         if request.recovered:
             self._remove_copies()
         elif state.status in ("completed", "incomplete"):
-            own = exchange_of(self._exchanges(), state.item_ids, self.body, state.text)
-            self._delete([own] if own else [])
+            found = self._exchanges()
+            own = exchange_of(found, state.item_ids, self.body, state.text)
+            # Not whole: an earlier attempt removed its reply and ran out of time before its
+            # input (_delete removes replies first), which is this batch's unanswered copy.
+            self._delete([own] if own else self._copies(found, self.body))
         staged_messages.drop_ai_request(self.conversation_id, self.key)
         count("RepliesDiscarded")
         logger.info("Reply discarded for newer fragments", extra={"response_id": state.id})
@@ -234,10 +237,12 @@ class BatchRequest:
         if state is not None and not state.finished:
             state = ai.cancel_response(self.client, state.id, self.budget) or state
         found = self._exchanges()
+        own = None
         if state is not None and state.status in ("completed", "incomplete"):
             own = exchange_of(found, state.item_ids, text, state.text)
-            self._delete([own] if own else [])
-        elif text is not None:
+        if own is not None:
+            self._delete([own])
+        elif text is not None:  # its copies, or what a removal cut short left of it (_discard)
             self._delete(self._copies(found, text))
         logger.info("Earlier request withdrawn", extra={"messages": len(request.message_sids)})
 
@@ -263,7 +268,10 @@ class BatchRequest:
     def _delete(self, stray: list[Exchange]) -> None:
         if not stray:
             return
-        item_ids = [item_id for exchange in stray for item_id in exchange.item_ids]
+        # Replies before the user message they answer: if the attempt's time runs out
+        # between two deletions, what is left is a user message without its reply, which a
+        # retry recognises as this batch's copy; a reply without its message it would not.
+        item_ids = [item_id for exchange in stray for item_id in reversed(exchange.item_ids)]
         ai.delete_items(self.client, self.openai_conversation, item_ids, self.budget)
         count("AIStrayTurnsRemoved", len(stray))
         logger.warning("Stray turns removed from the OpenAI conversation", extra={"turns": len(stray)})
