@@ -15,14 +15,25 @@ if TYPE_CHECKING:
     from tests.support.local_stack import Harness
 
 
+# Fixtures that take seconds and are kept for a session or a module, and the xdist group
+# of the tests that use them: each group runs on one worker, so each is made once.
+SHARED_FIXTURES = {
+    "synthesized": "synthesized",  # the CDK synthesis
+    "asset": "synthesized",  # the Lambda asset's build
+    "outcomes": "corpus",  # every corpus event through the local stack
+    "imported": "cold-imports",  # each handler imported in a fresh interpreter
+}
+
+
+@pytest.hookimpl(tryfirst=True)  # before xdist's own hook reads the groups
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """Under pytest-xdist (--dist loadgroup), the tests of the synthesized stack run on one
-    worker, and so do those of the Lambda asset: the synthesis and the build, the slowest
-    steps of the infra tests, then happen once."""
+    """Under pytest-xdist (--dist loadgroup), the tests that share one of SHARED_FIXTURES
+    run on one worker: the slow step behind it then happens once, not once per worker."""
     for item in items:
         fixtures = getattr(item, "fixturenames", ())
-        if "synthesized" in fixtures or "asset" in fixtures:
-            item.add_marker(pytest.mark.xdist_group("synthesized"))
+        groups = {group for fixture, group in SHARED_FIXTURES.items() if fixture in fixtures}
+        if groups:
+            item.add_marker(pytest.mark.xdist_group(min(groups)))
 
 
 @pytest.fixture(scope="session")
