@@ -16,6 +16,9 @@ third of that process's time (docs/decisions.md):
   items every hour, for every sender). The items the transaction names are copied instead,
   and put back. moto's DynamoDB requests are serialized (infra/local/moto_process.py), so
   nothing else runs while one transaction does.
+- A Query on a table (not an index) reads, and sorts, every item of the table to keep those
+  of one partition: it is given that partition's items alone (in the same order), so that
+  its cost no longer grows with the table.
 - It serializes every DynamoDB answer by walking the operation's output shape, attribute by
   attribute. An item operation's answer is DynamoDB JSON already, built of dicts, lists and
   strings: it is written with json.dumps (anything else still takes moto's way)."""
@@ -35,6 +38,7 @@ def install() -> None:
     _list_moto_modules_once()
     _back_up_transactions_by_item()
     _write_item_answers_as_json()
+    _query_one_partition()
 
 
 def _share_boto_clients() -> None:
@@ -189,3 +193,29 @@ def item_answer_as_json(result: Any, context: Any) -> tuple[int, dict[str, str],
     version = context.service_model.metadata.get("jsonVersion", "1.0")
     status = context.operation_model.http.get("responseCode", 200)
     return status, {"Content-Type": f"application/x-amz-json-{version}"}, body
+
+
+def _query_one_partition() -> None:
+    from moto.dynamodb.models.table import Table
+
+    original = Table.query
+
+    def query(table: Any, hash_key: Any, *args: Any, **kwargs: Any) -> Any:
+        index_name = args[6] if len(args) > 6 else kwargs.get("index_name")
+        if index_name or hash_key is None or "all_items" in vars(table):
+            return original(table, hash_key, *args, **kwargs)
+        partition = table.items.get(hash_key)
+        if partition is None:
+            items = []
+        elif table.range_key_attr:
+            items = list(partition.values())
+        else:
+            items = [partition]
+        in_order = sorted(items, key=lambda x: (x.hash_key, x.range_key) if x.range_key else x.hash_key)
+        table.all_items = lambda: in_order  # what moto's Query reads; requests are serialized
+        try:
+            return original(table, hash_key, *args, **kwargs)
+        finally:
+            del table.all_items
+
+    setattr(Table, "query", query)  # noqa: B010
