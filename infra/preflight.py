@@ -1,6 +1,7 @@
 """`make preflight` (which `make deploy` runs first, and `make test` runs last): what AWS
-will check and the emulator does not, checked on the synthesized template (cdk.out) and the
-built asset (build/lambda). Prints a checklist; any red line fails it.
+will check and the emulator does not, checked on the synthesized template (cdk.out; with
+`--tested`, the one the test run synthesized and judged its calls against) and the built
+asset (build/lambda). Prints a checklist; any red line fails it.
 
 - IAM: every AWS call the functions made in the last test run, and every direct
   integration of the state machine, allowed by the deployed roles (infra/iam).
@@ -24,7 +25,7 @@ from typing import Any
 
 from functions.integrations.openai_models import warn_if_retiring
 from infra import build_lambda
-from infra.iam import CALLS_FILE, TEMPLATE_FILE, evaluate_recording, load_template
+from infra.iam import CALLS_FILE, TEMPLATE_FILE, TESTED_TEMPLATE_FILE, evaluate_recording, load_template
 from infra.iam.template import Deployed
 from infra.local.aws_calls import load
 
@@ -138,11 +139,16 @@ CHECKS: tuple[Callable[[dict[str, Any]], Line], ...] = (
 )
 
 
-def main() -> int:
-    if not TEMPLATE_FILE.exists():
-        print("No template in cdk.out: run make synth (make preflight does).", file=sys.stderr)
+def main(argv: list[str] | None = None) -> int:
+    """`--tested`: the template the last test run synthesized and judged its calls against
+    (make test), instead of cdk.out's (make preflight synthesizes it first)."""
+    path = (
+        TESTED_TEMPLATE_FILE if "--tested" in (argv if argv is not None else sys.argv[1:]) else TEMPLATE_FILE
+    )
+    if not path.exists():
+        print(f"No template at {path}: run make synth (make preflight does).", file=sys.stderr)
         return 2
-    template = load_template()
+    template = load_template(path)
     lines = [check(template) for check in CHECKS]
     print("Preflight (what AWS checks and the emulator does not):")
     for line in lines:

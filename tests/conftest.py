@@ -3,6 +3,7 @@ live in tests/support/local_stack.py and are imported only when a test uses them
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
@@ -85,12 +86,13 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     recordings = [*config.stash.get(_WORKER_RECORDINGS, []), *([own] if own else [])]
     if not recordings:
         return
-    from infra.iam import CALLS_FILE, evaluate_recording, synthesize
+    from infra.iam import CALLS_FILE, TESTED_TEMPLATE_FILE, evaluate_recording, synthesize
     from infra.iam.recordings import merge, write
 
     merged = merge(recordings)
     write(merged, CALLS_FILE)
     template = config.stash.get(_WORKER_TEMPLATE, None) or synthesize()
+    TESTED_TEMPLATE_FILE.write_text(json.dumps(template))
     report = evaluate_recording(template, merged)
     config.stash[_IAM_REPORT] = report
     if not report.ok:

@@ -19,6 +19,9 @@ ROOT = Path(__file__).resolve().parent.parent.parent
 # Where a test run leaves the calls its functions made, for `python -m infra.iam`.
 CALLS_FILE = ROOT / "build" / "iam" / "aws-calls.json"
 TEMPLATE_FILE = ROOT / "cdk.out" / "BurstReply.template.json"
+# The template a test run synthesized and judged its calls against (make test's preflight
+# reads it rather than synthesizing the same code again).
+TESTED_TEMPLATE_FILE = ROOT / "build" / "iam" / "template.json"
 
 
 @functools.cache
@@ -51,4 +54,12 @@ def load_template(path: Path = TEMPLATE_FILE) -> dict[str, Any]:
     return template
 
 
-__all__ = ["CALLS_FILE", "TEMPLATE_FILE", "Report", "evaluate_recording", "load_template", "synthesize"]
+__all__ = [
+    "CALLS_FILE",
+    "TEMPLATE_FILE",
+    "TESTED_TEMPLATE_FILE",
+    "Report",
+    "evaluate_recording",
+    "load_template",
+    "synthesize",
+]
