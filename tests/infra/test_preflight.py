@@ -4,6 +4,7 @@ names (the asset and lock lines run in `make preflight` itself, on the built ass
 from __future__ import annotations
 
 import copy
+import json
 from datetime import date
 from typing import Any
 
@@ -62,3 +63,24 @@ def test_the_iam_line_is_red_without_a_recording(synthesized, tmp_path, monkeypa
     monkeypatch.setattr(preflight, "CALLS_FILE", tmp_path / "none.json")
     line = preflight.iam(synthesized[1])
     assert not line.ok and "make test" in line.detail
+
+
+def test_tested_reads_the_template_the_test_run_judged_and_says_when_there_is_none(
+    synthesized, tmp_path, monkeypatch, capsys
+):
+    """make test's preflight (`--tested`): the test run's template, not cdk.out's."""
+    tested = tmp_path / "template.json"
+    monkeypatch.setattr(preflight, "TESTED_TEMPLATE_FILE", tested)
+    monkeypatch.setattr(preflight, "TEMPLATE_FILE", tmp_path / "absent.json")
+    read: list[dict[str, Any]] = []
+    monkeypatch.setattr(
+        preflight, "CHECKS", (lambda t: read.append(t) or preflight.Line(True, "Read", "ok"),)
+    )
+
+    assert preflight.main(["--tested"]) == 2
+    assert str(tested) in capsys.readouterr().err
+    tested.write_text(json.dumps(synthesized[1]))
+
+    assert preflight.main(["--tested"]) == 0
+    assert read == [synthesized[1]]
+    assert preflight.main([]) == 2  # without it: cdk.out's, which is absent here
