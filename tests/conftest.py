@@ -102,8 +102,6 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
 @pytest.hookimpl(optionalhook=True)
 def pytest_testnodedown(node: Any, error: object | None) -> None:
     """On the xdist controller: a worker is done; keep what it handed over."""
-    import json
-
     from infra.iam.recordings import from_data
 
     output = getattr(node, "workeroutput", {})
@@ -129,7 +127,6 @@ def _own_recording() -> Any:
 def _hand_over(output: dict[str, Any], own: Any) -> None:
     """A worker's calls, and the template if this worker synthesized it (the controller
     need not synthesize it again), as JSON for xdist to carry."""
-    import json
     import sys
 
     if own is not None:

@@ -114,7 +114,7 @@ def _with_variables(statement: dict[str, Any], context: dict[str, str]) -> dict[
     """The statement with the policy variables in its resources replaced by the request's
     values; a resource naming a key the request does not have matches nothing, and a
     statement left with no resource applies to nothing (None)."""
-    if "${" not in json.dumps(statement.get("Resource", "")):
+    if not any("${" in r for r in _listed(statement.get("Resource", []))):
         return statement
     resources = [
         VARIABLE.sub(lambda m: context[m[1]], r)

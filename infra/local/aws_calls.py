@@ -15,7 +15,7 @@ import contextvars
 import json
 import os
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -96,7 +96,7 @@ class Recorder:
                 return original(client, operation_name, api_params)
             service = client.meta.service_model.signing_name  # IAM's prefix
             names = names_of(service, operation_name, api_params)
-            recorder._add(service, operation_name, lambda: names, client)
+            recorder._add(service, operation_name, names, client)
             result = original(client, operation_name, api_params)
             if operation_name == "AssumeRole":
                 recorder._keep_session(result, names)
@@ -112,7 +112,7 @@ class Recorder:
         recorder, original = self, SecretsProvider.get
 
         def get(provider: SecretsProvider, name: str, *args: Any, **kwargs: Any) -> Any:
-            recorder._add("secretsmanager", "GetSecretValue", lambda: (("SecretId", name),), provider.client)
+            recorder._add("secretsmanager", "GetSecretValue", (("SecretId", name),), provider.client)
             return original(provider, name, *args, **kwargs)
 
         SecretsProvider.get = get  # type: ignore[method-assign,assignment]
@@ -124,18 +124,16 @@ class Recorder:
         with self._lock:
             self._sessions[result["Credentials"]["AccessKeyId"]] = session
 
-    def _add(
-        self, service: str, operation: str, names: Callable[[], tuple[tuple[str, str], ...]], client: Any
-    ) -> None:
-        """Keep the call if a function's handler is making it (the names are read only then),
-        with the session whose credentials the client signs with, if a function assumed it."""
+    def _add(self, service: str, operation: str, names: tuple[tuple[str, str], ...], client: Any) -> None:
+        """Keep the call if a function's handler is making it, with the session whose
+        credentials the client signs with, if a function assumed it."""
         function = _function.get()
         if function is None:
             return
         credentials = getattr(getattr(client, "_request_signer", None), "_credentials", None)
         with self._lock:
             session = self._sessions.get(getattr(credentials, "access_key", None) or "", ())
-            self._calls.add(AwsCall(function, service, operation, names(), session))
+            self._calls.add(AwsCall(function, service, operation, names, session))
 
     def calls(self) -> list[AwsCall]:
         with self._lock:

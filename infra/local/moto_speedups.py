@@ -25,8 +25,11 @@ third of that process's time (docs/decisions.md):
 
 from __future__ import annotations
 
+import copy
+import json
 import sys
 import threading
+import types
 from functools import cache
 from typing import Any
 
@@ -97,9 +100,6 @@ def _list_moto_modules_once() -> None:
 
 
 def _back_up_transactions_by_item() -> None:
-    import copy
-    import types
-
     from moto.dynamodb import models
     from moto.dynamodb.models.table import Table
 
@@ -128,8 +128,6 @@ def _back_up_transactions_by_item() -> None:
 
 def _item_before(backend: Any, transact_item: dict[str, Any]) -> tuple[Any, Any, Any, Any] | None:
     """(table, hash key, range key, a copy of the item or None) for one item of a transaction."""
-    import copy
-
     from moto.dynamodb.models.dynamo_type import DynamoType
 
     _, operation = next(iter(transact_item.items()))
@@ -184,8 +182,6 @@ def item_answer_as_json(result: Any, context: Any) -> tuple[int, dict[str, str],
     """(status, headers, body) of a DynamoDB item operation's answer, written with
     json.dumps as moto's serializer would write it; None if it holds anything but plain
     JSON values."""
-    import json
-
     try:
         body = json.dumps(_plain(result))
     except _NotPlain:

@@ -15,8 +15,9 @@ import pytest
 
 from functions.errors import AIRetryableError
 from functions.integrations import openai_responses as ai
-from functions.integrations.openai_responses import ResponseState
+from functions.integrations.openai_responses import Budget, ResponseState
 from functions.logic.rules.conversation_items import ConversationItem
+from functions.logic.shared.ai_requests import BatchRequest
 
 
 def answer_lost() -> AIRetryableError:
@@ -140,3 +141,24 @@ def install_openai(monkeypatch: pytest.MonkeyPatch) -> FakeOpenAI:
         monkeypatch.setattr(ai, name, getattr(fake, name))
     monkeypatch.setattr(ai, "delete_items", fake.delete_items)
     return fake
+
+
+def batch_request(
+    message_sids: tuple[str, ...], body: str, window_id: str = "w1", newer: bool | None = None
+) -> BatchRequest:
+    """Conversation c1's request for these messages, on OpenAI conversation conv_1, with the
+    fake's client (none); `newer`: what the check for newer fragments answers (None: none)."""
+    return BatchRequest(
+        conversation_id="c1",
+        window_id=window_id,
+        message_sids=list(message_sids),
+        input=body,
+        body=body,
+        openai_conversation="conv_1",
+        client=None,  # type: ignore[arg-type]  # the fake takes none
+        budget=Budget(30),
+        model="gpt-test",
+        instructions="Be brief.",
+        max_output_tokens=500,
+        newer=None if newer is None else (lambda: newer),
+    )

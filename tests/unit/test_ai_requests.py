@@ -12,9 +12,8 @@ from functions.dal.models import AIRequest, Turn
 from functions.dal.tables import assistant_turn_id, user_turn_id
 from functions.errors import AIPermanentError, AIRetryableError
 from functions.inbound import InboundMessage
-from functions.integrations.openai_responses import Budget
 from functions.logic.shared.ai_requests import BatchRequest
-from tests.support.fake_openai import FakeOpenAI, install_openai
+from tests.support.fake_openai import FakeOpenAI, batch_request, install_openai
 from tests.support.fakes import InMemoryStore, store_with_conversation
 
 US, USER = "whatsapp:+15550000001", "whatsapp:+15550001111"
@@ -40,19 +39,7 @@ def openai(monkeypatch) -> FakeOpenAI:
 def request(
     window_id: str = "w1", message_sids: tuple[str, ...] = (SM1, SM2), body: str = BODY
 ) -> BatchRequest:
-    return BatchRequest(
-        conversation_id="c1",
-        window_id=window_id,
-        message_sids=list(message_sids),
-        input=body,
-        body=body,
-        openai_conversation="conv_1",
-        client=None,  # type: ignore[arg-type]  # the fake takes none
-        budget=Budget(30),
-        model="gpt-test",
-        instructions="Be brief.",
-        max_output_tokens=500,
-    )
+    return batch_request(message_sids, body, window_id)
 
 
 def kept(store: InMemoryStore) -> dict[str, AIRequest]:

@@ -13,12 +13,11 @@ from functions.contract import BatchSummary, GenerateInput
 from functions.dal.models import BatchWindow
 from functions.errors import AIRetryableError
 from functions.inbound import InboundMessage
-from functions.integrations.openai_responses import Budget
 from functions.logic.rules.debounce import BatchingRules, may_answer_again, newer_fragments_arrived
 from functions.logic.shared import ai_requests
 from functions.logic.shared.ai_requests import BatchRequest, NewerFragments
 from functions.logic.states.generate_reply import newer_fragments_check
-from tests.support.fake_openai import FakeOpenAI, install_openai
+from tests.support.fake_openai import FakeOpenAI, batch_request, install_openai
 from tests.support.fakes import InMemoryStore, store_with_conversation
 
 US, USER = "whatsapp:+15550000001", "whatsapp:+15550001111"
@@ -93,20 +92,7 @@ def openai(monkeypatch) -> FakeOpenAI:
 
 
 def request(sids: tuple[str, ...], body: str, newer: bool | None) -> BatchRequest:
-    return BatchRequest(
-        conversation_id="c1",
-        window_id="w1",
-        message_sids=list(sids),
-        input=body,
-        body=body,
-        openai_conversation="conv_1",
-        client=None,  # type: ignore[arg-type]  # the fake takes none
-        budget=Budget(30),
-        model="gpt-test",
-        instructions="Be brief.",
-        max_output_tokens=500,
-        newer=None if newer is None else (lambda: newer),
-    )
+    return batch_request(sids, body, newer=newer)
 
 
 def test_a_response_still_generating_is_cancelled_and_the_batch_asked_again_as_one_turn(
