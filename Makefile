@@ -21,6 +21,11 @@ VENV_VERSION := $(shell sed -n 's/^version\(_info\)\? *= *//p' $(VENV)/pyvenv.cf
 export UV_PYTHON_DOWNLOADS := never
 # jsii (under aws-cdk-lib) warns at length that Node 20 is past its end of life; synth works.
 export JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION := 20
+# The tests start some thirty Python processes (xdist workers, moto, fresh interpreters, the
+# CLIs) that import the same modules: compiled once, each loads them from the bytecode cache,
+# kept in build/pycache (not beside the sources) even where PYTHONDONTWRITEBYTECODE is set.
+export PYTHONPYCACHEPREFIX := $(CURDIR)/build/pycache
+unexport PYTHONDONTWRITEBYTECODE
 
 .PHONY: help install lock test unit contract emulator e2e infra chaos bench replay demo local runs lint format clean build synth preflight deploy destroy
 

@@ -10,10 +10,10 @@ from aws_cdk import aws_cloudwatch as cloudwatch
 from aws_cdk import aws_stepfunctions as sfn
 from constructs import Construct
 
+from functions.logic.rules.debounce import BURST_END_REASONS
 from infra.names import NAMESPACE, SERVICE
 
 PERIOD = Duration.minutes(5)
-BURST_END_REASONS = ("fixed", "quiet", "cap", "flush", "max_messages")
 # The rows of count (Sum) graphs below the burst's own: title, metrics.
 COUNT_ROWS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("AI", ("AIErrors", "AIQuotaExhausted", "AIModelUnavailable", "AIRepliesCut", "AIRepliesFiltered")),

@@ -10,10 +10,11 @@ from pathlib import Path
 import pytest
 
 from functions.integrations.openai_models import DEFAULT_MODEL
-from infra import app as cdk_app
 from infra.names import StackSettings
 
-pytestmark = pytest.mark.infra
+# infra.app imports the CDK: inside the tests, which run on the worker that synthesizes the
+# stack (tests/conftest.py SHARED_FIXTURES), so that one worker alone loads it.
+pytestmark = [pytest.mark.infra, pytest.mark.xdist_group("synthesized")]
 
 
 def _environment(template: dict, function: str) -> dict[str, str]:
@@ -27,6 +28,8 @@ def _environment(template: dict, function: str) -> dict[str, str]:
 
 
 def test_synth_warns_about_a_retiring_model_and_deploys_the_configured_ones(tmp_path, capsys):
+    from infra import app as cdk_app
+
     (tmp_path / "code" / "functions").mkdir(parents=True)
     (tmp_path / "code" / "functions" / "__init__.py").write_text("")
     (tmp_path / "dependencies" / "python").mkdir(parents=True)
@@ -48,12 +51,16 @@ def test_synth_warns_about_a_retiring_model_and_deploys_the_configured_ones(tmp_
 
 
 def test_the_default_deployment_uses_the_default_model_and_is_not_warned_about():
+    from infra import app as cdk_app
+
     settings = StackSettings(Path("."), Path("."))
     assert (settings.openai_model, settings.openai_fallback_model) == (DEFAULT_MODEL, "")
     assert cdk_app.model_warnings(settings, date(2026, 11, 26)) == []
 
 
 def test_a_retiring_fallback_model_is_warned_about_too():
+    from infra import app as cdk_app
+
     settings = StackSettings(Path("."), Path("."), openai_fallback_model="o3")
     (warning,) = cdk_app.model_warnings(settings, date(2026, 12, 1))
     assert warning.startswith("OPENAI_FALLBACK_MODEL o3 is shut down by OpenAI on 2026-12-11, in 10 days")

@@ -1,32 +1,37 @@
 """The synthesized CloudFormation template: resources, least privilege, cdk-nag and
-cfn-lint clean, and no drift from the local stack (same ASL file, same tables)."""
+cfn-lint clean, and no drift from the local stack (same ASL file, same tables).
+
+The CDK (with its jsii runtime) and cfn-lint are imported inside the tests that use them:
+every pytest-xdist worker collects this module, and only the worker that runs the
+synthesized group needs them (tests/unit/test_isolation.py keeps it so)."""
 
 from __future__ import annotations
 
 import json
 import sys
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
-from aws_cdk import aws_cloudwatch as cloudwatch
-from aws_cdk.assertions import Annotations, Match, Template
-from cfnlint.api import ManualArgs, lint
 
 from functions.dal import expressions
 from functions.dal.tables import ALL_TABLES
 from functions.registry import ALL_FUNCTIONS, TASKS
-from infra.app import build_app
 from infra.iam.requests import resource_types
 from infra.local import gateway
 from infra.local.stack import create_table_request
 from infra.names import NAMESPACE, SERVICE
 from infra.statemachine import DEFINITION_FILE, placeholders
 
+if TYPE_CHECKING:
+    from aws_cdk.assertions import Template
+
 pytestmark = pytest.mark.infra
 
 
 @pytest.fixture(scope="module")
 def template(synthesized) -> Template:
+    from aws_cdk.assertions import Template
+
     return Template.from_json(synthesized[1])
 
 
@@ -48,6 +53,8 @@ def logical_id_of(template_json: dict[str, Any], kind: str, path_part: str) -> s
 
 
 def test_tables_are_on_demand_encrypted_with_point_in_time_recovery(template):
+    from aws_cdk.assertions import Match
+
     template.resource_count_is("AWS::DynamoDB::Table", len(ALL_TABLES))
     template.all_resources_properties(
         "AWS::DynamoDB::Table",
@@ -104,6 +111,8 @@ def test_the_local_gateway_has_the_deployed_apis_stage_and_binary_media_types(te
 
 
 def test_the_api_has_the_two_webhooks_and_the_status_callbacks_throttled_and_access_logged(template):
+    from aws_cdk.assertions import Match
+
     template.has_resource_properties("AWS::ApiGateway::Resource", {"PathPart": "whatsapp"})
     template.has_resource_properties("AWS::ApiGateway::Resource", {"PathPart": "sms"})
     for part in ("twilio", "status", "{conversation}", "{window}", "{message}"):
@@ -146,6 +155,8 @@ def test_the_state_machine_logs_under_vendedlogs(synthesized):
 
 
 def test_the_state_machine_is_standard_traced_and_logged(template):
+    from aws_cdk.assertions import Match
+
     template.has_resource_properties(
         "AWS::StepFunctions::StateMachine",
         {
@@ -244,6 +255,11 @@ def test_the_alarm_topic_is_encrypted_ssl_only_and_open_to_this_accounts_alarms(
 
 
 def test_an_email_hears_the_alarms_only_when_the_deployment_names_one(synthesized, tmp_path):
+    from aws_cdk import aws_cloudwatch as cloudwatch
+    from aws_cdk.assertions import Template
+
+    from infra.app import build_app
+
     assert resources(synthesized[1], "AWS::SNS::Subscription") == {}
     (tmp_path / "code" / "functions").mkdir(parents=True)
     (tmp_path / "dependencies" / "python").mkdir(parents=True)
@@ -427,6 +443,8 @@ def test_only_the_announcing_function_may_put_events_on_the_bus(synthesized):
 
 
 def test_cdk_nag_aws_solutions_finds_nothing_unsuppressed(synthesized):
+    from aws_cdk.assertions import Annotations, Match
+
     stack = synthesized[0]
     errors = Annotations.from_stack(stack).find_error("*", Match.string_like_regexp("AwsSolutions-.*"))
     warnings = Annotations.from_stack(stack).find_warning("*", Match.string_like_regexp("AwsSolutions-.*"))
@@ -440,6 +458,8 @@ def test_every_suppression_gives_its_reason(synthesized):
 
 
 def test_cfn_lint_finds_nothing(synthesized):
+    from cfnlint.api import ManualArgs, lint
+
     # W3005 (a DependsOn also implied by a GetAtt) is how CDK orders a function after its
     # role's policy; it is harmless and not ours to change.
     config = ManualArgs(regions=["us-east-1"], ignore_checks=["W3005"])

@@ -18,7 +18,7 @@
 
 import re
 from collections.abc import Mapping
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Literal, get_args
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator
 
@@ -135,6 +135,7 @@ def window_due_ms(rules: BatchingRules, window: BatchWindow) -> int:
 
 
 BurstEnd = Literal["fixed", "quiet", "cap", "flush", "max_messages"]
+BURST_END_REASONS: tuple[BurstEnd, ...] = get_args(BurstEnd)
 
 
 def burst_end_reason(rules: BatchingRules, window: BatchWindow, now_ms: int) -> BurstEnd | None:
