@@ -11,6 +11,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -38,6 +39,23 @@ if how == "stops":
 elif how == "is killed":
     sys.stdin.read()
 """
+
+OWNER = """
+import sys
+from infra.local.moto_process import MotoProcess
+
+moto = MotoProcess("127.0.0.1", 0, "http://127.0.0.1:1").start()
+print(moto.pid, flush=True)
+if sys.argv[1] == "is killed":
+    sys.stdin.read()
+"""
+OWNER_PIPES: dict[str, Any] = {
+    "cwd": ROOT,
+    "stdin": subprocess.PIPE,
+    "stdout": subprocess.PIPE,
+    "stderr": subprocess.DEVNULL,
+    "text": True,
+}
 
 
 def alive(pid: int) -> bool:
@@ -94,10 +112,13 @@ def test_a_stack_that_fails_to_start_leaves_no_moto_behind():
     assert not alive(pid)
 
 
-def test_moto_ends_when_the_stacks_process_exits_or_is_killed():
-    exits, exits_pid = start_stack("exits")  # no stop(): the interpreter's exit
+def test_moto_ends_when_the_process_that_started_it_exits_or_is_killed():
+    """What ends moto with its process is MotoProcess's alone (atexit, and its standard input
+    closing), so a process that starts nothing else stands for the stack's: two at once."""
+    exits = subprocess.Popen([sys.executable, "-c", OWNER, "exits"], **OWNER_PIPES)  # no stop()
+    killed = subprocess.Popen([sys.executable, "-c", OWNER, "is killed"], **OWNER_PIPES)
+    exits_pid, killed_pid = (int(p.stdout.readline()) for p in (exits, killed))  # type: ignore[union-attr]
     assert exits.wait(timeout=30) == 0 and gone_soon(exits_pid)
-    killed, killed_pid = start_stack("is killed")
     assert alive(killed_pid)
     killed.send_signal(signal.SIGKILL)
     killed.wait()
