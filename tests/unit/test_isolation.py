@@ -36,9 +36,8 @@ def loaded() -> dict[str, list[str]]:
     collected = sorted([*TESTS.glob("*/**/test_*.py"), *TESTS.glob("*/**/conftest.py")])
     others = [_module(p) for p in collected if _module(p) not in unit]
     script = _SCRIPT.format(unit=unit, others=others, emulator=EMULATOR, cdk=CDK)
-    result = subprocess.run(
-        [sys.executable, "-c", script], cwd=TESTS.parent, capture_output=True, text=True, check=True
-    )
+    result = subprocess.run([sys.executable, "-c", script], cwd=TESTS.parent, capture_output=True, text=True)
+    assert result.returncode == 0, result.stderr
     return json.loads(result.stdout)
 
 
