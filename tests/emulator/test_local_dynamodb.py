@@ -1,7 +1,8 @@
 """The local stack's DynamoDB (moto in a process of its own, with infra/local/moto_speedups):
 a cancelled transaction leaves every item as it was, as DynamoDB does, although only the
 items it names are backed up, not the tables; an item answer written with json.dumps is,
-to botocore, the answer moto's own serializer writes."""
+to botocore, the answer moto's own serializer writes; an update expression parsed once
+serves every request with that request's own names and values."""
 
 from __future__ import annotations
 
@@ -153,3 +154,35 @@ def test_a_query_reads_its_partition_in_order_and_page_by_page(stack, with_range
         TableName=table, KeyConditionExpression="pk = :pk", ExpressionAttributeValues={":pk": {"S": "z"}}
     )
     assert missing["Items"] == [] and missing["Count"] == 0
+
+
+def test_an_update_expression_parsed_once_serves_each_request_with_its_own_values(stack):
+    dynamodb = stack.client("dynamodb")
+    table = _table(dynamodb, with_range=False)
+    expression = (
+        "SET #n = if_not_exists(#n, :zero) + :add, seen = list_append(if_not_exists(seen, :none), :one)"
+    )
+
+    def update(pk: str, add: int, name: str = "n") -> dict[str, Any]:
+        return dynamodb.update_item(
+            TableName=table,
+            Key={"pk": {"S": pk}},
+            UpdateExpression=expression,
+            ExpressionAttributeNames={"#n": name},
+            ExpressionAttributeValues={
+                ":zero": {"N": "0"},
+                ":add": {"N": str(add)},
+                ":none": {"L": []},
+                ":one": {"L": [{"S": f"{pk}+{add}"}]},
+            },
+            ReturnValues="ALL_NEW",
+        )["Attributes"]
+
+    update("a", 2)
+    update("b", 5)
+    assert update("a", 3) == {"pk": {"S": "a"}, "n": {"N": "5"}, "seen": {"L": [{"S": "a+2"}, {"S": "a+3"}]}}
+    assert update("b", 1, name="m")["m"] == {"N": "1"}  # the same expression, another name
+    assert _items(dynamodb, table) == {"a": "5", "b": "5"}
+    for _ in range(2):  # one that does not parse is refused every time
+        with pytest.raises(ClientError, match="ValidationException"):
+            dynamodb.update_item(TableName=table, Key={"pk": {"S": "a"}}, UpdateExpression="SET = 1")
