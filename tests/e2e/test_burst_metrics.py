@@ -58,6 +58,7 @@ def _a_burst_then_a_fragment_soon_after_its_reply(harness) -> str:
 def test_each_batch_counts_its_burst_end_fragments_and_delay_and_a_quick_follow_up_is_split(
     harness, monkeypatch, capfd, configure
 ):
+    harness.wait_until_no_run_is_running()
     configure(SPLIT_SECONDS="30", POWERTOOLS_METRICS_DISABLED="false")
     capfd.readouterr()
 

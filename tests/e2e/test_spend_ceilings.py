@@ -77,6 +77,7 @@ def test_a_tenants_invented_senders_stop_at_its_ceiling_and_another_tenant_is_st
     harness, two_tenants, configure, monkeypatch, capfd, setting, limit
 ):
     configure(**{setting: "2"}, AUTO_CREATE_CONVERSATIONS="true")
+    harness.wait_until_no_run_is_running()
     monkeypatch.setenv("POWERTOOLS_METRICS_DISABLED", "false")
     a, b = two_tenants
     a_number, b_number = (_number_of(sid) for sid, _ in two_tenants)

@@ -35,6 +35,7 @@ def _refusals(printed: str) -> list[float]:
 
 
 def test_a_forged_webhook_counts_as_refused_and_a_genuine_one_does_not(harness, monkeypatch, capfd, caplog):
+    harness.wait_until_no_run_is_running()
     monkeypatch.setenv("POWERTOOLS_METRICS_DISABLED", "false")
     config = harness.stack.config
     body = "my card number is in this message"

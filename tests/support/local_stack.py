@@ -205,6 +205,17 @@ class Harness:
             f"{conversation_id}: wanted {runs} finished runs, have {self.runs(conversation_id)}"
         )
 
+    def wait_until_no_run_is_running(self, timeout: float = 60) -> None:
+        """Until every run of the stack has ended, those earlier tests started included. The
+        handlers share this process, and with it Powertools' metrics: a test that reads the
+        metrics printed waits, so that no other invocation prints (or clears) its metrics."""
+        deadline = time.monotonic() + timeout
+        while running := self.sfn.list_executions(
+            stateMachineArn=self.stack.state_machine_arn, statusFilter="RUNNING"
+        )["executions"]:
+            assert time.monotonic() < deadline, f"still running: {[r['name'] for r in running]}"
+            time.sleep(0.2)
+
     def history(self, execution_arn: str) -> list[dict[str, Any]]:
         return self.sfn.get_execution_history(executionArn=execution_arn, maxResults=1000)["events"]
 
