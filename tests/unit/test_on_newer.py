@@ -145,6 +145,20 @@ def test_a_removal_cut_short_by_the_attempts_time_leaves_nothing_the_next_attemp
     ]
 
 
+def test_a_cut_short_removal_retried_without_newer_fragments_asks_again(store, openai):
+    """The retry may no longer discard (no newer fragment left to merge, or the rules
+    forbid another regeneration). The reply the cut-short removal took out of the OpenAI
+    conversation must not be sent as if the model still held it: the batch is asked again."""
+    openai.time_out_after_deleting = 1
+    with pytest.raises(AIRetryableError):
+        request((SM1, SM2), "first\nsecond", newer=True).reply()
+    openai.time_out_after_deleting = None
+
+    reply = request((SM1, SM2), "first\nsecond", newer=None).reply()
+
+    assert [(i.role, i.text) for i in openai.items] == [("user", "first\nsecond"), ("assistant", reply.text)]
+
+
 def test_without_newer_fragments_or_when_the_rules_forbid_it_the_reply_is_kept(store, openai):
     openai.running.add(0)
     assert request((SM1, SM2), "first\nsecond", newer=None).reply().text == "reply 0"

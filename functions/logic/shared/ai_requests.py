@@ -117,8 +117,11 @@ class BatchRequest:
             return self._ask(recovered=False)
         if same.images_left_out:  # an earlier attempt's image was refused
             self._leave_images_out()
-        if same.response_id is None:  # asked before, and the answer was lost
+        if same.response_id is None:  # asked before, and the answer was lost (or discarded)
             self._remove_copies()
+            if self.newer is not None and self.newer():  # its answer would be discarded
+                staged_messages.drop_ai_request(self.conversation_id, self.key)
+                raise NewerFragments("Newer fragments came before the batch was asked again")
             return self._ask(recovered=True)
         earlier = self._stored_reply(same)
         if earlier is not None:
@@ -194,6 +197,11 @@ class BatchRequest:
         again, as a whole."""
         if not state.finished:
             state = ai.cancel_response(self.client, state.id, self.budget) or state
+        # Its response is no longer to be sent: if the removal below is cut short, the
+        # state's retry finds the request without it, removes what is left of the turn
+        # and asks again, whether or not it still has newer fragments to merge.
+        forgotten = request.model_copy(update={"response_id": None})
+        staged_messages.keep_ai_request(self.conversation_id, self.key, forgotten)
         if request.recovered:
             self._remove_copies()
         elif state.status in ("completed", "incomplete"):
