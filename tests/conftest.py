@@ -32,15 +32,13 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     run on one worker: the slow step behind it then happens once, not once per worker.
     Those groups come first, since xdist hands out work in this order: each takes a worker
     for 25-40 s, and one handed out last would keep the run going while the others idle."""
-    grouped = set()
     for item in items:
         fixtures = getattr(item, "fixturenames", ())
         groups = {group for fixture, group in SHARED_FIXTURES.items() if fixture in fixtures}
         if groups:
             item.add_marker(pytest.mark.xdist_group(min(groups)))
-        if groups or item.get_closest_marker("xdist_group"):
-            grouped.add(item.nodeid)
-    items.sort(key=lambda item: item.nodeid not in grouped)  # stable: the order within stays
+    # Stable: the order within the grouped tests, and within the others, stays.
+    items.sort(key=lambda item: item.get_closest_marker("xdist_group") is None)
 
 
 @pytest.fixture(scope="session")
