@@ -13,7 +13,8 @@ from __future__ import annotations
 from collections import Counter
 
 import pytest
-from aws_lambda_powertools.utilities import parameters
+from aws_lambda_powertools.utilities.parameters import SecretsProvider
+from aws_lambda_powertools.utilities.parameters.base import DEFAULT_PROVIDERS
 from werkzeug.test import EnvironBuilder
 from werkzeug.wrappers import Request
 
@@ -44,6 +45,13 @@ def _event(data: bytes | dict[str, str], signature: str | None) -> dict:
 def webhook(harness):
     """Invoke the webhook with a signed form (or raw bytes); its status and AWS calls."""
     counter = AwsCallCounter.installed()
+    if "secrets" not in DEFAULT_PROVIDERS:
+        # Made here, with no other handler running in this process: Powertools makes the
+        # provider on first use without a lock, and a handler of an earlier test's run
+        # doing so at the same moment as the webhook would put an empty one in place of the
+        # one that has just cached the token (one GetSecretValue more, at random).
+        harness.wait_until_no_run_is_running()
+        DEFAULT_PROVIDERS["secrets"] = SecretsProvider()
     token = harness.stack.config.twilio_auth_token
 
     def call(data: bytes | dict[str, str], signed_with: str | None = token) -> tuple[int, Counter[str]]:
@@ -62,8 +70,9 @@ def webhook(harness):
 
 
 def _cold_caches() -> None:
-    """A new Lambda instance: no token and no tenant in memory."""
-    parameters.clear_caches()
+    """A new Lambda instance: no token and no tenant in memory. The provider's cache is
+    emptied, not the provider removed as `parameters.clear_caches` does (see `webhook`)."""
+    DEFAULT_PROVIDERS["secrets"].clear_cache()
     tenants.forget()
 
 
