@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import statistics
+from types import SimpleNamespace
 
 import pytest
 
@@ -27,11 +28,23 @@ def test_the_webhook_sections_windows_stay_open_for_ten_minutes(stack):
 
 def test_the_end_of_a_burst_section_times_each_reply_from_the_bursts_last_fragment(harness):
     """`make bench`'s figure for the end of a burst, on two quick bursts: one delay per
-    burst, none shorter than the quiet period (the reply never comes before the burst is
-    over), and the figure is their median over it."""
+    burst, to the reply that answers its last fragment, none shorter than the quiet period
+    (that reply never comes before the quiet period after it is over), and the figure is
+    their median over it. A burst the webhook saw split (under this suite's load, a slow
+    post can stretch a gap past the quiet period) is counted, not timed by its first reply."""
     result = answer_delay.measure_answer_delay(harness.stack, OUR_WHATSAPP, bursts=2, quiet_seconds=1)
 
-    assert len(result["delays"]) == 2 and result["split"] == 0
+    assert len(result["delays"]) == 2
     assert min(result["delays"]) >= 1
     assert result["median_over_quiet"] == statistics.median(result["delays"]) - 1
     assert answer_delay.row(result)[1].startswith(f"+{result['median_over_quiet']:.2f} s")
+
+
+def test_a_split_bursts_delay_runs_to_the_reply_that_answers_its_last_fragment():
+    """The reply to the fragments before it, sent after the last fragment was posted, is
+    not that burst's answer: it is counted as a split."""
+    earlier = {"to": "u", "status": 201, "at": 10.5, "body": "You said: hello\nmy order"}
+    answer = {"to": "u", "status": 201, "at": 11.6, "body": "You said: has not arrived"}
+    stack = SimpleNamespace(twilio=SimpleNamespace(calls=[earlier, answer]))
+
+    assert answer_delay._reply_at(stack, "u", "has not arrived", timeout=0.1) == (11.6, 1)
