@@ -3,6 +3,7 @@ time each import takes is measured by `make bench`, not here; which modules load
 depend on the machine.)"""
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -43,7 +44,7 @@ def _loaded(module: str) -> tuple[set[str], set[str]]:
     result = subprocess.run(
         [sys.executable, "-c", script],
         cwd=ROOT,
-        env={"PATH": "", "AWS_DEFAULT_REGION": "us-east-1", **DEPLOYED_SETTINGS},
+        env={"PATH": "", "AWS_DEFAULT_REGION": "us-east-1", **DEPLOYED_SETTINGS, **_bytecode_cache()},
         capture_output=True,
         text=True,
         check=True,
@@ -51,6 +52,13 @@ def _loaded(module: str) -> tuple[set[str], set[str]]:
     report = json.loads(result.stdout)
     names = report["modules"]
     return {h for h in HEAVY if any(n == h or n.startswith(h + ".") for n in names)}, set(report["built"])
+
+
+def _bytecode_cache() -> dict[str, str]:
+    """The tests' bytecode cache (the Makefile's PYTHONPYCACHEPREFIX), if any: what each
+    interpreter loads does not depend on it, and without it each compiled everything again."""
+    prefix = os.environ.get("PYTHONPYCACHEPREFIX")
+    return {"PYTHONPYCACHEPREFIX": prefix} if prefix else {}
 
 
 @pytest.fixture(scope="module")
