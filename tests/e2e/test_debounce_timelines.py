@@ -155,11 +155,12 @@ def test_quiet_mode_answers_a_quick_burst_shortly_after_its_last_fragment(harnes
 
 
 def test_quiet_mode_answers_a_slow_typist_once(harness, capsys):
-    # Gaps of 1.5 s: longer than a quick burst's, within the 2 s typing gap.
+    # Gaps of 1.5 s: longer than a quick burst's, within the 2.5 s typing gap (1 s to spare
+    # for a webhook slowed by the suite's load: 0.5 s was not always enough).
     rules = {
         "mode": "quiet",
         "quiet_seconds": 2,
-        "typing_gap_seconds": 2,
+        "typing_gap_seconds": 2.5,
         "typing_quiet_seconds": 3,
         "max_wait_seconds": 30,
     }
@@ -176,7 +177,7 @@ def test_a_never_ending_stream_is_answered_at_the_maximum_wait(harness, capsys):
     rules = {
         "mode": "quiet",
         "quiet_seconds": 1,
-        "typing_gap_seconds": 1,
+        "typing_gap_seconds": 1.5,  # gaps of 0.7 s, with 0.8 s to spare for a slowed webhook
         "typing_quiet_seconds": 2,
         "max_wait_seconds": 4,
     }
