@@ -87,7 +87,9 @@ def _ai_calls(stack: LocalStack, conversation_id: str) -> int:
     came after its batch was merged (its reply discarded, the batch answered again)."""
     conversation = conversations.get(conversation_id)
     ours = conversation.openai_conversation_id if conversation else None
-    return sum(1 for c in list(stack.openai.calls) if ours and c["conversation"] == ours)
+    if not ours:
+        return 0
+    return sum(1 for c in list(stack.openai.calls) if c["conversation"] == ours)
 
 
 def row(result: dict[str, Any]) -> tuple[str, str]:
