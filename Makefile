@@ -27,7 +27,7 @@ export JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION := 20
 export PYTHONPYCACHEPREFIX := $(CURDIR)/build/pycache
 unexport PYTHONDONTWRITEBYTECODE
 
-.PHONY: help install lock test unit contract emulator e2e infra chaos bench replay demo local runs lint format clean build synth preflight deploy destroy
+.PHONY: help install lock test unit contract emulator e2e infra chaos bench replay capacity demo local runs smoke lint format clean build synth preflight account deploy destroy
 
 # The tests run in parallel, one local stack per worker (pytest-xdist): WORKERS=1 runs them
 # in one process. Two workers per core: the tests wait out batch windows about half of the
@@ -115,11 +115,15 @@ infra: install
 replay: install
 	$(BIN)/python -m infra.replay $(or $(ARGS),--help)
 
+## The capacity model: make capacity ARGS="--messages-per-second 1000" (docs/capacity.md).
+capacity: install
+	$(BIN)/python -m infra.capacity $(or $(ARGS),--messages-per-second 100)
+
 ## Start the local stack, send a burst of WhatsApp fragments, show what happened.
 demo: install
 	$(BIN)/python -m infra.local.demo
 
-## The local stack as a service (Ctrl-C to stop). See README for its settings.
+## The local stack as a service (Ctrl-C to stop). Its settings: docs/local-stack.md.
 local: install
 	$(BIN)/python -m infra.local
 
@@ -127,14 +131,23 @@ local: install
 runs: install
 	$(BIN)/python -m infra.runs $(or $(ARGS),list)
 
+## Watch the first message: make smoke ARGS="--from whatsapp:+1..." sends a signed test message
+## to the deployed webhook and follows its run to the reply (docs/deploying.md).
+smoke: install
+	$(BIN)/python -m infra.smoke $(or $(ARGS),--help)
+
 ## Lambda assets in build/lambda: our code, and the dependencies from uv.lock for arm64 and Python 3.13
-## (wheels, no Docker, no bytecode); then checks them (infra/checks.py).
+## (wheels, no Docker, the AWS SDK included, every module compiled); then checks them (infra/checks.py).
 build: install
 	$(BIN)/python -m infra.build_lambda
 
-## The CloudFormation template in cdk.out (offline; no AWS account needed).
+# A deployment's settings: make synth SETTINGS=FILE, make deploy SETTINGS=FILE (a file of
+# NAME=value lines, the names of docs/configuration.md; docs/deploying.md#settings).
+SETTINGS_CONTEXT := $(if $(SETTINGS),-c settings_file=$(abspath $(SETTINGS)))
+
+## The CloudFormation template in cdk.out (offline; no AWS account needed); SETTINGS=FILE: the deployment's settings.
 synth: build
-	$(BIN)/python -m infra.app
+	$(BIN)/python -m infra.app $(SETTINGS_CONTEXT)
 	@echo "Template: cdk.out/BurstReply.template.json"
 
 node_modules/.package-lock.json: package.json package-lock.json
@@ -145,9 +158,15 @@ node_modules/.package-lock.json: package.json package-lock.json
 preflight: synth
 	$(BIN)/python -m infra.preflight
 
-## Deploy to the AWS account and region of your credentials (the pinned CDK CLI), after make preflight.
+## Deploy to the AWS account and region of your credentials (the pinned CDK CLI), after make preflight
+## and make account (a red line of either stops it before CloudFormation).
 deploy: preflight node_modules/.package-lock.json
-	$(CDK) deploy --require-approval broadening
+	$(BIN)/python -m infra.account $(SETTINGS_CONTEXT)
+	$(CDK) deploy $(SETTINGS_CONTEXT) --require-approval broadening
+
+## What the deploy needs of the account and region of your credentials (read-only; docs/deploying.md).
+account: install
+	$(BIN)/python -m infra.account $(SETTINGS_CONTEXT)
 
 ## Delete the deployed stack.
 destroy: node_modules/.package-lock.json

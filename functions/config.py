@@ -10,11 +10,14 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationError
 
 from functions import stack_names
-from functions.integrations.openai_models import DEFAULT_MODEL
+from functions.default_model import DEFAULT_MODEL
 from functions.public_url import PublicBase, public_base
 from functions.stack_names import STACK_NAME
 
 Name = Annotated[str, Field(min_length=1)]  # a resource's name: never empty
+# How a burst's end is found (functions/logic/rules/debounce.py); a project's or a
+# conversation's own rules take the same values.
+BatchMode = Literal["fixed", "quiet", "adaptive"]
 
 # How a yes-or-no setting may be written, in any case and with spaces around it: the one
 # definition the functions' settings, the CDK context (infra/names.py) and the local stack
@@ -58,7 +61,7 @@ class Settings(BaseModel):
 
     # The global batching rules (functions/logic/rules/debounce.py); a project's or a
     # conversation's own rules override them.
-    batch_mode: str = "fixed"
+    batch_mode: BatchMode = "fixed"
     batch_window_seconds: Annotated[int, Field(ge=1, le=3600)] = 10
     quiet_seconds: Annotated[float, Field(gt=0)] = 3
     typing_gap_seconds: Annotated[float, Field(ge=0)] = 2
@@ -143,11 +146,25 @@ class Settings(BaseModel):
     # conversation never meets.
     max_ai_calls_per_hour_per_conversation: Annotated[int, Field(ge=0)] = 60
     max_ai_calls_per_hour_per_sender: Annotated[int, Field(ge=0)] = 120
-    # Ceilings on a tenant's spend (whose senders may be invented) and on everyone's.
-    max_ai_calls_per_hour_per_tenant: Annotated[int, Field(ge=0)] = 1_000
-    max_ai_calls_per_hour: Annotated[int, Field(ge=0)] = 10_000
-    max_new_conversations_per_hour_per_tenant: Annotated[int, Field(ge=0)] = 200
+    # Ceilings on a tenant's spend (whose senders may be invented) and on everyone's. Calls
+    # and new conversations: off by default (a count is not a cost, and a fixed one silenced
+    # a busy deployment); tokens (input and output, as OpenAI reports each response's usage):
+    # sized to admit 1,000 messages a second at the context budget (docs/capacity.md).
+    max_ai_calls_per_hour_per_tenant: Annotated[int, Field(ge=0)] = 0
+    max_ai_calls_per_hour: Annotated[int, Field(ge=0)] = 0
+    max_new_conversations_per_hour_per_tenant: Annotated[int, Field(ge=0)] = 0
+    max_ai_tokens_per_hour_per_tenant: Annotated[int, Field(ge=0)] = 10_000_000_000
+    max_ai_tokens_per_hour: Annotated[int, Field(ge=0)] = 10_000_000_000
+    # Sent instead of a reply that a cost limit stopped, at most once an hour per
+    # conversation (empty: nothing is sent; the batch is a metric and an alarm either way).
+    limited_reply: str = ""
     max_reply_parts_per_batch: Annotated[int, Field(ge=0)] = 10
+    # SMS is billed per segment (functions/logic/rules/sms_segments.py): an SMS reply is cut
+    # to this many segments in all (10: 1,530 GSM-7 characters, or 670 in UCS-2), and asked
+    # for with at most OPENAI_MAX_OUTPUT_TOKENS_SMS tokens (or OPENAI_MAX_OUTPUT_TOKENS if
+    # lower), reasoning included: 10 segments of text are about 400 tokens.
+    max_sms_segments_per_reply: Annotated[int, Field(ge=0)] = 10
+    openai_max_output_tokens_sms: Annotated[int, Field(ge=16)] = 1024
 
     # The batch.answered event carries keys and counts; texts and the user's address only
     # when this is on.
@@ -185,8 +202,14 @@ class Settings(BaseModel):
     )
     # The time one "Generate Reply" attempt spends on OpenAI: each request's timeout, and how
     # long it waits for a background response before the state machine's Retry takes over.
-    # Below the function's 60-second timeout.
+    # Below the function's 90-second timeout (functions/registry.py), with the media's time.
     openai_timeout_seconds: Annotated[float, Field(gt=0, le=45)] = 25.0
+    # A conversation's context budget: once its input passes this many tokens, OpenAI
+    # compacts what came before (server-side compaction), so that a call's input stays near
+    # it however long the conversation (4,000 input tokens: $0.004 at the default model's
+    # $1.00 per million; docs/decisions.md). 0: no compaction (the input grows with the
+    # conversation up to the model's window, where `truncation: auto` cuts it).
+    openai_max_context_tokens: Annotated[int, Field(ge=0)] = 4_000
     # The cap on a reply's tokens, reasoning included (a WhatsApp or SMS reply is short).
     openai_max_output_tokens: Annotated[int, Field(ge=16)] = 2048
     twilio_timeout_seconds: float = 10.0

@@ -10,8 +10,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from functions.batching_rules import BatchingRules, BurstEnd
 from functions.dal.tables import assistant_turn_id, user_turn_id
-from functions.logic.rules.debounce import BatchingRules, BurstEnd
 
 
 class Contract(BaseModel):
@@ -69,7 +69,7 @@ class RunInput(Contract):
     burst: BurstStatus
     batch_limit: int  # at most this many messages per batch (Query Staged Messages' Limit)
     # Replies discarded so far for newer fragments (`on_newer: merge`); "Answer Again With
-    # Newer Fragments" copies Generate Reply's count here.
+    # Newer Fragments", the Catch of Generate Reply's NewerFragments, adds one.
     regenerations: int = 0
 
 
@@ -117,9 +117,10 @@ class GenerateInput(BatchRef):
 
 
 class ReplySummary(Contract):
-    # nobody: an earlier run answered it all; limited: a cost limit stopped the AI call;
-    # discarded: newer fragments came while it was generated, and the batch is asked again
-    answered_by: Literal["ai", "human", "nobody", "limited", "discarded"]
+    # nobody: an earlier run answered it all; limited: a cost limit stopped the AI call. A
+    # reply discarded for newer fragments is no summary: Generate Reply fails with
+    # NewerFragments (functions/errors.py), and the run answers again.
+    answered_by: Literal["ai", "human", "nobody", "limited"]
     reply_chars: int
     prompt_tokens: int
     completion_tokens: int

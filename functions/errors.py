@@ -35,6 +35,12 @@ class AIPermanentError(Exception):
         self.code = code
 
 
+class NewerFragments(Exception):
+    """The reply was discarded (`on_newer: merge`): fragments came after the batch was
+    merged. Not a failure: the run catches it, merges the batch again with them and asks
+    again ("Answer Again With Newer Fragments"), at most `max_regenerations` times."""
+
+
 class AIModelUnavailable(Exception):
     """OpenAI does not serve the model asked for (404 `model_not_found`: shut down,
     misspelt, or not open to the key's project), nor the fallback model if one is set. The

@@ -1,10 +1,11 @@
 """The CDK app: `make synth` runs this module; `make deploy` runs it through the CDK CLI.
 
-Context (cdk.json or `-c name=value`): batch_window_seconds, auto_create_conversations,
-state_machine_log_level, api_rate_limit, api_burst_limit, webhook_base_url,
-twilio_connection_overrides, alarm_email, openai_model, openai_fallback_model, stack_name.
-A model that OpenAI shuts down within 30 days (or has shut down) is warned about on
-standard error."""
+Context (cdk.json or `-c name=value`, which `python -m infra.app` takes too): the fields of
+`infra.names.StackSettings` (batch_window_seconds, api_rate_limit, alarm_email, openai_model,
+...), stack_name, and settings_file: a file of `NAME=value` lines giving any documented
+setting (`make synth SETTINGS=FILE`; infra/deployment_settings.py). A setting amiss fails
+synth, naming it. A model that OpenAI shuts down within 30 days (or has shut down) is warned
+about on standard error."""
 
 from __future__ import annotations
 
@@ -38,7 +39,8 @@ def build_app(
     settings = StackSettings.from_context(chosen, code_directory, dependencies_directory)
     stack = BurstReplyStack(
         app,
-        str(chosen("stack_name") or STACK_NAME),
+        # -c stack_name, or STACK_NAME as every operator command reads it (infra/stack_lookup.py).
+        str(chosen("stack_name") or os.environ.get("STACK_NAME") or STACK_NAME),
         settings,
         env=Environment(account=None, region=None),
         description="Batched AI replies for WhatsApp and SMS (burst-reply)",
@@ -59,12 +61,30 @@ def warn_about_models(settings: StackSettings, today: date) -> None:
         print(f"WARNING: {warning}", file=sys.stderr)
 
 
-def main() -> int:
+def context_arguments(argv: list[str]) -> dict[str, str]:
+    """`-c name=value` arguments, as the CDK CLI takes them."""
+    context: dict[str, str] = {}
+    for flag, pair in zip(argv[::2], argv[1::2], strict=False):
+        if flag not in ("-c", "--context") or "=" not in pair:
+            raise ValueError(f"expected -c name=value, got {flag} {pair}")
+        name, _, value = pair.partition("=")
+        context[name] = value
+    return context
+
+
+def main(argv: list[str] | None = None) -> int:
     code, dependencies = BUILD / "code", BUILD / "dependencies"
     if not (code / "functions").is_dir() or not (dependencies / "python").is_dir():
         print("Lambda code is not built: run `make build` (or `make synth`).", file=sys.stderr)
         return 2
-    app, stack = build_app(code, dependencies, outdir=os.environ.get("CDK_OUTDIR", str(ROOT / "cdk.out")))
+    try:
+        context = context_arguments(sys.argv[1:] if argv is None else argv)
+        app, stack = build_app(
+            code, dependencies, os.environ.get("CDK_OUTDIR", str(ROOT / "cdk.out")), context
+        )
+    except ValueError as error:  # a setting amiss, named (never its value)
+        print(f"Not synthesized: {error}", file=sys.stderr)
+        return 2
     warn_about_models(stack.settings, datetime.now(UTC).date())
     app.synth()
     return 0

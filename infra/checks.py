@@ -4,6 +4,7 @@ empty list."""
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import re
 import subprocess
@@ -18,8 +19,25 @@ LAMBDA_PYTHON = "3.13"
 # The first bytes of a .pyc that Python 3.13 writes and reads (importlib.util.MAGIC_NUMBER
 # under 3.13); it ignores bytecode with any other, and compiles the source again.
 LAMBDA_MAGIC = b"\xf3\r\r\n"
+# The name it gives the bytecode of `<module>.py`: `__pycache__/<module>.cpython-313.pyc`
+# (sys.implementation.cache_tag under 3.13). Lambda sets no PYTHONPYCACHEPREFIX.
+LAMBDA_CACHE_TAG = "cpython-" + LAMBDA_PYTHON.replace(".", "")
+# The flags of a .pyc (PEP 552, its bytes 4 to 8): 0b01 is hash-based and unchecked,
+# loaded without reading the source; 0b11 hashes the source at every import, 0 compares
+# its modification time.
+UNCHECKED_HASH = 0b01
+# Code and layers together, unzipped: "Unzipped size must be smaller than 262144000 bytes"
+# (https://docs.aws.amazon.com/lambda/latest/dg/gettingstarted-limits.html: 250 MB).
+LAMBDA_UNZIPPED_LIMIT = 262_144_000
+MB = 1024 * 1024
 ELF_MAGIC = b"\x7fELF"
 ELF_AARCH64 = 183  # e_machine of arm64 (Lambda's Architecture.ARM_64)
+# The settings the stack gives every function, enough for every handler to import.
+DEPLOYED_SETTINGS = {
+    "AWS_DEFAULT_REGION": "us-east-1",
+    "EVENT_BUS_NAME": "bus",
+    **{t.env_var: t.logical_id for t in ALL_TABLES},
+}
 _EXTENSION_TAG = re.compile(r"\.cpython-(\d+)")
 _PIN = re.compile(r"^([A-Za-z0-9._-]+)==([^\s;\\]+)", re.MULTILINE)
 
@@ -29,12 +47,33 @@ def _normalized(name: str) -> str:
 
 
 def bytecode_problems(root: Path) -> list[str]:
-    """Every .pyc under `root` that Lambda's Python would not use."""
-    problems = []
+    """Every module under `root` that Lambda's Python would compile at each cold start (its
+    code and layer directories are read-only): one without its unchecked-hash .pyc for
+    Lambda's Python in its `__pycache__`, or whose .pyc is of another source; and every
+    .pyc that Lambda's Python would not use."""
+    problems, missing = [], []
+    for source in sorted(root.rglob("*.py")):
+        pyc = source.parent / "__pycache__" / f"{source.stem}.{LAMBDA_CACHE_TAG}.pyc"
+        if not pyc.is_file():
+            missing.append(str(source.relative_to(root)))
+            continue
+        with pyc.open("rb") as file:
+            header = file.read(16)
+        flags, module = int.from_bytes(header[4:8], "little"), source.relative_to(root)
+        if header[:4] == LAMBDA_MAGIC and flags != UNCHECKED_HASH:
+            problems.append(f"{module}: its bytecode is not unchecked-hash (flags {flags:#04b})")
+        elif header[:4] == LAMBDA_MAGIC and header[8:16] != importlib.util.source_hash(source.read_bytes()):
+            problems.append(f"{module}: its bytecode is stale (of another source)")
+    if missing:
+        examples = ", ".join(missing[:3]) + (", ..." if len(missing) > 3 else "")
+        problems.append(
+            f"{len(missing)} modules with no bytecode for {LAMBDA_CACHE_TAG}, "
+            f"compiled at every cold start: {examples}"
+        )
     for pyc in sorted(root.rglob("*.pyc")):
         with pyc.open("rb") as file:
             magic = file.read(4)
-        if magic != LAMBDA_MAGIC:
+        if magic != LAMBDA_MAGIC or not pyc.name.endswith(f".{LAMBDA_CACHE_TAG}.pyc"):
             problems.append(
                 f"{pyc.relative_to(root)}: bytecode for another Python (magic {magic!r}), "
                 f"which Python {LAMBDA_PYTHON} ignores"
@@ -62,8 +101,35 @@ def native_problems(root: Path) -> list[str]:
 
 
 def asset_problems(root: Path) -> list[str]:
-    """Bytecode and native code of the whole asset (code and layer)."""
-    return bytecode_problems(root) + native_problems(root / "dependencies")
+    """Bytecode, native code and size of the whole asset (code and layer)."""
+    return (
+        bytecode_problems(root / "code")
+        + bytecode_problems(root / "dependencies")
+        + native_problems(root / "dependencies")
+        + size_problems(root)
+    )
+
+
+def unzipped_size(root: Path, parts: tuple[str, ...] = ("code", "dependencies")) -> int:
+    """The bytes of the asset's code and layer (`parts`), as Lambda counts them: unzipped."""
+    return sum(p.stat().st_size for part in parts for p in (root / part).rglob("*") if p.is_file())
+
+
+def describe_size(root: Path) -> str:
+    code, layer = (unzipped_size(root, (part,)) for part in ("code", "dependencies"))
+    return (
+        f"code {code / MB:.1f} MB + layer {layer / MB:.1f} MB = {(code + layer) / MB:.1f} MB unzipped, "
+        f"of Lambda's {LAMBDA_UNZIPPED_LIMIT // MB} MB"
+    )
+
+
+def size_problems(root: Path) -> list[str]:
+    """The asset if its code and layer, unzipped, are not smaller than Lambda's limit."""
+    size = unzipped_size(root)
+    if size < LAMBDA_UNZIPPED_LIMIT:
+        return []
+    limit = LAMBDA_UNZIPPED_LIMIT // MB
+    return [f"code and layer take {size / MB:.1f} MB unzipped, not under Lambda's {limit} MB"]
 
 
 def distributions(directory: Path) -> dict[str, str]:
@@ -111,11 +177,10 @@ def import_problems(code: Path, layers: list[Path], pycache: Path, python: str =
     asset."""
     entries = [str(code.resolve()), *(str(layer.resolve()) for layer in layers)]
     script = f"import sys; sys.path[:0] = {entries!r}\n{_IMPORT_EVERY_HANDLER}"
-    settings = {t.env_var: t.logical_id for t in ALL_TABLES}
     result = subprocess.run(
         [python, "-I", "-S", "-X", f"pycache_prefix={pycache}", "-c", script],
         cwd=code,
-        env={"AWS_DEFAULT_REGION": "us-east-1", "EVENT_BUS_NAME": "bus", **settings},
+        env=DEPLOYED_SETTINGS,
         capture_output=True,
         text=True,
     )

@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, fields
+from dataclasses import dataclass, field, fields
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal, get_args
 
 from functions.config import read_flag
 from functions.integrations.openai_models import DEFAULT_MODEL
@@ -30,6 +30,7 @@ __all__ = [
     "twilio_tenant_secret_prefix",
 ]
 
+LogLevel = Literal["ALL", "ERROR", "FATAL", "OFF"]
 EMAIL = re.compile(r"[^@\s]+@[^@\s]+\.[^@\s]+")
 # Context keys also accepted in CDK's own camelCase spelling (`-c alarmEmail=...`).
 CAMEL_CASE = {"alarm_email": "alarmEmail"}
@@ -49,12 +50,18 @@ class StackSettings:
     dependencies_directory: Path  # holds `python/` with the runtime dependencies (a layer)
     batch_window_seconds: int = 10
     auto_create_conversations: bool = False
-    state_machine_log_level: str = "ALL"  # ALL, ERROR, FATAL or OFF; payloads never logged
-    api_rate_limit: int = 50  # requests per second, steady
-    api_burst_limit: int = 100
-    # The web ACL's rate rule: requests one IP address may send in 5 minutes (a fifth of
-    # the stage's steady rate), so that one address cannot crowd Twilio out of the throttle.
+    state_machine_log_level: LogLevel = "ALL"  # payloads never logged
+    # The stage's throttle, webhooks and status callbacks together: a request over it is a
+    # 429, which Twilio never retries (a message lost). The defaults are the account's own
+    # Region quota (10,000 a second, burst 5,000): the stage refuses nothing before AWS does.
+    api_rate_limit: int = 10_000  # requests per second, steady
+    api_burst_limit: int = 5_000
+    # The web ACL's rate rule: requests one IP address may send in 5 minutes without an
+    # X-Twilio-Signature header (Twilio signs every request: its own are never counted).
     api_rate_limit_per_ip: int = 3_000
+    # The webhook's reserved concurrency, the cost cap of a flood of forged requests (a
+    # request over it is a 500, which Twilio retries); 0: none (docs/deploying.md).
+    webhook_reserved_concurrency: int = 0
     # The public base URL Twilio calls (a custom domain, with its base path); empty: the
     # API's own execute-api URL with its stage. Signatures are checked against it. A
     # fragment on it sets the connection overrides instead of the next setting.
@@ -69,10 +76,34 @@ class StackSettings:
     # when OpenAI does not serve the first (`make synth` warns 30 days before a shutdown).
     openai_model: str = DEFAULT_MODEL
     openai_fallback_model: str = ""
+    # Create API Gateway's CloudWatch role and set it on the account (account-wide: one per
+    # Region, the last stack to set it wins, kept when the stack is deleted; docs/deploying.md).
+    manage_api_gateway_account_role: bool = False
+
+    # The functions' settings a settings file gives (`-c settings_file=FILE`; by environment
+    # variable, validated: infra/deployment_settings.py), each given to the functions that read it.
+    function_settings: dict[str, str] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         if self.alarm_email and not EMAIL.fullmatch(self.alarm_email):
             raise ValueError(f"alarm_email is not an email address: {self.alarm_email!r}")
+        if self.state_machine_log_level not in get_args(LogLevel):
+            raise ValueError(f"state_machine_log_level: one of {', '.join(get_args(LogLevel))}")
+
+    def functions_environment(self) -> dict[str, str]:
+        """Every function setting this deployment chooses (the file's, and the four the CDK
+        context has always set), validated as the functions will read them."""
+        from infra.deployment_settings import validate
+
+        chosen = {
+            **self.function_settings,
+            "BATCH_WINDOW_SECONDS": str(self.batch_window_seconds),
+            "AUTO_CREATE_CONVERSATIONS": "true" if self.auto_create_conversations else "false",
+            "OPENAI_MODEL": self.openai_model,
+            **({"OPENAI_FALLBACK_MODEL": self.openai_fallback_model} if self.openai_fallback_model else {}),
+        }
+        validate(chosen)
+        return chosen
 
     def public_base(self) -> PublicBase:
         """The configured base URL without its fragment, and the connection overrides."""
@@ -81,19 +112,34 @@ class StackSettings:
     @classmethod
     def from_context(cls, context: Any, code_directory: Path, dependencies_directory: Path) -> StackSettings:
         """Settings from a CDK context lookup (`app.node.try_get_context`)."""
+        from infra.deployment_settings import function_setting_names, read_file
+
+        settings_file = context("settings_file")
+        given = read_file(Path(settings_file)) if settings_file else {}
         chosen: dict[str, Any] = {}
-        for field in fields(cls):
-            value = context(field.name)
-            if value is None and field.name in CAMEL_CASE:
-                value = context(CAMEL_CASE[field.name])
-            if value is None or field.name.endswith("_directory"):
+        for setting in fields(cls):
+            if setting.name.endswith("_directory") or setting.name == "function_settings":
+                continue
+            value = context(setting.name)
+            if value is None and setting.name in CAMEL_CASE:
+                value = context(CAMEL_CASE[setting.name])
+            if value is None:  # `-c` wins over the file
+                value = given.pop(setting.name.upper(), None)
+            given.pop(setting.name.upper(), None)
+            if value is None:
                 continue
             try:
-                if field.type == "bool":
+                if setting.type == "bool":
                     value = read_flag(value)
-                elif field.type == "int":
+                elif setting.type == "int":
                     value = int(value)
             except ValueError as error:
-                raise ValueError(f"CDK context {field.name}: {error}") from None
-            chosen[field.name] = value
-        return cls(code_directory=code_directory, dependencies_directory=dependencies_directory, **chosen)
+                raise ValueError(f"{setting.name.upper()} (CDK context {setting.name}): {error}") from None
+            chosen[setting.name] = value
+        functions = {name: value for name, value in given.items() if name in function_setting_names()}
+        return cls(
+            code_directory=code_directory,
+            dependencies_directory=dependencies_directory,
+            function_settings=functions,
+            **chosen,
+        )

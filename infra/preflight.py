@@ -6,8 +6,10 @@ asset (build/lambda). Prints a checklist; any red line fails it.
 - IAM: every AWS call the functions made in the last test run, and every direct
   integration of the state machine, allowed by the deployed roles (infra/iam).
 - Runtime: every function runs the Python this check (and the tests) run on.
-- Bytecode: the asset holds no bytecode or native code for another Python or machine, and
-  every handler imports from it alone.
+- Asset: every module compiled for Lambda's Python (unchecked-hash bytecode, as Lambda's
+  read-only /var/task and /opt need), nothing compiled or built for another Python or
+  machine, code and layer within Lambda's 250 MB unzipped, and every handler imports from
+  it alone.
 - Lock: uv.lock matches pyproject.toml, and the layer holds what it pins.
 - Alarms: every alarm notifies someone.
 - Model: no configured OpenAI model is within 30 days of its announced shutdown.
@@ -24,7 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from functions.integrations.openai_models import warn_if_retiring
-from infra import build_lambda
+from infra import build_lambda, checks
 from infra.iam import CALLS_FILE, TEMPLATE_FILE, TESTED_TEMPLATE_FILE, evaluate_recording, load_template
 from infra.iam.template import Deployed
 from infra.local.aws_calls import load
@@ -79,7 +81,10 @@ def runtime(template: dict[str, Any]) -> Line:
 
 def bytecode(_: dict[str, Any]) -> Line:
     problems = build_lambda.verify()
-    return Line(not problems, "Asset", "; ".join(problems) or "no foreign bytecode, every handler imports")
+    shown = "every module compiled for Lambda's Python, every handler imports; " + checks.describe_size(
+        build_lambda.BUILD
+    )
+    return Line(not problems, "Asset", "; ".join(problems) or shown)
 
 
 def lock(_: dict[str, Any]) -> Line:

@@ -23,11 +23,12 @@ from typing import Any
 
 from boto3.dynamodb.types import TypeDeserializer
 
+from functions.batching_rules import BURST_END_REASONS
 from functions.dal import expressions
 from functions.dal.models import Turn, from_dynamo
 from functions.dal.tables import assistant_turn_id
 from functions.logic.rules import clock
-from functions.logic.rules.debounce import BURST_END_REASONS, splits_a_burst
+from functions.logic.rules.debounce import splits_a_burst
 
 _SPAN = re.compile(r"^(\d+(?:\.\d+)?)([smhd])$")
 _UNITS = {"s": "seconds", "m": "minutes", "h": "hours", "d": "days"}

@@ -12,9 +12,11 @@ kept failing) pending again and opens a window for them. `stats` prints the burs
 figures (reply delay, fragments per reply, split bursts, burst ends by reason) computed
 from the Turns table, as the functions' metrics count them (infra/run_stats.py).
 
-On AWS it reads every name it needs from the stack's outputs (STACK_NAME, default
-BurstReply). Locally, set STATE_MACHINE_ARN and TURNS_TABLE, and AWS_ENDPOINT_URL to
-point it at the local stack.
+Names: the stack is `--stack NAME` (before or after the command), else STACK_NAME, else
+BurstReply. On AWS every name comes from the stack's outputs; with AWS_ENDPOINT_URL set
+to the local stack's AWS endpoint (`make local` prints it), the local stack's, with nothing
+else to set. A name set in the environment (STATE_MACHINE_ARN, TURNS_TABLE, ...) wins
+(infra/stack_lookup.py). An AWS error is one line on standard error, exit status 1.
 """
 
 from __future__ import annotations
@@ -29,11 +31,10 @@ from datetime import datetime
 from typing import Any
 
 import boto3
-from botocore.exceptions import ClientError, EndpointConnectionError, NoCredentialsError
 
 from functions.dal import expressions
-from functions.dal.tables import ALL_TABLES, turn_ids_of_window
-from infra.names import STACK_NAME
+from functions.dal.tables import turn_ids_of_window
+from infra.stack_lookup import FUNCTION_SETTINGS, add_stack_option, chosen_stack, one_line_errors, use_stack
 
 
 @dataclass
@@ -60,12 +61,12 @@ def timeline(events: list[dict[str, Any]]) -> list[StateSpan]:
         elif kind in ("TaskFailed", "LambdaFunctionFailed", "TaskTimedOut") and spans:
             details: dict[str, Any] = next((v for k, v in event.items() if k.endswith("EventDetails")), {})
             spans[-1].failed_attempts.append(
-                (details.get("error", "?"), _short_cause(details.get("cause", "")))
+                (details.get("error", "?"), short_cause(details.get("cause", "")))
             )
     return spans
 
 
-def _short_cause(cause: str) -> str:
+def short_cause(cause: str) -> str:
     """Lambda errors carry a JSON cause with a stack trace; keep its message."""
     try:
         parsed = json.loads(cause)
@@ -130,7 +131,7 @@ class Runs:
             f"  status {described['status']}, started {described['startDate']:%Y-%m-%d %H:%M:%S}",
         ]
         if described.get("error"):
-            lines.append(f"  error {described['error']}: {_short_cause(described.get('cause', ''))}")
+            lines.append(f"  error {described['error']}: {short_cause(described.get('cause', ''))}")
         lines += ["", "States:", *format_timeline(timeline(events))]
         conversation_id, window_id = run_input.get("conversation_id"), run_input.get("window_id")
         if conversation_id and window_id:
@@ -180,17 +181,13 @@ def _deliveries(item: dict[str, Any]) -> dict[str, tuple[str, str]]:
     return found
 
 
-def settings_from_stack(stack_name: str) -> dict[str, str]:
-    """The functions' settings from a deployed stack's outputs (the state machine's ARN,
-    every table's and the bus's name); nothing if there is no such stack."""
-    try:
-        stack = boto3.client("cloudformation").describe_stacks(StackName=stack_name)["Stacks"][0]
-    except (ClientError, NoCredentialsError, EndpointConnectionError):
-        return {}
-    outputs = {o["OutputKey"]: o["OutputValue"] for o in stack.get("Outputs", [])}
-    names = {f"{t.logical_id}TableName": t.env_var for t in ALL_TABLES}
-    names.update({"StateMachineArn": "STATE_MACHINE_ARN", "EventBusName": "EVENT_BUS_NAME"})
-    return {env: outputs[key] for key, env in names.items() if key in outputs}
+# The names each command needs (the functions' settings, as environment variables).
+NEEDED = {
+    "list": ("STATE_MACHINE_ARN",),
+    "show": ("STATE_MACHINE_ARN", "TURNS_TABLE"),
+    "redrive": FUNCTION_SETTINGS,  # it runs the reconciler's redrive, with the functions' settings
+    "stats": ("TURNS_TABLE",),
+}
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -207,27 +204,31 @@ def main(argv: list[str] | None = None) -> int:
     redriving.add_argument("conversation")
     stating = commands.add_parser("stats", help="the burst's figures, from the tables")
     stating.add_argument("--since", default="1h", help="a span (1h, 30m, 2d) or an ISO 8601 time")
+    add_stack_option(parser, listing, showing, redriving, stating)
     args = parser.parse_args(argv)
+    return one_line_errors("infra.runs", lambda: _command(args))
 
-    if not os.environ.get("STATE_MACHINE_ARN"):
-        os.environ.update(settings_from_stack(os.environ.get("STACK_NAME", STACK_NAME)))
+
+def _command(args: argparse.Namespace) -> int:
+    use_stack(chosen_stack(args.stack), NEEDED[args.command])
     if args.command == "stats":
         return _stats(args.since)
-    state_machine_arn = os.environ.get("STATE_MACHINE_ARN")
-    if not state_machine_arn:
-        print("Set STATE_MACHINE_ARN, or STACK_NAME for a deployed stack.", file=sys.stderr)
-        return 2
-    runs = Runs(state_machine_arn, os.environ.get("TURNS_TABLE", "Turns"))
+    runs = Runs(os.environ["STATE_MACHINE_ARN"], os.environ.get("TURNS_TABLE", ""))
     if args.command == "redrive":
         from functions.logic.entry_points.reconciler import redrive  # needs the functions' settings
 
         print(json.dumps(redrive(args.conversation)))
         return 0
     if args.command == "list":
-        for run in runs.list(args.status, args.conversation, args.limit):
+        found = runs.list(args.status, args.conversation, args.limit)
+        for run in found:
             stopped = run.get("stopDate")
             took = f"{(stopped - run['startDate']).total_seconds():7.1f}s" if stopped else "running"
             print(f"{run['startDate']:%Y-%m-%d %H:%M:%S}  {run['status']:<9} {took}  {run['name']}")
+        if not found:
+            which = [f"status {args.status}"] * bool(args.status)
+            which += [f"conversation {args.conversation}"] * bool(args.conversation)
+            print(f"No runs{' (' + ', '.join(which) + ')' if which else ''}.")
     else:
         print("\n".join(runs.show(args.execution, args.bodies)))
     return 0
@@ -244,7 +245,7 @@ def _stats(since: str) -> int:
         print(error, file=sys.stderr)
         return 2
     split_seconds = float(os.environ.get("SPLIT_SECONDS") or Settings.model_fields["split_seconds"].default)
-    turns = scan_turns(boto3.client("dynamodb"), os.environ.get("TURNS_TABLE", "Turns"), start, split_seconds)
+    turns = scan_turns(boto3.client("dynamodb"), os.environ["TURNS_TABLE"], start, split_seconds)
     print("\n".join(burst_stats(turns, start, split_seconds).lines()))
     return 0
 

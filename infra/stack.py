@@ -11,9 +11,10 @@ from constructs import Construct
 
 from functions.dal.tables import ALL_TABLES
 from functions.public_url import PublicBase
-from functions.registry import RECONCILER, STATUS_CALLBACK, WEBHOOK
+from functions.registry import ALL_FUNCTIONS, RECONCILER, STATUS_CALLBACK, WEBHOOK
 from infra.constructs.alarm_topic import AlarmTopic
 from infra.constructs.api import WebhookApi
+from infra.constructs.api_gateway_account import ApiGatewayAccount
 from infra.constructs.credentials import Credentials
 from infra.constructs.event_bus import AnsweredBatchBusPolicy
 from infra.constructs.functions import Functions
@@ -21,6 +22,7 @@ from infra.constructs.monitoring import Monitoring
 from infra.constructs.permissions import Permissions
 from infra.constructs.tables import Tables
 from infra.constructs.workflow import BatchWorkflow
+from infra.deployment_settings import for_function
 from infra.names import StackSettings, event_bus_name
 
 
@@ -33,19 +35,16 @@ class BurstReplyStack(Stack):
         tables = Tables(self, "Tables")
         credentials = Credentials(self, "Credentials")
         bus = events.EventBus(self, "Events", event_bus_name=event_bus_name(self.stack_name))
+        # The stack's own names, given to every function; each function also gets the
+        # deployment's settings that its code reads (infra/deployment_settings.py).
         environment = {
             **tables.environment(),
-            "BATCH_WINDOW_SECONDS": str(settings.batch_window_seconds),
-            "AUTO_CREATE_CONVERSATIONS": "true" if settings.auto_create_conversations else "false",
             "OPENAI_SECRET_NAME": credentials.openai.secret_name,
             "TWILIO_TENANT_SECRET_PREFIX": credentials.twilio_prefix,
             "OPENAI_TENANT_SECRET_PREFIX": credentials.openai_prefix,
             "EVENT_BUS_NAME": bus.event_bus_name,
-            "OPENAI_MODEL": settings.openai_model,
         }
-        if settings.openai_fallback_model:
-            environment["OPENAI_FALLBACK_MODEL"] = settings.openai_fallback_model
-        functions = Functions(self, "Functions", settings, environment)
+        functions = Functions(self, "Functions", settings, environment, settings.functions_environment())
         workflow = BatchWorkflow(self, "Workflow", settings, tables, functions)
         Permissions(
             self,
@@ -62,8 +61,10 @@ class BurstReplyStack(Stack):
         api = WebhookApi(
             self, "Webhook", settings, functions[WEBHOOK.logical_id], functions[STATUS_CALLBACK.logical_id]
         )
+        if settings.manage_api_gateway_account_role:
+            ApiGatewayAccount(self, "ApiGatewayAccount", stage=api.api.deployment_stage)
         self.public = self._give_public_base(settings, functions, api)
-        Monitoring(self, "Monitoring", workflow.state_machine, api.api, functions)
+        Monitoring(self, "Monitoring", workflow.state_machine, api.api, functions, edge=api)
         alarms = AlarmTopic(self, "Alarms", alarm_email=settings.alarm_email)
         CfnOutput(self, "AlarmTopicArn", value=alarms.topic.topic_arn, description="every alarm notifies it")
         events.Rule(
@@ -80,15 +81,17 @@ class BurstReplyStack(Stack):
     def _give_public_base(settings: StackSettings, functions: Functions, api: WebhookApi) -> PublicBase:
         """The URL Twilio signs: the API's own (built from its id and the stage name, not
         from the stage resource, which depends on the function) or the configured one; given
-        to those that check Twilio's signatures, and those that give Twilio status callbacks."""
+        to the functions that read it (those that check Twilio's signatures, and those that
+        give Twilio status callbacks)."""
         configured = settings.public_base()
         public = configured._replace(
             url=configured.url
             or f"https://{api.api.rest_api_id}.execute-api.{Aws.REGION}.{Aws.URL_SUFFIX}/{api.stage_name}"
         )
-        for function_id in (WEBHOOK.logical_id, STATUS_CALLBACK.logical_id, "SendReply", "RecordFailedBatch"):
-            functions[function_id].add_environment("WEBHOOK_BASE_URL", public.url)
-            functions[function_id].add_environment("TWILIO_CONNECTION_OVERRIDES", public.overrides)
+        given = {"WEBHOOK_BASE_URL": public.url, "TWILIO_CONNECTION_OVERRIDES": public.overrides}
+        for definition in ALL_FUNCTIONS:
+            for name, value in for_function(definition, given).items():
+                functions[definition.logical_id].add_environment(name, value)
         return public
 
     def _outputs(

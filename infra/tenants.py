@@ -19,7 +19,8 @@ stores a tenant's own OpenAI key (standard input) and prints the name a conversa
 
 Names: TENANTS_TABLE, TWILIO_TENANT_SECRET_PREFIX and OPENAI_TENANT_SECRET_PREFIX when set;
 otherwise, with AWS_ENDPOINT_URL set, the local stack's (nothing else to set); otherwise the
-outputs of the stack on AWS (`--stack`, default BurstReply). Tokens are never printed.
+outputs of the stack on AWS (`--stack`, else STACK_NAME, else BurstReply; see
+infra/stack_lookup.py). Tokens are never printed.
 """
 
 from __future__ import annotations
@@ -27,7 +28,6 @@ from __future__ import annotations
 import argparse
 import getpass
 import json
-import os
 import sys
 from dataclasses import dataclass
 from typing import Any
@@ -40,7 +40,7 @@ from functions.dal.models import Tenant
 from functions.dal.tables import TENANTS
 from functions.inbound import ACCOUNT_SID
 from functions.logic.rules import clock
-from infra.names import STACK_NAME, openai_tenant_secret_prefix, twilio_tenant_secret_prefix
+from infra import stack_lookup
 
 
 @dataclass(frozen=True)
@@ -51,22 +51,13 @@ class Names:
 
     @classmethod
     def resolve(cls, stack_name: str, environ: dict[str, str] | None = None) -> Names:
-        env = dict(os.environ if environ is None else environ)
-        if env.get("AWS_ENDPOINT_URL"):  # the local stack: the default stack's names
-            found = {
-                "TenantsTableName": TENANTS.logical_id,
-                "TwilioTenantSecretPrefix": twilio_tenant_secret_prefix(STACK_NAME),
-                "OpenAITenantSecretPrefix": openai_tenant_secret_prefix(STACK_NAME),
-            }
-        elif all(env.get(k) for k in ("TENANTS_TABLE", "TWILIO_TENANT_SECRET_PREFIX")):
-            found = {}
-        else:
-            stack = boto3.client("cloudformation").describe_stacks(StackName=stack_name)["Stacks"][0]
-            found = {o["OutputKey"]: o["OutputValue"] for o in stack.get("Outputs", [])}
+        """The names in the environment, else the local stack's (AWS_ENDPOINT_URL set), else
+        the stack's outputs (infra/stack_lookup.py)."""
+        found = stack_lookup.names(stack_name, (TENANTS.env_var, "TWILIO_TENANT_SECRET_PREFIX"), environ)
         return cls(
-            tenants_table=env.get("TENANTS_TABLE") or found["TenantsTableName"],
-            twilio_prefix=env.get("TWILIO_TENANT_SECRET_PREFIX") or found["TwilioTenantSecretPrefix"],
-            openai_prefix=env.get("OPENAI_TENANT_SECRET_PREFIX") or found.get("OpenAITenantSecretPrefix", ""),
+            tenants_table=found[TENANTS.env_var],
+            twilio_prefix=found["TWILIO_TENANT_SECRET_PREFIX"],
+            openai_prefix=found.get("OPENAI_TENANT_SECRET_PREFIX", ""),
         )
 
 
@@ -167,7 +158,6 @@ def _read_secret(prompt: str) -> str:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m infra.tenants", description=__doc__.split("\n\n")[0])
-    parser.add_argument("--stack", default=STACK_NAME, help="the stack whose outputs name the table")
     commands = parser.add_subparsers(dest="command", required=True)
     add = commands.add_parser("add", help="register a tenant or add numbers (auth token on stdin)")
     add.add_argument("account_sid")
@@ -185,13 +175,14 @@ def main(argv: list[str] | None = None) -> int:
     openai_key = commands.add_parser("openai-key", help="a tenant's own OpenAI key (on stdin)")
     openai_key.add_argument("account_sid")
     openai_key.add_argument("--name", default="")
+    stack_lookup.add_stack_option(parser, *commands.choices.values())
     args = parser.parse_args(argv)
+    return stack_lookup.one_line_errors("infra.tenants", lambda: _command(args))
 
-    if os.environ.get("AWS_ENDPOINT_URL"):  # the local stack takes any credentials
-        for name, value in (("AWS_DEFAULT_REGION", "us-east-1"), ("AWS_ACCESS_KEY_ID", "local")):
-            os.environ.setdefault(name, value)
-        os.environ.setdefault("AWS_SECRET_ACCESS_KEY", "local")
-    admin = TenantAdmin(Names.resolve(args.stack))
+
+def _command(args: argparse.Namespace) -> int:
+    stack_lookup.local_credentials()
+    admin = TenantAdmin(Names.resolve(stack_lookup.chosen_stack(args.stack)))
     try:
         if args.command == "add":
             admin.add(args.account_sid, _read_secret("Auth token: "), args.numbers)

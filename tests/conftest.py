@@ -99,7 +99,11 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     TESTED_TEMPLATE_FILE.write_text(json.dumps(template))
     report = evaluate_recording(template, merged)
     config.stash[_IAM_REPORT] = report
-    if not report.ok:
+    # Every setting a function read reaches it from a settings file (infra/deployment_settings.py).
+    from infra.deployment_settings import settings_not_given
+
+    config.stash[_SETTINGS_REPORT] = settings_not_given(merged.settings_read)
+    if not report.ok or config.stash[_SETTINGS_REPORT]:
         session.exitstatus = pytest.ExitCode.TESTS_FAILED
 
 
@@ -146,6 +150,13 @@ def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pyte
     report = config.stash.get(_IAM_REPORT, None)
     if report is None:
         return
+    not_given = config.stash.get(_SETTINGS_REPORT, [])
+    terminalreporter.section("Settings read by the functions, against what the stack gives them")
+    for line in not_given:
+        terminalreporter.write_line(line)
+    terminalreporter.write_line(
+        f"{len(not_given)} settings read that a deployment's settings would not reach"
+    )
     terminalreporter.section("IAM, evaluated against the synthesized template")
     for line in report.lines():
         terminalreporter.write_line(line)
@@ -157,6 +168,7 @@ def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pyte
 
 
 _IAM_REPORT = pytest.StashKey[Any]()
+_SETTINGS_REPORT = pytest.StashKey[list[str]]()
 _WORKER_RECORDINGS = pytest.StashKey[list[Any]]()
 _WORKER_TEMPLATE = pytest.StashKey[dict[str, Any]]()
 _CALLS_KEY, _TEMPLATE_KEY = "burst_reply_aws_calls", "burst_reply_template"

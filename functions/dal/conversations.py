@@ -112,6 +112,23 @@ def set_opted_out(conversation_id: str, opted_out: bool, at: str, by: str) -> No
     )
 
 
+def claim_limited_notice(conversation_id: str, now: int, every_seconds: int) -> bool:
+    """True for the one caller that may tell the person a limit stopped their reply: none
+    was told within `every_seconds` before `now` (epoch seconds)."""
+    try:
+        _table().update_item(
+            Key={"conversation_id": conversation_id},
+            UpdateExpression=expressions.CLAIM_LIMITED_NOTICE,
+            ConditionExpression=expressions.LIMITED_NOTICE_DUE,
+            ExpressionAttributeValues={":now": now, ":due": now - every_seconds},
+        )
+    except ClientError as error:
+        if error.response["Error"]["Code"] == "ConditionalCheckFailedException":
+            return False
+        raise
+    return True
+
+
 def record_delivery_failure(conversation_id: str, code: int | None, at: str) -> None:
     """Remember on the conversation that a reply could not be delivered (and why)."""
     _table().update_item(

@@ -23,6 +23,9 @@ NEW_CONVERSATION = "attribute_not_exists(conversation_id)"
 IS_A_CONVERSATION = "attribute_exists(conversation_id)"
 SET_OPENAI_CONVERSATION = "SET openai_conversation_id = :o"
 SET_OPTED_OUT = "SET opted_out = :o, opted_out_changed_at = :at, opted_out_by = :by"
+# The notice that a limit stopped a reply (LIMITED_REPLY): at most once per period.
+CLAIM_LIMITED_NOTICE = "SET limited_notice_at = :now"
+LIMITED_NOTICE_DUE = "attribute_not_exists(limited_notice_at) OR limited_notice_at <= :due"
 RECORD_DELIVERY_FAILURE = (
     "SET last_delivery_error = :code, last_delivery_error_at = :at ADD delivery_failures :one"
 )
@@ -130,8 +133,14 @@ IS_A_TENANT = "attribute_exists(tenant_key)"
 TENANT_ACCOUNTS = "begins_with(tenant_key, :account)"
 
 # --- usage counters (cost limits) -------------------------------------------------------
-COUNT_ONE_CALL = "ADD calls :one SET expires_at = :expires"
-BELOW_LIMIT = "attribute_not_exists(calls) OR calls < :limit"
+# `#n`: the counter's attribute, calls or tokens; `:limit`: the share of its ceiling that its item holds.
+COUNT = "ADD #n :amount SET expires_at = :expires"
+BELOW_LIMIT = "attribute_not_exists(#n) OR #n < :limit"
+COUNTER_SHARD = "counter_key, #n"  # what a shard holds, read when a shard is full
+# The marks of what a batch has counted, on its first staged message (the batch's AI request
+# is kept there too): a count is made with its mark, and not made again once the mark is there.
+MARK_COUNTED = "ADD counted :marks"
+NOT_COUNTED = "attribute_exists(message_sid) AND NOT contains(counted, :mark)"
 
 # The `${Placeholder}`s of the ASL that are expressions, with their values.
 SUBSTITUTIONS = {

@@ -11,11 +11,11 @@ from aws_lambda_powertools.utilities.typing import LambdaContext
 from functions.config import get_settings
 from functions.handlers.twilio_http import Refused, public_url, response, signature_of, twilio_form
 from functions.logic.entry_points.status_callback import (
-    STATUS_CALLBACK_RESOURCE,
     CallbackOutcome,
     record_status,
     template_without_messaging_service,
 )
+from functions.logic.shared.callback_urls import STATUS_CALLBACK_RESOURCE
 from functions.observability import lambda_entry_point, logger
 
 get_settings()  # fail at cold start if the stack left a setting out

@@ -15,11 +15,12 @@ from __future__ import annotations
 
 from datetime import date
 
+from functions import default_model
+
 SOURCE = "https://developers.openai.com/api/docs/deprecations"
 
-# OpenAI's recommended replacement for gpt-5-mini; no shutdown announced
-# (https://developers.openai.com/api/docs/models/gpt-6.1-terra).
-DEFAULT_MODEL = "gpt-6.1-terra"
+# The settings' default (a leaf module, which the settings import), named here too.
+DEFAULT_MODEL = default_model.DEFAULT_MODEL
 WARN_DAYS = 30
 
 # Served, no shutdown announced (the SDK's model list without its deprecated values).

@@ -2,9 +2,9 @@
 
 A response is created with `background=True`: the API answers at once with its id, which
 the caller stores before it waits, and any later attempt polls `responses.retrieve(id)`
-instead of creating another (functions/logic/states/generate_reply.py). Every request of one attempt
-shares its time (`Budget`), so an attempt ends inside the Lambda timeout; a response still
-running then is an AIRetryableError, and the state machine's Retry polls again later.
+instead of creating another (functions/logic/shared/ai_requests.py). Every request of one
+attempt shares its time (`Budget`), so an attempt ends inside the Lambda timeout; a response
+still running then is an AIRetryableError, and the state machine's Retry polls again later.
 
 The SDK's own retries are off: the state machine's Retry owns them, so each attempt is
 visible in the run history. Errors become AIRetryableError or AIPermanentError (quota and
@@ -22,12 +22,12 @@ from typing import TYPE_CHECKING, Any
 import openai
 
 from functions.errors import AIModelUnavailable, AIPermanentError, AIRetryableError
-from functions.logic.rules.conversation_items import ConversationItem
 from functions.observability import count, logger, milliseconds
+from functions.openai_items import ConversationItem
 
 if TYPE_CHECKING:
     from openai.types.responses import ResponseInputParam
-
+    from openai.types.responses.response_create_params import ContextManagement
 
 _RETRYABLE_CODES = {"conversation_locked"}
 # The model is shut down, misspelt or not open to the key's project: the configuration's fault.
@@ -125,11 +125,14 @@ def create_response(
     instructions: str,
     max_output_tokens: int,
     budget: Budget,
+    context_tokens: int = 0,
 ) -> ResponseState:
     """Start a response in background mode, stored (`store: true`, said explicitly: without
     it, a project with modified abuse monitoring loses a background response after about
     10 minutes, and a later attempt would poll in vain). `truncation: auto` drops the oldest
-    items from what the model reads once the conversation outgrows its context window."""
+    items from what the model reads once the conversation outgrows its context window.
+    Past `context_tokens` of input (0: never), OpenAI compacts what came before."""
+    compaction: list[ContextManagement] = [{"type": "compaction", "compact_threshold": context_tokens}]
     response = _call(
         lambda: client.responses.create(
             model=model,
@@ -140,6 +143,7 @@ def create_response(
             store=True,
             truncation="auto",
             max_output_tokens=max_output_tokens,
+            context_management=compaction if context_tokens > 0 else openai.omit,
             timeout=budget.timeout(),
         ),
         conversation_call=True,

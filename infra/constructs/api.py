@@ -3,8 +3,11 @@
 
 from __future__ import annotations
 
-from aws_cdk import RemovalPolicy, Stack
+import json
+
+from aws_cdk import Aws, Duration, RemovalPolicy, Stack
 from aws_cdk import aws_apigateway as apigw
+from aws_cdk import aws_cloudwatch as cloudwatch
 from aws_cdk import aws_lambda as lambda_
 from aws_cdk import aws_logs as logs
 from aws_cdk import aws_wafv2 as wafv2
@@ -12,12 +15,28 @@ from cdk_nag import NagPackSuppression, NagSuppressions
 from constructs import Construct
 
 from functions.registry import STATUS_CALLBACK
-from infra.names import StackSettings
+from infra.names import NAMESPACE, StackSettings
+
+# The web ACL's one rule, and the header that exempts a request from it: Twilio signs every
+# request it sends (https://www.twilio.com/docs/usage/webhooks/webhooks-security).
+UNSIGNED_RULE = "UnsignedPerIpRate"
+SIGNATURE_HEADER = "x-twilio-signature"
+# The metric the access log's throttled requests are counted in (a metric filter).
+THROTTLED_METRIC = "EdgeThrottled"
 
 
 class WebhookApi(Construct):
     """Regional REST API with POST /whatsapp, POST /sms and the status callbacks' resource,
-    throttled, access-logged."""
+    throttled, access-logged, behind a web ACL.
+
+    Nothing here refuses Twilio's signed traffic short of AWS's own quotas: Twilio never
+    retries a 429 (https://www.twilio.com/docs/api/errors/11217: "Twilio's webhooks do not
+    support rate limiting"), so each one is a message lost. The stage's throttle defaults to
+    the account's Region quota (`api_rate_limit`, `api_burst_limit`), the web ACL's rate rule
+    counts only requests without a Twilio signature, and the cost cap is the webhook's
+    reserved concurrency (`webhook_reserved_concurrency`): a request over it gets API
+    Gateway's 500, which Twilio retries under the URL's connection overrides
+    (docs/decisions.md, "Nothing refused at the edge for Twilio's signed traffic")."""
 
     def __init__(
         self,
@@ -32,19 +51,24 @@ class WebhookApi(Construct):
         access_logs = logs.LogGroup(
             self, "AccessLogs", retention=logs.RetentionDays.ONE_MONTH, removal_policy=RemovalPolicy.DESTROY
         )
-        self.api = apigw.RestApi(
+        self.api = _rest_api(self, _stage_options(self.stage_name, settings, access_logs))
+        self._add_routes(handler, status_handler)
+        self.firewall_name = f"{Stack.of(self).stack_name}-webhooks"
+        self.firewall = _unsigned_per_ip_rate_rule(self, self.firewall_name, settings.api_rate_limit_per_ip)
+        wafv2.CfnWebACLAssociation(
             self,
-            "Api",
-            # Its metrics' ApiName dimension: unique per stack, so that two deployments in one
-            # account and Region do not sum into each other's alarms.
-            rest_api_name=f"{Stack.of(self).stack_name}-webhooks",
-            description="Twilio Messaging webhooks",
-            # API Gateway's CloudWatch role is one per account and Region: the stack neither
-            # creates, replaces nor deletes it. Logging needs it set once (README, Deploy).
-            cloud_watch_role=False,
-            endpoint_types=[apigw.EndpointType.REGIONAL],  # Twilio calls from its own Regions
-            deploy_options=_stage_options(self.stage_name, settings, access_logs),
+            "FirewallOnStage",
+            resource_arn=self.api.deployment_stage.stage_arn,
+            web_acl_arn=self.firewall.attr_arn,
         )
+        _explain(self.api)
+        if settings.webhook_reserved_concurrency:
+            _reserve_concurrency(handler, settings.webhook_reserved_concurrency)
+        self.throttled_requests = _throttled_requests(self, access_logs)
+        self.unsigned_requests_blocked = _unsigned_requests_blocked(self.firewall_name)
+
+    def _add_routes(self, handler: lambda_.IFunction, status_handler: lambda_.IFunction) -> None:
+        """POST /whatsapp and POST /sms to the webhook, the status callbacks' path to theirs."""
         integration = apigw.LambdaIntegration(handler)
         self.whatsapp = self.api.root.add_resource("whatsapp")
         self.sms = self.api.root.add_resource("sms")
@@ -53,17 +77,40 @@ class WebhookApi(Construct):
         (status_path,) = STATUS_CALLBACK.routes
         self.status = self.api.root.resource_for_path(status_path.lstrip("/"))
         self.status.add_method("POST", apigw.LambdaIntegration(status_handler))
-        self.firewall = _per_ip_rate_rule(self, settings.api_rate_limit_per_ip)
-        wafv2.CfnWebACLAssociation(
-            self,
-            "FirewallOnStage",
-            resource_arn=self.api.deployment_stage.stage_arn,
-            web_acl_arn=self.firewall.attr_arn,
-        )
-        _explain(self.api)
 
     def url_of(self, resource: apigw.Resource) -> str:
         return self.api.url_for_path(resource.path)
+
+
+def _rest_api(scope: Construct, stage: apigw.StageOptions) -> apigw.RestApi:
+    """The regional REST API and its one stage."""
+    return apigw.RestApi(
+        scope,
+        "Api",
+        # Its metrics' ApiName dimension: unique per stack, so that two deployments in one
+        # account and Region do not sum into each other's alarms.
+        rest_api_name=f"{Stack.of(scope).stack_name}-webhooks",
+        description="Twilio Messaging webhooks",
+        # API Gateway's CloudWatch role is one per account and Region: the API does not
+        # make its own. Logging needs it set once (docs/deploying.md), or the stack sets it
+        # with manage_api_gateway_account_role (infra/constructs/api_gateway_account.py).
+        cloud_watch_role=False,
+        endpoint_types=[apigw.EndpointType.REGIONAL],  # Twilio calls from its own Regions
+        deploy_options=stage,
+    )
+
+
+def _unsigned_requests_blocked(firewall_name: str) -> cloudwatch.Metric:
+    """The requests the web ACL's rule refused, every 5 minutes."""
+    return cloudwatch.Metric(
+        namespace="AWS/WAFV2",
+        metric_name="BlockedRequests",
+        # https://docs.aws.amazon.com/waf/latest/developerguide/waf-metrics.html; the web
+        # ACL's name and metric name are the same, so either is the WebACL dimension.
+        dimensions_map={"WebACL": firewall_name, "Rule": UNSIGNED_RULE, "Region": Aws.REGION},
+        statistic="Sum",
+        period=Duration.minutes(5),
+    )
 
 
 def _stage_options(
@@ -78,53 +125,112 @@ def _stage_options(
         logging_level=apigw.MethodLoggingLevel.ERROR,
         data_trace_enabled=False,  # bodies are personal data
         access_log_destination=apigw.LogGroupLogDestination(access_logs),
-        access_log_format=apigw.AccessLogFormat.json_with_standard_fields(
-            caller=False,
-            http_method=True,
-            ip=True,
-            protocol=True,
-            request_time=True,
-            resource_path=True,
-            response_length=True,
-            status=True,
-            user=False,
-        ),
+        access_log_format=_access_log_format(),
     )
 
 
-def _per_ip_rate_rule(scope: Construct, limit: int) -> wafv2.CfnWebACL:
+def _access_log_format() -> apigw.AccessLogFormat:
+    """API Gateway's standard JSON fields, and the gateway response's type: `THROTTLED` for a
+    request refused by a throttle (the stage's or the account's), as
+    https://docs.aws.amazon.com/apigateway/latest/developerguide/supported-gateway-response-types.html
+    names it, told apart from the web ACL's refusals (`WAF_FILTERED`) and the webhook's 4xx."""
+    standard = apigw.AccessLogFormat.json_with_standard_fields(
+        caller=False,
+        http_method=True,
+        ip=True,
+        protocol=True,
+        request_time=True,
+        resource_path=True,
+        response_length=True,
+        status=True,
+        user=False,
+    )
+    fields = json.loads(standard.to_string())
+    fields["responseType"] = apigw.AccessLogField.context_error_response_type()
+    return apigw.AccessLogFormat.custom(json.dumps(fields, separators=(",", ":")))
+
+
+def _throttled_requests(scope: Construct, access_logs: logs.LogGroup) -> cloudwatch.Metric:
+    """The requests API Gateway throttled, counted from the access log (API Gateway's own
+    metrics count a 429 only within 4XXError)."""
+    counted = logs.MetricFilter(
+        scope,
+        "ThrottledRequests",
+        log_group=access_logs,
+        filter_pattern=logs.FilterPattern.string_value("$.responseType", "=", "THROTTLED"),
+        metric_namespace=NAMESPACE,
+        metric_name=THROTTLED_METRIC,
+        metric_value="1",
+    )
+    return counted.metric(statistic="Sum", period=Duration.minutes(5))
+
+
+def _reserve_concurrency(handler: lambda_.IFunction, executions: int) -> None:
+    """The webhook's reserved concurrency: at most this many run at once, whoever calls."""
+    function = handler.node.default_child
+    assert isinstance(function, lambda_.CfnFunction)
+    function.reserved_concurrent_executions = executions
+
+
+def _unsigned_per_ip_rate_rule(scope: Construct, name: str, limit: int) -> wafv2.CfnWebACL:
     """A web ACL on the stage with one rule: an address that sends more than `limit`
-    requests in 5 minutes is answered 429 until its rate falls below it, so that one
-    outsider's flood cannot use up the stage's throttle that Twilio's requests share.
-    Twilio calls from many addresses, each far below the limit."""
-    visibility = wafv2.CfnWebACL.VisibilityConfigProperty(
-        cloud_watch_metrics_enabled=True, sampled_requests_enabled=False, metric_name="PerIpRate"
-    )
+    requests without an X-Twilio-Signature header in 5 minutes is answered 429 until its
+    rate falls below it. A request that carries the header is not counted, whatever its
+    address: Twilio's addresses are shared and unpublished, and it never retries a 429. The
+    scope-down statement is AWS's own example for "requests that are missing a specific
+    header" (https://docs.aws.amazon.com/waf/latest/developerguide/waf-rate-based-example-limit-missing-header.html).
+    A forger who adds the header passes: the webhook refuses it without a Secrets Manager
+    call, and the webhook's reserved concurrency bounds what such a flood costs."""
     return wafv2.CfnWebACL(
         scope,
         "Firewall",
+        name=name,
         scope="REGIONAL",
         default_action=wafv2.CfnWebACL.DefaultActionProperty(allow={}),
         visibility_config=wafv2.CfnWebACL.VisibilityConfigProperty(
-            cloud_watch_metrics_enabled=True, sampled_requests_enabled=False, metric_name="Webhooks"
+            cloud_watch_metrics_enabled=True, sampled_requests_enabled=False, metric_name=name
         ),
-        rules=[
-            wafv2.CfnWebACL.RuleProperty(
-                name="PerIpRate",
-                priority=0,
-                statement=wafv2.CfnWebACL.StatementProperty(
-                    rate_based_statement=wafv2.CfnWebACL.RateBasedStatementProperty(
-                        aggregate_key_type="IP", limit=limit, evaluation_window_sec=300
-                    )
+        rules=[_unsigned_rate_rule(limit)],
+    )
+
+
+def _unsigned_rate_rule(limit: int) -> wafv2.CfnWebACL.RuleProperty:
+    """More than `limit` unsigned requests from one address in 5 minutes: 429."""
+    return wafv2.CfnWebACL.RuleProperty(
+        name=UNSIGNED_RULE,
+        priority=0,
+        statement=wafv2.CfnWebACL.StatementProperty(
+            rate_based_statement=wafv2.CfnWebACL.RateBasedStatementProperty(
+                aggregate_key_type="IP",
+                limit=limit,
+                evaluation_window_sec=300,
+                scope_down_statement=wafv2.CfnWebACL.StatementProperty(
+                    not_statement=wafv2.CfnWebACL.NotStatementProperty(statement=_has_signature())
                 ),
-                action=wafv2.CfnWebACL.RuleActionProperty(
-                    block=wafv2.CfnWebACL.BlockActionProperty(
-                        custom_response=wafv2.CfnWebACL.CustomResponseProperty(response_code=429)
-                    )
-                ),
-                visibility_config=visibility,
             )
-        ],
+        ),
+        action=wafv2.CfnWebACL.RuleActionProperty(
+            block=wafv2.CfnWebACL.BlockActionProperty(
+                custom_response=wafv2.CfnWebACL.CustomResponseProperty(response_code=429)
+            )
+        ),
+        visibility_config=wafv2.CfnWebACL.VisibilityConfigProperty(
+            cloud_watch_metrics_enabled=True,
+            sampled_requests_enabled=False,
+            metric_name=UNSIGNED_RULE,
+        ),
+    )
+
+
+def _has_signature() -> wafv2.CfnWebACL.StatementProperty:
+    """The request carries a non-empty X-Twilio-Signature header."""
+    return wafv2.CfnWebACL.StatementProperty(
+        size_constraint_statement=wafv2.CfnWebACL.SizeConstraintStatementProperty(
+            field_to_match=wafv2.CfnWebACL.FieldToMatchProperty(single_header={"Name": SIGNATURE_HEADER}),
+            comparison_operator="GT",
+            size=0,
+            text_transformations=[wafv2.CfnWebACL.TextTransformationProperty(priority=0, type="NONE")],
+        )
     )
 
 

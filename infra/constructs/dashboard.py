@@ -10,7 +10,7 @@ from aws_cdk import aws_cloudwatch as cloudwatch
 from aws_cdk import aws_stepfunctions as sfn
 from constructs import Construct
 
-from functions.logic.rules.debounce import BURST_END_REASONS
+from functions.batching_rules import BURST_END_REASONS
 from infra.names import NAMESPACE, SERVICE
 
 PERIOD = Duration.minutes(5)

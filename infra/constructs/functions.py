@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
-from aws_cdk import Duration, RemovalPolicy
+from collections.abc import Mapping
+
+from aws_cdk import Duration, RemovalPolicy, Token
 from aws_cdk import aws_lambda as lambda_
 from aws_cdk import aws_logs as logs
 from cdk_nag import NagPackSuppression, NagSuppressions
 from constructs import Construct
 
 from functions.registry import ALL_FUNCTIONS, FunctionDefinition
+from infra.deployment_settings import for_function
 from infra.names import NAMESPACE, SERVICE, StackSettings
 
 # The Python the tests run on (the Makefile finds it) and the layer is built for
@@ -20,7 +23,12 @@ class Functions(Construct):
     """One Lambda function per registry entry, arm64, with Powertools, X-Ray and JSON logs."""
 
     def __init__(
-        self, scope: Construct, construct_id: str, settings: StackSettings, environment: dict[str, str]
+        self,
+        scope: Construct,
+        construct_id: str,
+        settings: StackSettings,
+        environment: dict[str, str],
+        chosen: Mapping[str, str],
     ):
         super().__init__(scope, construct_id)
         code = lambda_.Code.from_asset(str(settings.code_directory))
@@ -30,13 +38,12 @@ class Functions(Construct):
             code=lambda_.Code.from_asset(str(settings.dependencies_directory)),
             compatible_runtimes=[RUNTIME],
             compatible_architectures=[lambda_.Architecture.ARM_64],
-            description="aws-lambda-powertools, pydantic, openai, twilio and their dependencies (uv.lock)",
+            description="boto3, aws-lambda-powertools, pydantic, openai, twilio and dependencies (uv.lock)",
         )
         self.by_logical_id: dict[str, lambda_.Function] = {}
         for definition in ALL_FUNCTIONS:
-            self.by_logical_id[definition.logical_id] = self._function(
-                definition, code, dependencies, environment
-            )
+            own = {**environment, **for_function(definition, chosen)}
+            self.by_logical_id[definition.logical_id] = self._function(definition, code, dependencies, own)
 
     def _function(
         self,
@@ -64,18 +71,43 @@ class Functions(Construct):
             tracing=lambda_.Tracing.ACTIVE,
             log_group=log_group,
             logging_format=lambda_.LoggingFormat.JSON,
-            environment={
-                **environment,
-                "POWERTOOLS_SERVICE_NAME": SERVICE,
-                "POWERTOOLS_METRICS_NAMESPACE": NAMESPACE,
-                "POWERTOOLS_LOG_LEVEL": "INFO",
-            },
+            environment=_within_lambdas_limit(
+                definition,
+                {
+                    **environment,
+                    "POWERTOOLS_SERVICE_NAME": SERVICE,
+                    "POWERTOOLS_METRICS_NAMESPACE": NAMESPACE,
+                    "POWERTOOLS_LOG_LEVEL": "INFO",
+                },
+            ),
         )
         _explain(function)
         return function
 
     def __getitem__(self, logical_id: str) -> lambda_.Function:
         return self.by_logical_id[logical_id]
+
+
+# Lambda's quota on a function's environment: 4 KB, names and values together
+# (https://docs.aws.amazon.com/lambda/latest/dg/gettingstarted-limits.html). A name or ARN
+# CloudFormation fills in at deploy is counted at the longest it gets here.
+ENVIRONMENT_LIMIT_BYTES = 4096
+_UNRESOLVED_BYTES = 160
+
+
+def _within_lambdas_limit(definition: FunctionDefinition, environment: dict[str, str]) -> dict[str, str]:
+    """The environment, if it fits Lambda's 4 KB; otherwise synth fails, naming the function."""
+    size = sum(
+        len(name.encode()) + (_UNRESOLVED_BYTES if Token.is_unresolved(value) else len(value.encode()))
+        for name, value in environment.items()
+    )
+    if size > ENVIRONMENT_LIMIT_BYTES:
+        raise ValueError(
+            f"{definition.logical_id}: its settings take about {size} bytes, over Lambda's "
+            f"{ENVIRONMENT_LIMIT_BYTES}-byte limit on a function's environment; shorten the longest "
+            "(OPENAI_INSTRUCTIONS: give a conversation or project its own instead)"
+        )
+    return environment
 
 
 def _explain(function: lambda_.Function) -> None:

@@ -10,6 +10,7 @@ from aws_cdk import aws_stepfunctions as sfn
 from constructs import Construct
 
 from functions.registry import WEBHOOK
+from infra.constructs.api import WebhookApi
 from infra.constructs.dashboard import Dashboard
 from infra.constructs.functions import Functions
 from infra.names import NAMESPACE, SERVICE
@@ -31,11 +32,13 @@ class Monitoring(Construct):
         state_machine: sfn.StateMachine,
         api: apigw.RestApi,
         functions: Functions,
+        edge: WebhookApi,
     ) -> None:
         super().__init__(scope, construct_id)
         self.alarms = [
             *self._run_alarms(state_machine, functions),
             *self._api_alarms(api),
+            *self._edge_alarms(edge),
             *self._service_alarms(),
             *self._spend_alarms(),
         ]
@@ -71,7 +74,9 @@ class Monitoring(Construct):
             ),
             self._alarm(
                 "WebhookThrottles",
-                "The webhook was throttled: Twilio retries; raise its concurrency.",
+                "The webhook was throttled (its reserved concurrency, webhook_reserved_concurrency, or "
+                "the account's): API Gateway answered 500 and Twilio retries, up to its connection "
+                "overrides' count; raise the concurrency if this is Twilio's traffic.",
                 _throttles(functions[WEBHOOK.logical_id]),
             ),
             # An alarm sums at most 10 metrics: one alarm per group of 10 functions.
@@ -101,6 +106,27 @@ class Monitoring(Construct):
                 "URL given to Twilio (403 from API Gateway), throttling (429) or unreadable forms.",
                 api.deployment_stage.metric_client_error(period=FIVE_MINUTES, statistic="Sum"),
                 threshold=5,
+            ),
+        ]
+
+    def _edge_alarms(self, edge: WebhookApi) -> list[cloudwatch.Alarm]:
+        """What the edge refused: throttled requests (each of Twilio's is a message lost), and
+        addresses the web ACL blocked for flooding without a signature."""
+        return [
+            self._alarm(
+                "EdgeThrottled",
+                "API Gateway throttled a request (429): Twilio never retries a 429 (its error 11217), so "
+                "each throttled webhook is a message nobody sees. The stage's throttle (api_rate_limit, "
+                "api_burst_limit) or the account's Region quota (Service Quotas, API Gateway, L-8A5B8E43) "
+                "was reached: raise it (docs/deploying.md, sizing the edge).",
+                edge.throttled_requests,
+            ),
+            self._alarm(
+                "UnsignedFloodBlocked",
+                "The web ACL answered 429 to an address that sent more than api_rate_limit_per_ip requests "
+                "without an X-Twilio-Signature in 5 minutes: not Twilio, which signs every request. Nothing "
+                "was lost; a flood that forges the header reaches the webhook (see WebhooksRefused).",
+                edge.unsigned_requests_blocked,
             ),
         ]
 
@@ -152,12 +178,23 @@ class Monitoring(Construct):
         ]
 
     def _spend_alarms(self) -> list[cloudwatch.Alarm]:
-        """A tenant, or all of them, at the ceiling of AI calls an hour (functions/logic/shared/limits.py)."""
+        """Any batch a cost limit stopped (a person's, a tenant's, everyone's: shared/limits.py),
+        and a tenant, or all of them, at an hourly ceiling of AI calls or tokens."""
         return [
             self._alarm(
+                "CostLimitReached",
+                "A batch got no AI call because a cost limit was full (the conversation's or the "
+                "sender's AI calls an hour, or a tenant's or everyone's ceiling: the turn's `limited` says "
+                "which). Its person got no reply (LIMITED_REPLY, if set, once an hour); the batch is not "
+                "retried. One person over MAX_AI_CALLS_PER_HOUR_PER_CONVERSATION is usually a flood; many "
+                "is a limit set too low.",
+                _service_metric("CostLimitReached", "Sum", FIVE_MINUTES),
+            ),
+            self._alarm(
                 "TenantCeilingReached",
-                "A tenant reached its AI calls or new conversations an hour "
-                "(MAX_AI_CALLS_PER_HOUR_PER_TENANT, MAX_NEW_CONVERSATIONS_PER_HOUR_PER_TENANT): its batches "
+                "A tenant reached its AI calls, tokens or new conversations an hour "
+                "(MAX_AI_CALLS_PER_HOUR_PER_TENANT, MAX_AI_TOKENS_PER_HOUR_PER_TENANT, "
+                "MAX_NEW_CONVERSATIONS_PER_HOUR_PER_TENANT): its batches "
                 "are recorded limited, unanswered, until the hour is over. The alarm's contributors name the "
                 "tenant (AccountSid); see its senders.",
                 _by_tenant("TenantCeilingReached", FIVE_MINUTES),
@@ -167,6 +204,14 @@ class Monitoring(Construct):
                 "All tenants together reached MAX_AI_CALLS_PER_HOUR: every batch is recorded limited, "
                 "unanswered, until the hour is over.",
                 _service_metric("AICallsCeilingReached", "Sum", FIVE_MINUTES),
+            ),
+            self._alarm(
+                "TokenCeilingReached",
+                "A tenant (MAX_AI_TOKENS_PER_HOUR_PER_TENANT) or all tenants together "
+                "(MAX_AI_TOKENS_PER_HOUR) reached the tokens OpenAI may bill an hour: their batches are "
+                "recorded limited, unanswered, until the hour is over (a tenant's: TenantCeilingReached "
+                "names it).",
+                _service_metric("TokenCeilingReached", "Sum", FIVE_MINUTES),
             ),
         ]
 

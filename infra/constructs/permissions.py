@@ -70,7 +70,8 @@ GRANTS: dict[str, Grants] = {
         (("dynamodb:GetItem", "dynamodb:UpdateItem"), ("Conversations",)),
         (("dynamodb:GetItem", "dynamodb:PutItem"), ("Turns",)),
         (("dynamodb:UpdateItem",), ("Turns",)),  # voice notes' transcripts, kept with the user turn
-        (("dynamodb:UpdateItem",), ("UsageCounters",)),  # the cost limits
+        # the cost limits: counted on their shards, read when a shard is full, tokens checked
+        (("dynamodb:UpdateItem", "dynamodb:BatchGetItem", "dynamodb:ConditionCheckItem"), ("UsageCounters",)),
         # the OpenAI request kept on the batch's first message, read again by a retry
         (("dynamodb:BatchGetItem", "dynamodb:UpdateItem"), ("StagedMessages",)),
         (("dynamodb:Query",), ("Turns",)),  # the last reply, to tell a lost request's copies

@@ -14,7 +14,10 @@ def _attribute(name: str | None) -> dynamodb.Attribute | None:
 
 
 class Tables(Construct):
-    """On demand, encrypted, point-in-time recovery, kept when the stack is destroyed."""
+    """On demand, encrypted, point-in-time recovery, kept when the stack is destroyed or a
+    table replaced, but removed when the stack's first create fails and rolls back
+    (RETAIN_ON_UPDATE_OR_DELETE: CloudFormation's DeletionPolicy RetainExceptOnCreate), so
+    that a failed first deploy leaves no empty tables behind (docs/deploying.md)."""
 
     def __init__(self, scope: Construct, construct_id: str) -> None:
         super().__init__(scope, construct_id)
@@ -31,7 +34,7 @@ class Tables(Construct):
                     point_in_time_recovery_enabled=True
                 ),
                 time_to_live_attribute=definition.ttl_attribute,
-                removal_policy=RemovalPolicy.RETAIN,
+                removal_policy=RemovalPolicy.RETAIN_ON_UPDATE_OR_DELETE,
             )
             for index in definition.indexes:
                 table.add_global_secondary_index(

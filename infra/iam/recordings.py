@@ -16,16 +16,21 @@ from infra.local.aws_calls import AwsCall, Recorder, Recording, naming_settings
 
 def recorded(recorder: Recorder) -> Recording:
     """What `recorder` holds, with the settings that named its resources in this process."""
-    return Recording(naming_settings(dict(os.environ)), recorder.calls())
+    return Recording(naming_settings(dict(os.environ)), recorder.calls(), recorder.settings_read())
 
 
 def as_data(recording: Recording) -> dict[str, Any]:
     """The recording as JSON-ready data (the form of CALLS_FILE)."""
-    return {"environment": recording.environment, "calls": [asdict(c) for c in recording.calls]}
+    return {
+        "environment": recording.environment,
+        "calls": [asdict(c) for c in recording.calls],
+        "settings_read": [list(pair) for pair in recording.settings_read],
+    }
 
 
 def from_data(data: dict[str, Any]) -> Recording:
-    return Recording(dict(data["environment"]), [AwsCall.from_data(c) for c in data["calls"]])
+    read = [(function, setting) for function, setting in data.get("settings_read", [])]
+    return Recording(dict(data["environment"]), [AwsCall.from_data(c) for c in data["calls"]], read)
 
 
 def merge(recordings: Iterable[Recording]) -> Recording:
@@ -34,13 +39,15 @@ def merge(recordings: Iterable[Recording]) -> Recording:
     the evaluation judge the wrong one."""
     environment: dict[str, str] = {}
     calls: set[AwsCall] = set()
+    read: set[tuple[str, str]] = set()
     for recording in recordings:
+        read.update(recording.settings_read)
         for name, value in recording.environment.items():
             if environment.setdefault(name, value) != value:
                 raise ValueError(f"the recordings disagree on {name}: {environment[name]!r} and {value!r}")
         calls.update(recording.calls)
     ordered = sorted(calls, key=AwsCall.sort_key)
-    return Recording(environment, ordered)
+    return Recording(environment, ordered, sorted(read))
 
 
 def write(recording: Recording, path: Path) -> None:

@@ -15,6 +15,7 @@ import sys
 import threading
 
 from functions.config import get_settings
+from functions.logic.rules.debounce import BatchingRules
 from functions.registry import STATUS_CALLBACK
 from infra.local.stack import LocalConfig, LocalStack
 
@@ -41,7 +42,8 @@ def main() -> int:
         if stack.openai_url:
             print(f"OpenAI API: {stack.openai_url}")
         print(f"State machine: {stack.state_machine_arn}")
-        print(f"Batch window: {config.batch_window_seconds}s. Ctrl-C to stop.", flush=True)
+        rules = BatchingRules.parse(get_settings().batching_defaults())
+        print(f"{batching_line(rules)}. Ctrl-C to stop.", flush=True)
         print(f"Tenant: {config.twilio_account_sid} with {', '.join(config.twilio_numbers)}")
         timeout = get_settings().openai_timeout_seconds
         print(f"OpenAI: {timeout:g}s per Generate Reply attempt (OPENAI_TIMEOUT_SECONDS)", flush=True)
@@ -52,6 +54,23 @@ def main() -> int:
         stop.wait()
     print("Stopped.")
     return 0
+
+
+def batching_line(rules: BatchingRules) -> str:
+    """How the functions decide that a burst is over, in their mode: the fixed window's
+    line as it has always been printed (scripts read it), or the quiet period and the cap."""
+    if rules.mode == "fixed":
+        return f"Batch window: {rules.window_seconds:g}s"
+    cap = f"at most {rules.max_wait_seconds:g}s"
+    if rules.mode == "adaptive":
+        learned = f"learned within {rules.quiet_min_seconds:g}s to {rules.quiet_max_seconds:g}s"
+        return f"Batching: adaptive, quiet {rules.quiet_seconds:g}s to start ({learned}), {cap}"
+    typing = (
+        f" ({rules.typing_quiet_seconds:g}s after a gap under {rules.typing_gap_seconds:g}s)"
+        if rules.typing_gap_seconds
+        else ""
+    )
+    return f"Batching: quiet {rules.quiet_seconds:g}s{typing}, {cap}"
 
 
 if __name__ == "__main__":

@@ -70,7 +70,7 @@ def invoke(name: str, payload: Any) -> tuple[Any, str | None]:
     definition = BY_NAME[name.rsplit(":", 1)[-1]]
     context = LocalContext(definition.logical_id, definition.timeout_seconds, definition.memory_mb)
     try:
-        with made_by(definition.logical_id):  # its AWS calls, for infra.iam to evaluate
+        with made_by(definition.logical_id, payload):  # its AWS calls, for infra.iam to evaluate
             result = definition.load()(payload, context)
         if context.get_remaining_time_in_millis() <= 0:
             raise LambdaTimedOut("ran past its timeout")

@@ -2,7 +2,7 @@
 production rule code under several policies and compare them.
 
     python -m infra.replay --csv arrivals.csv [--policies fixed:10,quiet:3,adaptive,rules]
-    python -m infra.replay --since 7d [--stack BurstReply]   # the deployed Turns table
+    python -m infra.replay --since 7d [--stack BurstReply]   # the deployed Turns table (or STACK_NAME)
     AWS_ENDPOINT_URL=http://127.0.0.1:PORT python -m infra.replay --since 1d   # the local stack
 
 Per policy: AI calls per burst (batches / bursts), user-visible replies per burst (with
@@ -78,23 +78,16 @@ def parse_policy(text: str, configured: dict[str, Any]) -> BatchingRules:
 
 
 def _turns_table(stack: str | None) -> Any:
+    """The Turns table: TURNS_TABLE, else the local stack's (AWS_ENDPOINT_URL set), else the
+    stack's output (`--stack`, else STACK_NAME, else BurstReply; infra/stack_lookup.py)."""
     import boto3
 
-    from infra.runs import settings_from_stack
+    from infra import stack_lookup
 
-    if os.environ.get("AWS_ENDPOINT_URL") and not stack:  # the local stack takes any credentials
-        for name, value in (
-            ("AWS_DEFAULT_REGION", "us-east-1"),
-            ("AWS_ACCESS_KEY_ID", "local"),
-            ("AWS_SECRET_ACCESS_KEY", "local"),
-            ("TURNS_TABLE", "Turns"),
-        ):
-            os.environ.setdefault(name, value)
-    elif stack or not os.environ.get("TURNS_TABLE"):
-        found = settings_from_stack(stack or os.environ.get("STACK_NAME", "BurstReply"))
-        if "TURNS_TABLE" not in found:
-            raise SourceError(f"no stack {stack or 'BurstReply'} with a Turns table (or set TURNS_TABLE)")
-        os.environ.update(found)
+    try:
+        stack_lookup.use_stack(stack_lookup.chosen_stack(stack), ("TURNS_TABLE",))
+    except stack_lookup.LookupFailed as error:
+        raise SourceError(str(error)) from None
     return boto3.resource("dynamodb").Table(os.environ["TURNS_TABLE"])
 
 
@@ -159,7 +152,9 @@ def main(argv: list[str] | None = None) -> int:
     source = parser.add_mutually_exclusive_group(required=True)
     source.add_argument("--csv", help="arrival times: conversation,received_at[,burst]")
     source.add_argument("--since", help="the Turns table's user turns this recent: 7d, 12h, 30m")
-    parser.add_argument("--stack", help="the deployed stack to read (default: TURNS_TABLE, or BurstReply)")
+    parser.add_argument(
+        "--stack", help="the stack whose Turns table to read (default: STACK_NAME, or BurstReply)"
+    )
     parser.add_argument("--conversation", help="replay this conversation only")
     parser.add_argument("--policies", default="fixed:10,quiet:3,adaptive,rules")
     parser.add_argument("--generation-seconds", type=float, default=3.0)

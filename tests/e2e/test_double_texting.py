@@ -50,3 +50,26 @@ def test_with_on_newer_next_the_fragment_gets_a_second_reply_as_before(harness, 
     assert harness.replies_to(user) == ["You said: Hey", "You said: Order #12345"]
     assert _user_turns_in_openai(harness, conversation_id) == ["Hey", "Order #12345"]
     assert "Answer Again With Newer Fragments" not in harness.states_entered(runs[0]["executionArn"])
+
+
+def test_max_regenerations_bounds_the_replies_discarded_in_a_run(harness, configure):
+    """The run counts each discarded reply ("Answer Again With Newer Fragments" adds one to
+    `$.regenerations`) and Generate Reply reads the count: with MAX_REGENERATIONS=1, a
+    fragment sent while the second reply is generated no longer discards it, and gets the
+    next window's reply."""
+    configure(BATCH_WINDOW_SECONDS="1", ON_NEWER="merge", MAX_REGENERATIONS="1")
+    user = harness.new_user()
+    harness.stack.openai.inject({"delay": 3})  # the first reply is slow; the second one too:
+
+    conversation_id = harness.send_while_generating(user, "Hey", "Order #12345")
+    deadline = time.monotonic() + 30
+    while len(harness.ai_inputs(conversation_id)) < 2:  # the batch is asked again, with the newer one
+        assert time.monotonic() < deadline, "the reply was never asked for again"
+        time.sleep(0.05)
+    assert harness.send(user, "Thanks").status_code == 200
+    runs = harness.wait_until_quiet(conversation_id, runs=2)
+
+    assert [r["status"] for r in runs] == ["SUCCEEDED", "SUCCEEDED"]
+    assert harness.replies_to(user) == ["You said: Hey\nOrder #12345", "You said: Thanks"]
+    entered = harness.states_entered(runs[0]["executionArn"])
+    assert (entered.count("Answer Again With Newer Fragments"), entered.count("Generate Reply")) == (1, 2)

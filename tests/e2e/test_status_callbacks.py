@@ -14,6 +14,7 @@ import requests
 
 from functions.dal import conversations, turns
 from functions.logic.entry_points import status_callback
+from functions.logic.shared.callback_urls import status_callback_url
 from infra.runs import Runs
 from tests.support.local_stack import OUR_WHATSAPP
 from tests.support.twilio_delivery import deliver_as_twilio
@@ -47,7 +48,7 @@ def _callback(
     harness, conversation_id: str, window_id: str, message: str, form: dict, token: str | None = None
 ):
     """A status callback POSTed as Twilio does, to the URL a message was given."""
-    url = status_callback.status_callback_url(conversation_id, window_id, message)
+    url = status_callback_url(conversation_id, window_id, message)
     return deliver_as_twilio(url, form, token or harness.stack.config.twilio_auth_token)
 
 

@@ -20,7 +20,7 @@ import pytest
 
 from functions.config import get_settings
 from functions.dal import tenants, turns
-from functions.logic.entry_points import status_callback
+from functions.logic.shared.callback_urls import status_callback_url
 from infra.local.aws_calls import RECORDER
 from infra.local.webhooks import inbound_form, new_message_sid, post_webhook
 from tests.support.local_stack import OUR_WHATSAPP
@@ -239,7 +239,7 @@ def _status_callback(harness, conversation_id: str, window_id: str, account_sid:
     sid = new_message_sid()
     form = {"AccountSid": account_sid, "From": ours, "To": harness.new_user(), "MessageSid": sid}
     form |= {"MessageStatus": "delivered", "SmsSid": sid, "SmsStatus": "delivered"}
-    url = status_callback.status_callback_url(conversation_id, window_id, "0")
+    url = status_callback_url(conversation_id, window_id, "0")
     return deliver_as_twilio(url, form, token).status
 
 

@@ -34,7 +34,6 @@ def test_happy_path_answers_the_batch_once_and_cleans_up(harness):
         "Query Staged Messages",
         "Merge Staged Messages",
         "Generate Reply",
-        "Newer Fragments?",
         "Send Reply",
         "Record Turns And Release Lock",
         "Close Batch Window",

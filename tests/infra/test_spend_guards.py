@@ -16,13 +16,16 @@ pytestmark = pytest.mark.infra
 
 
 def test_a_per_ip_rate_rule_guards_the_stage_twilio_calls(synthesized):
+    """Unsigned requests only: tests/infra/test_edge.py evaluates its scope-down statement."""
     stack_json = synthesized[1]
     (acl_id,) = resources(stack_json, "AWS::WAFv2::WebACL")
     acl = stack_json["Resources"][acl_id]["Properties"]
     (rule,) = acl["Rules"]
     assert len(acl["Rules"]) == prices.WAF_RULES  # what the benchmark's monthly WAF cost counts
     assert acl["Scope"] == "REGIONAL" and acl["DefaultAction"] == {"Allow": {}}
-    assert rule["Statement"]["RateBasedStatement"] == {
+    assert {
+        k: v for k, v in rule["Statement"]["RateBasedStatement"].items() if k != "ScopeDownStatement"
+    } == {
         "AggregateKeyType": "IP",
         "Limit": StackSettings(code_directory=None, dependencies_directory=None).api_rate_limit_per_ip,  # type: ignore[arg-type]
         "EvaluationWindowSec": 300,
@@ -51,7 +54,8 @@ def test_a_tenant_at_its_ceiling_is_alarmed_by_a_query_grouped_by_tenant(synthes
     assert properties["TreatMissingData"] == "notBreaching"
 
 
-def test_everyones_ceiling_is_alarmed_on_the_metric_generate_reply_emits(synthesized):
-    properties = _alarm(synthesized[1], "AICallsCeilingReached")
-    assert (properties["Namespace"], properties["MetricName"]) == (NAMESPACE, "AICallsCeilingReached")
+@pytest.mark.parametrize("metric", ["AICallsCeilingReached", "TokenCeilingReached"])
+def test_everyones_ceiling_is_alarmed_on_the_metric_generate_reply_emits(synthesized, metric):
+    properties = _alarm(synthesized[1], metric)
+    assert (properties["Namespace"], properties["MetricName"]) == (NAMESPACE, metric)
     assert properties["Dimensions"] == [{"Name": "service", "Value": SERVICE}]

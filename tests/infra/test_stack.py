@@ -19,13 +19,15 @@ from functions.registry import ALL_FUNCTIONS, TASKS
 from infra.iam.requests import resource_types
 from infra.local import gateway
 from infra.local.stack import create_table_request
-from infra.names import NAMESPACE, SERVICE
+from infra.names import NAMESPACE, SERVICE, StackSettings
 from infra.statemachine import DEFINITION_FILE, placeholders
 
 if TYPE_CHECKING:
     from aws_cdk.assertions import Template
 
 pytestmark = pytest.mark.infra
+
+DEFAULTS = StackSettings(code_directory=None, dependencies_directory=None)  # type: ignore[arg-type]
 
 
 @pytest.fixture(scope="module")
@@ -127,7 +129,11 @@ def test_the_api_has_the_two_webhooks_and_the_status_callbacks_throttled_and_acc
             "MethodSettings": Match.array_with(
                 [
                     Match.object_like(
-                        {"ThrottlingRateLimit": 50, "ThrottlingBurstLimit": 100, "DataTraceEnabled": False}
+                        {
+                            "ThrottlingRateLimit": DEFAULTS.api_rate_limit,
+                            "ThrottlingBurstLimit": DEFAULTS.api_burst_limit,
+                            "DataTraceEnabled": False,
+                        }
                     )
                 ]
             ),
@@ -170,7 +176,7 @@ def test_the_state_machine_is_standard_traced_and_logged(template):
 def test_secrets_alarms_bus_and_outputs_exist(template):
     template.resource_count_is("AWS::SecretsManager::Secret", 1)  # the tenants' are not the stack's
     template.resource_count_is("AWS::Events::EventBus", 1)
-    template.resource_count_is("AWS::CloudWatch::Alarm", 14)
+    template.resource_count_is("AWS::CloudWatch::Alarm", 18)
     for name in (
         "UndeliveredReplies",
         "FailedRuns",
@@ -186,6 +192,10 @@ def test_secrets_alarms_bus_and_outputs_exist(template):
         "DeadLetteredBatches",
         "TenantCeilingReached",
         "AICallsCeilingReached",
+        "TokenCeilingReached",
+        "CostLimitReached",
+        "EdgeThrottled",
+        "UnsignedFloodBlocked",
     ):
         assert any(name in k for k in template.find_resources("AWS::CloudWatch::Alarm"))
     outputs = template.to_json()["Outputs"]

@@ -13,6 +13,7 @@ from pydantic import BaseModel, ValidationError
 from pydantic.fields import FieldInfo
 
 from functions.contract import RunInput
+from functions.errors import NewerFragments
 from functions.registry import TASKS
 from infra.statemachine import DEFINITION_FILE
 
@@ -66,10 +67,17 @@ def _fields(model: Any) -> dict[str, FieldInfo]:
 
 
 def _paths(value: Any) -> list[str]:
-    """Every `.$` path in a Parameters or ResultSelector block."""
+    """Every `.$` path in a Parameters or ResultSelector block, and every path an
+    intrinsic function there reads (`States.MathAdd($.regenerations, 1)`)."""
     if isinstance(value, dict):
-        return [p for k, v in value.items() for p in ([v] if k.endswith(".$") else _paths(v))]
+        return [p for k, v in value.items() for p in (_read_by(v) if k.endswith(".$") else _paths(v))]
     return []
+
+
+def _read_by(expression: str) -> list[str]:
+    if expression.startswith("States."):
+        return re.findall(r"\$\$?(?:\.\w+)*", expression)
+    return [expression]
 
 
 def _state_paths(state: dict[str, Any]) -> list[str]:
@@ -184,6 +192,35 @@ def test_every_task_retries_its_integrations_transient_errors(name):
     (wanted,) = [errors for prefix, errors in TRANSIENT.items() if state["Resource"].startswith(prefix)]
     retried = {error for retry in state.get("Retry", []) for error in retry["ErrorEquals"]}
     assert "States.ALL" in retried or wanted <= retried, f"{name} does not retry {wanted - retried}"
+
+
+def test_a_reply_discarded_for_newer_fragments_is_caught_first_and_never_retried():
+    """Generate Reply fails with NewerFragments when it discarded the reply: the run answers
+    again (the only path that pays for it), and never retries the same batch or records it
+    as failed. An answered reply goes straight on to Send Reply."""
+    generate = STATES["Generate Reply"]
+    retried = {e for r in generate["Retry"] for e in r["ErrorEquals"]}
+    assert NewerFragments.__name__ not in retried and "States.ALL" not in retried
+    first, *others = generate["Catch"]
+    assert first["ErrorEquals"] == [NewerFragments.__name__]
+    assert first["Next"] == "Answer Again With Newer Fragments"
+    assert first["ResultPath"] not in (None, "$")  # the run's state is kept
+    assert others and others[-1]["ErrorEquals"] == ["States.ALL"]
+    assert generate["Next"] == "Send Reply"
+
+
+def test_answering_again_hands_the_run_its_own_input_with_one_more_regeneration():
+    """The Pass rebuilds the run's state as its input (RunInput): each field copied, the
+    count of regenerations raised by one, which Generate Reply reads to stop at
+    max_regenerations; what the discarded attempt left ($.batch, the error) is dropped."""
+    again = STATES["Answer Again With Newer Fragments"]
+    assert again["Type"] == "Pass" and again.get("ResultPath", "$") == "$"
+    assert again["Next"] == "Query Staged Messages"
+    parameters = {k.removesuffix(".$"): v for k, v in again["Parameters"].items()}
+    assert set(parameters) == set(_fields(RunInput))
+    assert parameters.pop("regenerations") == "States.MathAdd($.regenerations, 1)"
+    assert all(path == f"$.{key}" for key, path in parameters.items()), parameters
+    assert STATES["Generate Reply"]["Parameters"]["Payload"]["regenerations.$"] == "$.regenerations"
 
 
 def test_a_conflicting_transaction_is_retried_where_the_turns_are_recorded():

@@ -11,11 +11,11 @@ import pytest
 
 from functions.contract import BatchSummary, GenerateInput
 from functions.dal.models import BatchWindow
-from functions.errors import AIRetryableError
+from functions.errors import AIRetryableError, NewerFragments
 from functions.inbound import InboundMessage
 from functions.logic.rules.debounce import BatchingRules, may_answer_again, newer_fragments_arrived
 from functions.logic.shared import ai_requests
-from functions.logic.shared.ai_requests import BatchRequest, NewerFragments
+from functions.logic.shared.ai_requests import BatchRequest
 from functions.logic.states.generate_reply import newer_fragments_check
 from tests.support.fake_openai import FakeOpenAI, batch_request, install_openai
 from tests.support.fakes import InMemoryStore, store_with_conversation

@@ -5,12 +5,13 @@ import boto3
 import pytest
 from botocore.stub import Stubber
 
+from functions.batching_rules import MAX_WAIT_LIMIT_SECONDS, BatchingRules
 from functions.dal import dynamo, turns
 from functions.dal.models import StagedMessage
 from functions.dal.tables import assistant_turn_id, user_turn_id
 from functions.errors import TransactionConflict
 from functions.inbound import Channel
-from functions.logic.rules.debounce import MAX_WAIT_LIMIT_SECONDS, BatchingRules, resolve_rules
+from functions.logic.rules.debounce import resolve_rules
 from functions.logic.rules.merge import within_bytes
 
 

@@ -1,6 +1,6 @@
-"""What becomes of the messages we send: the status callback URL each one carries, the
-callbacks Twilio POSTs there, and the WhatsApp template sent once when a reply finds the
-24-hour window closed.
+"""What becomes of the messages we send: the callbacks Twilio POSTs to the status callback
+URL each one carries (functions/logic/shared/callback_urls.py), and the WhatsApp template
+sent once when a reply finds the 24-hour window closed.
 
 Twilio answers `messages.create` with 201 `queued`; whether the message is then `sent`,
 `delivered` and `read`, or `failed` / `undelivered` with an ErrorCode (63016: WhatsApp's
@@ -16,7 +16,6 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from enum import StrEnum
 from functools import cached_property
-from urllib.parse import quote
 
 from twilio.rest import Client
 
@@ -29,15 +28,11 @@ from functions.integrations import secrets, twilio_messages
 from functions.logic.rules import clock
 from functions.logic.shared import part_resend
 from functions.logic.shared.admission import Refusal, Signature, admit
+from functions.logic.shared.callback_urls import FALLBACK, TEMPLATE, status_callback_url
 from functions.logic.shared.send_once import Claim, send_once
 from functions.observability import count, logger
 from functions.registry import STATUS_CALLBACK
 
-# Where Twilio reports each message we send (the API resource of the StatusCallback
-# function): the conversation, the batch window, and which message: a reply part's index
-# (0, 1, ...), `template` or `fallback`.
-(STATUS_CALLBACK_RESOURCE,) = STATUS_CALLBACK.routes
-TEMPLATE, FALLBACK = "template", "fallback"
 # The order of the statuses (https://www.twilio.com/docs/messaging/api/message-resource#message-status-values).
 RANKS = {
     "accepted": 0,
@@ -58,24 +53,6 @@ class CallbackOutcome(StrEnum):
     FORBIDDEN = "forbidden"  # not a tenant, not its number, not its signature
     RECORDED = "recorded"
     UNCHANGED = "unchanged"  # a repeated or late callback, or no conversation of its own
-
-
-def status_callback_url(conversation_id: str, window_id: str, message: str) -> str | None:
-    """The StatusCallback of a message we send, with our connection overrides, so that
-    Twilio retries a callback we could not take; None without a public base URL. Each path
-    segment is percent-encoded (`whatsapp:+1555 x` → `whatsapp%3A%2B1555%20x`), so any
-    conversation id makes one segment that no client or proxy rewrites; API Gateway hands
-    it over still encoded, and the handler decodes it once (functions/handlers/status.py)."""
-    settings = get_settings()
-    base = settings.public_base()
-    if not base.url:
-        return None
-    path = STATUS_CALLBACK_RESOURCE.format(
-        conversation=quote(conversation_id, safe=""),
-        window=quote(window_id, safe=""),
-        message=quote(message, safe=""),
-    )
-    return base.given_to_twilio(path)
 
 
 def record_status(

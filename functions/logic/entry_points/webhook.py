@@ -8,6 +8,7 @@ from urllib.parse import urlsplit
 
 from pydantic import ValidationError
 
+from functions.batching_rules import BatchingRules
 from functions.config import get_settings
 from functions.dal import conversations, projects, staged_messages
 from functions.dal.models import Conversation
@@ -15,7 +16,7 @@ from functions.dal.staged_messages import Staging
 from functions.inbound import Channel, InboundMessage
 from functions.logic.rules import clock
 from functions.logic.rules.adaptive import Learned, for_new_window
-from functions.logic.rules.debounce import BatchingRules, is_flush_keyword, resolve_rules, splits_a_burst
+from functions.logic.rules.debounce import is_flush_keyword, resolve_rules, splits_a_burst
 from functions.logic.shared.admission import Refusal, Signature, admit
 from functions.logic.shared.windows import count_in_window, open_batch_window
 from functions.observability import count, count_about, logger

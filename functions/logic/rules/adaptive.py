@@ -22,7 +22,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from functions.logic.rules.debounce import BatchingRules
+from functions.batching_rules import BatchingRules
 
 # How far each gap between fragments pulls the quiet period towards QUIET_PER_GAP times it.
 GAP_WEIGHT = 0.25

@@ -11,14 +11,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-
-@dataclass(frozen=True)
-class ConversationItem:
-    """An item of an OpenAI conversation, as far as the service compares them."""
-
-    id: str
-    role: str  # user, assistant, or "" for items that are not messages
-    text: str
+from functions.openai_items import ConversationItem
 
 
 @dataclass(frozen=True)

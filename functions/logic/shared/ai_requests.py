@@ -20,6 +20,8 @@ tombstone drops it once the batch is answered.
 - An image OpenAI refused (a 400 or a failed response with an image error code): asked
   again at once, once, without the batch's images, each photo's line saying it could not
   be shown; the request kept on the batch says so, so later attempts ask the same way.
+- What it spends is counted once (shared/limits.py): a request asked otherwise than admitted
+  (without images, of the fallback model) as one more AI call; each response's tokens.
 - A reply the content filter cut: its turn removed, and a permanent error (the user gets
   the fallback reply, not the cut text).
 - Newer fragments while it is generated (`newer`, asked while it is polled and once it is
@@ -33,10 +35,11 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from functions.config import get_settings
 from functions.dal import staged_messages, turns
 from functions.dal.models import AIRequest
 from functions.dal.tables import assistant_turn_id, user_turn_id
-from functions.errors import AIModelUnavailable, AIPermanentError, AIRetryableError
+from functions.errors import AIModelUnavailable, AIPermanentError, AIRetryableError, NewerFragments
 from functions.integrations import openai_responses as ai
 from functions.integrations.openai_responses import Budget, OpenAIConversationGone, ResponseState
 from functions.logic.rules import clock
@@ -46,10 +49,6 @@ from functions.observability import count, logger
 if TYPE_CHECKING:
     import openai
     from openai.types.responses import ResponseInputParam
-
-
-class NewerFragments(Exception):
-    """The reply was discarded: fragments came after the batch was merged."""
 
 
 @dataclass
@@ -74,6 +73,12 @@ class BatchRequest:
     newer: Callable[[], bool] | None = None
     # Called while the reply is awaited (the typing indicator's refresh).
     while_waiting: Callable[[], None] | None = None
+    # Counting what it spends (limits.count_what_it_spends): a request asked again, named; tokens.
+    asked_again_as: Callable[[str], None] | None = None
+    tokens_spent: Callable[[ResponseState], None] | None = None
+
+    def __post_init__(self) -> None:
+        self.admitted_as = self.model  # the model the batch's AI call was counted for
 
     @property
     def key(self) -> str:
@@ -144,6 +149,10 @@ class BatchRequest:
             images_left_out=self.images_left_out,
         )
         staged_messages.keep_ai_request(self.conversation_id, self.key, request)  # before asking
+        if self.asked_again_as is not None and (self.images_left_out or self.model != self.admitted_as):
+            self.asked_again_as(
+                f"asked of {self.model}" + (" without images" if self.images_left_out else "")
+            )
         try:
             state = ai.create_response(
                 self.client,
@@ -153,6 +162,7 @@ class BatchRequest:
                 instructions=self.instructions,
                 max_output_tokens=self.max_output_tokens,
                 budget=self.budget,
+                context_tokens=get_settings().openai_max_context_tokens,
             )
         except (AIRetryableError, AIPermanentError, AIModelUnavailable, OpenAIConversationGone) as error:
             if not recovered and not ai.outcome_unknown(error):  # refused: nothing was asked
@@ -167,6 +177,8 @@ class BatchRequest:
         state = ai.wait_for(
             self.client, state, self.budget, stop=self.newer, while_waiting=self.while_waiting
         )
+        if state.finished and self.tokens_spent is not None:
+            self.tokens_spent(state)
         if self.newer is not None and (not state.finished or self.newer()):
             self._discard(request, state)
             raise NewerFragments(f"OpenAI response {state.id} discarded for newer fragments")

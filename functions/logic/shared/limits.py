@@ -3,30 +3,53 @@
 - AI calls per hour, per conversation, per sender (the user's address, across every
   conversation it has with one tenant's numbers), per tenant and for all tenants, and new
   conversations per hour per tenant (a conversation's first AI call: it has no OpenAI
-  conversation yet): counted before each call to OpenAI, in one transaction on the
-  UsageCounters table (hourly counters, removed by TTL). When a counter is full, no AI
-  call is made: the assistant turn is stored empty with `limited` set to the counter that
-  was full, the `CostLimitReached` metric is emitted (and `TenantCeilingReached`, by
-  Tenant, or `AICallsCeilingReached` for a tenant's or everyone's ceiling), and the batch
-  is recorded as `limited` (answered without a reply; its messages are not retried).
+  conversation yet); tokens per hour (as OpenAI reports each response's usage) per tenant
+  and for all tenants. Counted on the UsageCounters table (hourly counters, removed by TTL;
+  a tenant's and everyone's spread over shards: functions/dal/usage_counters.py) before each
+  batch's AI call, in two transactions: first the tenant's own counters (its conversation's,
+  its sender's, its shards), then everyone's shards, so that a tenant at its ceiling stops
+  before it writes a counter that other tenants share. When a counter is full, no AI call is
+  made: the assistant turn is stored empty with `limited` set to the counter that was full,
+  the `CostLimitReached` metric is emitted (and `TenantCeilingReached`, by Tenant, for a
+  tenant's ceiling, `AICallsCeilingReached` for everyone's calls, `TokenCeilingReached` for
+  tokens), and the batch is recorded as `limited` (answered without a reply; its messages
+  are not retried). (A call that the tenant's counters admitted and everyone's refused stays
+  counted on the tenant's: no call is admitted for anyone until the hour ends, so it never
+  stops one that would have been made.)
+- Each is counted once: a count leaves its mark on the batch's first staged message, beside
+  the batch's AI request, and a retry of Generate Reply that finds the mark counts nothing.
+  What else is billed counts as what it is, once, without being refused (the batch was
+  admitted): a request asked again without the batch's images or of the fallback model,
+  each voice note's transcription, and each response's tokens once it is done. A counter
+  these pass stops the next batch.
 - Reply parts per batch: a reply is cut to what fits in that many messages; the turn
   records `limited = "reply_parts"` and `ReplyPartsCapped` is emitted.
 
 0 turns a limit off. The defaults (60 and 120 AI calls an hour, 10 parts of 1,600
-characters) are far above what a person typing ever needs; a tenant's (1,000 AI calls and
-200 new conversations an hour) and everyone's (10,000) bound what invented senders cost."""
+characters) are far above what a person typing ever needs; a tenant's and everyone's
+tokens an hour (10,000,000,000 each) admit 1,000 messages a second at the context budget
+(docs/capacity.md) and stop a runaway; a tenant's and everyone's AI calls and a tenant's new
+conversations an hour are off by default (the token ceilings bound what calls cost, and a
+fixed count of new conversations silenced a campaign's later customers). Every batch a limit
+stops is a metric and an alarm, and, with LIMITED_REPLY set, a notice to the person."""
 
 from __future__ import annotations
 
+import hashlib
 from enum import StrEnum
+from typing import TYPE_CHECKING
 
 from functions.config import get_settings
 from functions.contract import BatchRef
-from functions.dal import turns, usage_counters
+from functions.dal import conversations, turns, usage_counters
 from functions.dal.models import Conversation, Turn
+from functions.dal.usage_counters import Count, Counter, Mark
 from functions.logic.rules import clock
 from functions.logic.rules.replies import split_reply
 from functions.observability import count, count_by_tenant, logger
+
+if TYPE_CHECKING:
+    from functions.logic.shared.ai_requests import BatchRequest
 
 _HOUR = 3600
 
@@ -37,56 +60,143 @@ class Limit(StrEnum):
     TENANT_AI_CALLS = "ai_calls_per_hour_per_tenant"
     NEW_CONVERSATIONS = "new_conversations_per_hour_per_tenant"
     ALL_AI_CALLS = "ai_calls_per_hour"
+    TENANT_AI_TOKENS = "ai_tokens_per_hour_per_tenant"
+    ALL_AI_TOKENS = "ai_tokens_per_hour"
     REPLY_PARTS = "reply_parts"
     # Not a cost limit: the user opted out (functions/logic/shared/consent.py); answered the same way.
     OPTED_OUT = "opted_out"
 
 
-def admit_ai_call(conversation: Conversation) -> Limit | None:
-    """Count one AI call for the conversation, its sender, its tenant and everyone (and
-    a new conversation for its tenant, on its first AI call), unless one of them has
-    reached its hourly limit: then nothing is counted and that limit is returned."""
-    now = int(clock.now().timestamp())
-    hour = now // _HOUR
-    keys = _counters(conversation, hour)
-    counters = {key: limit for key, (_, limit) in keys.items() if limit > 0}
-    full = usage_counters.count_within(counters, expires_at=(hour + 2) * _HOUR)
-    if full is None:
+_TENANT_CEILINGS = (Limit.TENANT_AI_CALLS, Limit.NEW_CONVERSATIONS, Limit.TENANT_AI_TOKENS)
+_TOKEN_CEILINGS = (Limit.TENANT_AI_TOKENS, Limit.ALL_AI_TOKENS)
+
+
+def admit_ai_call(conversation: Conversation, message_sids: list[str]) -> Limit | None:
+    """Count the batch's AI call for the conversation, its sender, its tenant and everyone
+    (and a new conversation for its tenant, on its first AI call), unless one of them has
+    reached its hourly limit: then that limit is returned (and nothing is counted on that
+    side). Counted once per batch (`message_sids`), however often it is asked."""
+    counters = _Counters(conversation)
+    tenant_side = [
+        (Limit.CONVERSATION_AI_CALLS, Count(counters.conversation)),
+        (Limit.SENDER_AI_CALLS, Count(counters.sender)),
+        (Limit.TENANT_AI_CALLS, Count(counters.tenant_calls)),
+        (Limit.TENANT_AI_TOKENS, Count(counters.tenant_tokens, 0, "check")),
+    ]
+    if not conversation.openai_conversation_id:  # its first AI call: a new conversation
+        tenant_side.append((Limit.NEW_CONVERSATIONS, Count(counters.new_conversations)))
+    everyones = [
+        (Limit.ALL_AI_CALLS, Count(counters.all_calls)),
+        (Limit.ALL_AI_TOKENS, Count(counters.all_tokens, 0, "check")),
+    ]
+    reached: Limit | None = None
+    for side, what in ((tenant_side, "call"), (everyones, "call, everyone's")):
+        limit_of = {c.counter.key: limit for limit, c in side}
+        full = usage_counters.count(
+            [c for _, c in side], counters.expires_at, _mark(conversation, message_sids, what)
+        )
+        if full is not None:
+            reached = limit_of[full.key]
+            break
+    if reached is None:
         return None
-    reached = keys[full][0]
     logger.warning("Cost limit reached: no AI call for this batch", extra={"limit": reached.value})
     count("CostLimitReached")
-    if reached in (Limit.TENANT_AI_CALLS, Limit.NEW_CONVERSATIONS):
+    if reached in _TENANT_CEILINGS:
         count_by_tenant("TenantCeilingReached", conversation.tenant_account_sid or "")
-    elif reached is Limit.ALL_AI_CALLS:
+    if reached is Limit.ALL_AI_CALLS:
         count("AICallsCeilingReached")
+    if reached in _TOKEN_CEILINGS:
+        count("TokenCeilingReached")
     return reached
 
 
-def _counters(conversation: Conversation, hour: int) -> dict[str, tuple[Limit, int]]:
-    """The hourly counters one AI call of the conversation counts on: key -> (limit, its maximum)."""
-    settings = get_settings()
-    tenant = conversation.tenant_account_sid or ""
-    keys = {
-        f"conversation#{conversation.conversation_id}#{hour}": (
-            Limit.CONVERSATION_AI_CALLS,
-            settings.max_ai_calls_per_hour_per_conversation,
-        ),
-        # Per tenant: another tenant writing as this sender cannot use up its calls here.
-        f"sender#{tenant}#{conversation.user_address}#{hour}": (
-            Limit.SENDER_AI_CALLS,
-            settings.max_ai_calls_per_hour_per_sender,
-        ),
-        # A tenant signs its own webhooks, so it chooses `From`: its senders may be invented.
-        f"tenant#{tenant}#{hour}": (Limit.TENANT_AI_CALLS, settings.max_ai_calls_per_hour_per_tenant),
-        f"all#{hour}": (Limit.ALL_AI_CALLS, settings.max_ai_calls_per_hour),
-    }
-    if not conversation.openai_conversation_id:  # its first AI call: a new conversation
-        keys[f"new_conversations#{tenant}#{hour}"] = (
-            Limit.NEW_CONVERSATIONS,
-            settings.max_new_conversations_per_hour_per_tenant,
+def count_request_again(conversation: Conversation, message_sids: list[str], what: str) -> None:
+    """Count a second billed request for an admitted batch (`what`: how it differs: asked
+    without its images, of the fallback model), once, never refused."""
+    counters = _Counters(conversation)
+    calls = [counters.conversation, counters.sender, counters.tenant_calls, counters.all_calls]
+    mark = _mark(conversation, message_sids, what)
+    usage_counters.count([Count(c, 1, "spill") for c in calls], counters.expires_at, mark)
+
+
+def count_transcriptions(conversation: Conversation, transcriptions: int) -> None:
+    """Count the voice notes transcribed for a batch (each is a billed request to OpenAI;
+    a retry that transcribes again is billed again, and counted again)."""
+    if transcriptions <= 0:
+        return
+    counters = _Counters(conversation)
+    calls = [counters.conversation, counters.sender, counters.tenant_calls, counters.all_calls]
+    usage_counters.count([Count(c, transcriptions, "spill") for c in calls], counters.expires_at)
+
+
+def count_tokens(conversation: Conversation, message_sids: list[str], response_id: str, tokens: int) -> None:
+    """Count a finished response's tokens (input and output, as OpenAI reported them) on
+    its tenant's and everyone's token counters, once per response."""
+    if tokens <= 0:
+        return
+    counters = _Counters(conversation)
+    spent = [Count(counters.tenant_tokens, tokens, "spill"), Count(counters.all_tokens, tokens, "spill")]
+    usage_counters.count(
+        spent, counters.expires_at, _mark(conversation, message_sids, f"tokens of {response_id}")
+    )
+
+
+def count_what_it_spends(request: BatchRequest, conversation: Conversation) -> None:
+    """Have the batch's request count what it spends besides the call admitted: a request
+    asked again otherwise, and each finished response's tokens."""
+    sids = request.message_sids
+    request.asked_again_as = lambda what: count_request_again(conversation, sids, what)
+    request.tokens_spent = lambda state: count_tokens(conversation, sids, state.id, state.total_tokens)
+
+
+class _Counters:
+    """The hourly counters of a conversation's AI calls and tokens, this hour."""
+
+    def __init__(self, conversation: Conversation) -> None:
+        settings = get_settings()
+        hour = int(clock.now().timestamp()) // _HOUR
+        self.expires_at = (hour + 2) * _HOUR
+        tenant, cid = conversation.tenant_account_sid or "", conversation.conversation_id
+        self.conversation = Counter(
+            f"conversation#{cid}#{hour}", settings.max_ai_calls_per_hour_per_conversation
         )
-    return keys
+        # Per tenant: another tenant writing as this sender cannot use up its calls here.
+        self.sender = Counter(
+            f"sender#{tenant}#{conversation.user_address}#{hour}", settings.max_ai_calls_per_hour_per_sender
+        )
+        # A tenant signs its own webhooks, so it chooses `From`: its senders may be invented.
+        self.tenant_calls = Counter.sharded(
+            f"tenant#{tenant}#{hour}", settings.max_ai_calls_per_hour_per_tenant, cid
+        )
+        self.new_conversations = Counter.sharded(
+            f"new_conversations#{tenant}#{hour}", settings.max_new_conversations_per_hour_per_tenant, cid
+        )
+        self.tenant_tokens = Counter.sharded(
+            f"tenant_tokens#{tenant}#{hour}", settings.max_ai_tokens_per_hour_per_tenant, cid, "tokens"
+        )
+        self.all_calls = Counter.sharded(f"all#{hour}", settings.max_ai_calls_per_hour, cid)
+        self.all_tokens = Counter.sharded(
+            f"all_tokens#{hour}", settings.max_ai_tokens_per_hour, cid, "tokens"
+        )
+
+
+def _mark(conversation: Conversation, message_sids: list[str], what: str) -> Mark:
+    """A batch's mark for `what` it counted: the batch is its messages (a later window
+    with more messages asks, and counts, again)."""
+    batch = hashlib.sha256("\n".join(sorted(message_sids)).encode()).hexdigest()[:16]
+    return Mark(conversation.conversation_id, message_sids[0], f"{batch} {what}")
+
+
+def notice_of(conversation: Conversation) -> str:
+    """What to send instead of a reply that a cost limit stopped: LIMITED_REPLY (empty: no
+    notice), at most once an hour per conversation (a retry of the batch claims it again in
+    vain, and the send step sends a stored notice once)."""
+    notice = get_settings().limited_reply.strip()
+    now = int(clock.now().timestamp())
+    if notice and conversations.claim_limited_notice(conversation.conversation_id, now, _HOUR):
+        return notice
+    return ""
 
 
 def store_limited_turn(ref: BatchRef, limit: Limit, body: str = "") -> Turn:

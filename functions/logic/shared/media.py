@@ -9,7 +9,8 @@ Nothing here fails the batch: a fetch or a transcription that fails, a file too 
 photo that is not an image the model reads (PNG, JPEG or WEBP, told by its first bytes;
 a GIF may be animated, which the model does not take), or the time budget spent, leaves
 the media's line saying it could not be loaded. Transcripts are kept with the user turn,
-so a retry of Generate Reply does not transcribe again."""
+so a retry of Generate Reply does not transcribe again; each transcription counts as an AI
+call (functions/logic/shared/limits.py)."""
 
 from __future__ import annotations
 
@@ -28,6 +29,7 @@ from functions.integrations.openai_audio import TranscriptionFailed
 from functions.integrations.secrets import TwilioCredentials
 from functions.integrations.twilio_media import MediaUnavailable
 from functions.logic.rules.content import MediaKind, mime_type
+from functions.logic.shared import limits
 from functions.observability import count, logger
 
 MAX_TRANSCRIPT_CHARS = 4_000  # about five minutes of speech
@@ -49,6 +51,7 @@ class Loaded:
     image: tuple[str, bytes] | None = None  # (MIME type, data)
     transcript: str | None = None
     failure: str | None = None
+    transcribed: bool = False  # OpenAI answered a transcription for it (a billed request)
 
 
 def wanted(media: TurnMedia, settings: Settings) -> bool:
@@ -86,7 +89,19 @@ def load(conversation: Conversation, user_turn: Turn, client: openai.OpenAI) -> 
             )
         except Exception as error:  # a record that could not be kept: a retry transcribes again
             logger.warning("Transcripts not kept with the user turn", extra={"error": type(error).__name__})
+    _count_transcriptions(conversation, sum(1 for got in fresh.values() if got.transcribed))
     return loaded | fresh
+
+
+def _count_transcriptions(conversation: Conversation, transcriptions: int) -> None:
+    """Each transcription is an AI call, counted as one, once: a retry finds the transcripts
+    kept with the user turn and does not transcribe again (if they were not kept, it does,
+    and is billed and counted again). A count that fails does not fail the batch."""
+    try:
+        limits.count_transcriptions(conversation, transcriptions)
+    except Exception as error:
+        logger.warning("Transcriptions not counted", extra={"error": type(error).__name__})
+        count("TranscriptionsNotCounted")
 
 
 class _Loader:
@@ -118,9 +133,9 @@ class _Loader:
                 self.settings.transcription_model,
                 max(1.0, self.deadline - time.monotonic()),
             )
-            return (
-                Loaded(transcript=text[:MAX_TRANSCRIPT_CHARS]) if text else Loaded(failure="no speech heard")
-            )
+            if not text:
+                return Loaded(failure="no speech heard", transcribed=True)
+            return Loaded(transcript=text[:MAX_TRANSCRIPT_CHARS], transcribed=True)
         except (MediaUnavailable, TranscriptionFailed) as error:
             return Loaded(failure=str(error))
         except Exception as error:  # whatever it is, a media item never fails the batch

@@ -20,6 +20,7 @@ from functions.dal.models import Conversation, Turn
 from functions.dal.tables import assistant_turn_id
 from functions.integrations import secrets, twilio_messages
 from functions.logic.rules.replies import split_reply
+from functions.logic.shared.callback_urls import status_callback_url
 from functions.logic.shared.send_once import Claim, send_once
 from functions.observability import count, logger
 
@@ -84,8 +85,6 @@ class _Resend:
         return twilio_messages.find_sent(self.client, our, user, self.body, since, ours)
 
     def send(self) -> str:
-        from functions.logic.entry_points.status_callback import status_callback_url
-
         callback = status_callback_url(self.conversation.conversation_id, self.window_id, self.label)
         return twilio_messages.send_message(
             self.client,

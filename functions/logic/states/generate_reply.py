@@ -10,30 +10,29 @@ from functions.contract import GenerateInput, ReplySummary
 from functions.dal import batch_windows, conversations, turns
 from functions.dal.models import Conversation, Turn
 from functions.errors import AIModelUnavailable, AIPermanentError
+from functions.inbound import Channel
 from functions.integrations import openai_responses, secrets
 from functions.integrations.openai_responses import Budget, OpenAIConversationGone, ResponseState
-from functions.logic.rules import clock
+from functions.logic.rules import clock, sms_segments
 from functions.logic.rules.debounce import may_answer_again, newer_fragments_arrived
 from functions.logic.shared import consent, limits, turn_input
-from functions.logic.shared.ai_requests import BatchRequest, NewerFragments
+from functions.logic.shared.ai_requests import BatchRequest
 from functions.logic.shared.typing_indicator import TypingIndicator
 from functions.observability import count, logger
 
-NoReply = Literal["nobody", "human", "discarded"]
+NoReply = Literal["nobody", "human"]
 
 
 def generate_reply(task: GenerateInput) -> ReplySummary:
     """Ask OpenAI for the reply to the user turn; store it as the assistant turn. A retry
     after the reply was stored does not call OpenAI again, and no attempt asks twice for
     the same messages (functions/logic/shared/ai_requests.py). No AI call for an empty batch (an
-    earlier run answered its messages) or one handed off to a person."""
+    earlier run answered its messages) or one handed off to a person. With `on_newer: merge`,
+    a reply discarded for newer fragments raises NewerFragments: the run catches it, merges
+    again and asks again, counting it in `regenerations`."""
     if task.batch.message_count == 0 or task.rules.answer == "human":
         return _no_reply(task, "nobody" if task.batch.message_count == 0 else "human")
-    try:
-        turn = turns.get(task.conversation_id, task.assistant_turn_id) or _new_assistant_turn(task)
-    except NewerFragments:
-        # `on_newer: merge`: the run merges again, with the newer fragments, and asks again.
-        return _no_reply(task, "discarded", regenerations=task.regenerations + 1)
+    turn = turns.get(task.conversation_id, task.assistant_turn_id) or _new_assistant_turn(task)
     return ReplySummary(
         answered_by="limited" if turn.status == "limited" else "ai",
         reply_chars=len(turn.body),
@@ -44,14 +43,14 @@ def generate_reply(task: GenerateInput) -> ReplySummary:
     )
 
 
-def _no_reply(task: GenerateInput, answered_by: NoReply, regenerations: int | None = None) -> ReplySummary:
+def _no_reply(task: GenerateInput, answered_by: NoReply) -> ReplySummary:
     return ReplySummary(
         answered_by=answered_by,
         reply_chars=0,
         prompt_tokens=0,
         completion_tokens=0,
         total_tokens=0,
-        regenerations=task.regenerations if regenerations is None else regenerations,
+        regenerations=task.regenerations,
     )
 
 
@@ -81,17 +80,18 @@ def _new_assistant_turn(task: GenerateInput) -> Turn:
     held_back = consent.held_back_turn(task, conversation, user_turn)
     if held_back is not None:
         return held_back  # no AI call
-    limited = limits.admit_ai_call(conversation)
+    limited = limits.admit_ai_call(conversation, task.batch.message_sids)  # counted once per batch
     if limited is not None:
-        return limits.store_limited_turn(task, limited)  # no AI call
+        return limits.store_limited_turn(task, limited, limits.notice_of(conversation))  # no AI call
     typing = TypingIndicator(conversation, user_turn)
     typing.show()  # a reply will follow: "typing…" on WhatsApp while it is written
     request = _batch_request(task, conversation, user_turn)
     request.while_waiting = typing.refresh_if_due
+    limits.count_what_it_spends(request, conversation)  # a request asked again, tokens
     if not request.openai_conversation:
         request.openai_conversation = _start_conversation(request)
     reply = _reply_with_a_served_model(request, settings.openai_fallback_model)
-    text, capped = limits.cap_reply_parts(reply.text)
+    text, cut_by = _capped(conversation, reply.text)
     turn = Turn(
         conversation_id=task.conversation_id,
         turn_id=task.assistant_turn_id,
@@ -100,7 +100,7 @@ def _new_assistant_turn(task: GenerateInput) -> Turn:
         window_id=task.window_id,
         execution_name=task.execution_name,
         body=text,
-        limited=limits.Limit.REPLY_PARTS.value if capped else None,
+        limited=cut_by,
         response_id=reply.id,
         item_ids=list(reply.item_ids),
         model=reply.model,
@@ -112,6 +112,28 @@ def _new_assistant_turn(task: GenerateInput) -> Turn:
     turns.put(turn)
     logger.info("Reply generated", extra={"reply_chars": len(reply.text), "total_tokens": reply.total_tokens})
     return turn
+
+
+def _capped(conversation: Conversation, text: str) -> tuple[str, str | None]:
+    """The reply cut to what a batch may send: its parts (MAX_REPLY_PARTS_PER_BATCH) and, on
+    SMS, billed per segment, its segments (MAX_SMS_SEGMENTS_PER_REPLY); and the limit that
+    cut it last, if one did (the assistant turn's `limited`)."""
+    text, capped = limits.cap_reply_parts(text)
+    limited = limits.Limit.REPLY_PARTS.value if capped else None
+    if conversation.channel is Channel.SMS:
+        text, cut = sms_segments.cap_segments(text, get_settings().max_sms_segments_per_reply)
+        if cut:
+            count("SmsSegmentsCapped")
+            limited = sms_segments.LIMITED
+    return text, limited
+
+
+def _max_output_tokens(conversation: Conversation) -> int:
+    """OPENAI_MAX_OUTPUT_TOKENS; on SMS, OPENAI_MAX_OUTPUT_TOKENS_SMS if lower."""
+    settings = get_settings()
+    if conversation.channel is Channel.SMS:
+        return min(settings.openai_max_output_tokens, settings.openai_max_output_tokens_sms)
+    return settings.openai_max_output_tokens
 
 
 def _batch_request(task: GenerateInput, conversation: Conversation, user_turn: Turn) -> BatchRequest:
@@ -131,7 +153,7 @@ def _batch_request(task: GenerateInput, conversation: Conversation, user_turn: T
         budget=Budget(settings.openai_timeout_seconds),
         model=conversation.ai_model or settings.openai_model,
         instructions=conversation.ai_instructions or settings.openai_instructions,
-        max_output_tokens=settings.openai_max_output_tokens,
+        max_output_tokens=_max_output_tokens(conversation),
         without_images=without_images,
         newer=newer_fragments_check(task, user_turn.created_at),
     )

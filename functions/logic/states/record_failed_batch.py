@@ -16,6 +16,7 @@ from functions.errors import TwilioRetryableError
 from functions.integrations import secrets
 from functions.logic.rules import clock, failures
 from functions.logic.rules.failures import FailureKind
+from functions.logic.shared.callback_urls import FALLBACK, status_callback_url
 from functions.logic.shared.send_once import Claim, send_once
 from functions.observability import count, logger
 
@@ -165,11 +166,9 @@ class _Fallback:
 
     def reported(self) -> str | None:
         """Its status callback names it (`fallback`): recorded on the user turn."""
-        from functions.logic.entry_points import status_callback
-
         turn = turns.get(self.ref.conversation_id, self.ref.user_turn_id)
         deliveries = turn.deliveries if turn else {}
-        return next((sid for sid, d in deliveries.items() if d.message == status_callback.FALLBACK), None)
+        return next((sid for sid, d in deliveries.items() if d.message == FALLBACK), None)
 
     def refused(self) -> None:
         """Nothing kept: a retry waits for a receipt first (a fallback is rarely retried)."""
@@ -182,12 +181,9 @@ class _Fallback:
 
     def send(self) -> str:
         from functions.integrations import twilio_messages
-        from functions.logic.entry_points import status_callback
 
         ref, our, user = self.ref, self.conversation.our_address, self.conversation.user_address
-        callback = status_callback.status_callback_url(
-            ref.conversation_id, ref.window_id, status_callback.FALLBACK
-        )
+        callback = status_callback_url(ref.conversation_id, ref.window_id, FALLBACK)
         return twilio_messages.send_message(self.client, our, user, self.text, status_callback=callback)
 
     def record(self, sid: str) -> None:

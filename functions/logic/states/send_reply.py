@@ -31,6 +31,7 @@ from functions.integrations import secrets, twilio_messages
 from functions.logic.entry_points import status_callback
 from functions.logic.rules import clock
 from functions.logic.rules.replies import split_reply
+from functions.logic.shared.callback_urls import status_callback_url
 from functions.logic.shared.send_once import Claim, send_once
 from functions.observability import count, logger
 
@@ -171,9 +172,7 @@ class _ReplyPart:
             self.conversation.our_address,
             self.conversation.user_address,
             self.parts[self.index],
-            status_callback=status_callback.status_callback_url(
-                task.conversation_id, task.window_id, str(self.index)
-            ),
+            status_callback=status_callback_url(task.conversation_id, task.window_id, str(self.index)),
         )
 
     def record(self, sid: str) -> None:

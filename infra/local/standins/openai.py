@@ -26,6 +26,7 @@ Faults (see base.py for the queue) are used by `POST /v1/responses`:
     does. A request without an image spends the fault and is answered as usual;
   - `{"incomplete": "content_filter"}`: the response ends `incomplete` with that reason,
     its reply cut after a few words, and its input and output added to its conversation.
+`context_management` compacts a long conversation as OpenAI does (openai_compaction.py).
 A model OpenAI does not serve (one past its shutdown date by the stand-in's `today`, or one
 not in functions/integrations/openai_models.py) is refused with 404 `model_not_found`, as
 OpenAI refuses it; `POST /_control/today {"today": "2026-12-11"}` moves that date (null:
@@ -49,6 +50,7 @@ from werkzeug.wrappers import Request, Response
 
 from functions.integrations import openai_models
 from infra.local.standins.base import Fault, json_response
+from infra.local.standins.openai_compaction import compaction_item, compaction_threshold, rendered
 from infra.local.standins.openai_model import (
     error,
     fail_response,
@@ -104,6 +106,7 @@ class OpenAIStandIn(TranscriptionsStandIn):
             "background": background,
             "store": body.get("store"),
             "truncation": body.get("truncation"),
+            "context_management": body.get("context_management"),
             "max_output_tokens": body.get("max_output_tokens"),
             "response_id": None,
             "at": time.time(),
@@ -156,7 +159,7 @@ class OpenAIStandIn(TranscriptionsStandIn):
                 return not_found("Conversation", conversation_id, "conversation")
             if conversation.busy_with:
                 return error(400, "conversation_locked")
-            history = conversation.items
+            history = rendered(conversation.items)
         if body.get("truncation") != "auto" and not self.context_window.fits(history + inputs):
             return error(400, "context_length_exceeded")
         return image_refusal(inputs)
@@ -193,10 +196,15 @@ class OpenAIStandIn(TranscriptionsStandIn):
     ) -> None:
         """The response done: its reply (cut if asked to), its usage, and its items added
         to its conversation."""
-        history = conversation.items if conversation else []
+        history = rendered(conversation.items) if conversation else []
         seen = history + inputs
         if response["truncation"] == "auto":
             seen = self.context_window.truncate(seen)
+        threshold = compaction_threshold(response)
+        input_tokens = sum(words(item_text(item)) for item in seen) + words(response["instructions"] or "")
+        compacted = []
+        if threshold is not None and input_tokens > threshold:
+            compacted = [compaction_item(seen, threshold)]
         reply = "You said: " + "\n".join(item_text(item) for item in inputs)
         status, limit = "completed", response["max_output_tokens"]
         if cut:  # stopped by the content filter (or another reason), after a few words
@@ -207,15 +215,14 @@ class OpenAIStandIn(TranscriptionsStandIn):
             status, reply = "incomplete", " ".join(reply.split()[: int(limit)])
             response["incomplete_details"] = {"reason": "max_output_tokens"}
         output = output_message(reply, status)
-        input_tokens = sum(words(item_text(item)) for item in seen) + words(response["instructions"] or "")
         response.update(
             status=status,
-            output=[output],
+            output=[*compacted, output],
             completed_at=int(time.time()),
             usage=usage(input_tokens, words(reply)),
         )
         if conversation is not None:
-            conversation.items.extend([*inputs, output])
+            conversation.items.extend([*inputs, *compacted, output])
             if conversation.busy_with == response["id"]:
                 conversation.busy_with = None
 

@@ -85,7 +85,9 @@ def input_items(value: Any) -> list[dict[str, Any]]:
 
 def item_text(item: dict[str, Any]) -> str:
     """An item's text; an image stands as `[image <type>, <n> bytes]` (so the echoed reply
-    shows which images the model received, and where)."""
+    shows which images the model received, and where); a compaction item as what it keeps."""
+    if item.get("type") == "compaction":
+        return base64.b64decode(str(item.get("encrypted_content") or "")).decode()
     texts = []
     for part in item.get("content") or []:
         if "text" in part:
@@ -186,6 +188,7 @@ def response_resource(body: dict[str, Any], conversation: str | None, status: st
         "tools": [],
         "top_p": 1.0,
         "truncation": body.get("truncation") or "disabled",
+        "context_management": body.get("context_management"),
         "usage": None,
     }
 

@@ -3,7 +3,9 @@ that ratios hold on a noisy machine. Prints a table and writes docs/benchmarks.m
 plot (docs/benchmarks.png).
 
 1. Cold starts: each function's handler module imported in a fresh interpreter, side by
-   side with `import boto3` alone.
+   side with `import boto3` alone; and imported from the built asset in a read-only
+   directory as Lambda has it, with the bytecode it ships and without
+   (tests/support/bench/shipped_bytecode.py).
 2. The webhook: AWS calls per message (first of a window, later), handler time.
 3. One burst: state transitions, Lambda invocations and their durations, every AWS call
    (webhook and run); an OpenAI retry (checked in the history); a quiet-mode extension.
@@ -15,6 +17,10 @@ plot (docs/benchmarks.png).
    (median, p99), 20 conversations typing at once (the reconciler running, as deployed).
 6. The end of a burst: a quiet-mode burst's reply after its last fragment, over the quiet
    period (tests/support/bench/answer_delay.py).
+7. AI calls counted against AI calls made when each call outlasts an attempt once
+   (tests/support/bench/counted_calls.py).
+8. The input tokens of each AI call along a long conversation, with a context budget and
+   without (tests/support/bench/context_budget.py).
 """
 
 from __future__ import annotations
@@ -51,7 +57,14 @@ from functions.registry import ALL_FUNCTIONS, BY_NAME, TASKS, WEBHOOK  # noqa: E
 from infra.local import lambdas  # noqa: E402
 from infra.local.stack import LocalConfig, LocalStack  # noqa: E402
 from infra.local.webhooks import inbound_form, post_webhook  # noqa: E402
-from tests.support.bench import answer_delay, population, prices  # noqa: E402
+from tests.support.bench import (  # noqa: E402
+    answer_delay,
+    context_budget,
+    counted_calls,
+    population,
+    prices,
+    shipped_bytecode,
+)
 from tests.support.costs import AwsCallCounter, run_counts, webhook_event  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[3]
@@ -553,6 +566,8 @@ def report(results: dict) -> tuple[str, str]:
             f"{b['extension_transitions']:.1f} / {b['extension_invocations']:.1f}",
         ),
         answer_delay.row(results["answer_delay"]),
+        counted_calls.row(results["counted_calls"]),
+        *context_budget.rows(results["context_budget"]),
         (
             "Webhook: AWS calls, first message of a window",
             f"{w['calls_first']:.1f} ({_detail(w['calls_first_detail'])})",
@@ -575,6 +590,7 @@ def report(results: dict) -> tuple[str, str]:
             f"Functions one burst touches: {len(touched)}; sum of their cold imports",
             f"{cold_sum:.0f} ms, {cold_ratio:.1f}× boto3",
         ),
+        *shipped_bytecode.rows(results["bytecode"]),
         *(
             (f"AWS per 1,000 bursts of {measured.messages} messages: {k}", money(v * 1000, 4))
             for k, v in per_burst.items()
@@ -672,7 +688,7 @@ def main() -> int:
     logging.getLogger("werkzeug").setLevel(logging.ERROR)
     logging.getLogger("moto").setLevel(logging.ERROR)  # a task's failure, injected, is in the figures
     started = time.perf_counter()
-    results: dict[str, Any] = {"imports": measure_imports()}
+    results: dict[str, Any] = {"imports": measure_imports(), "bytecode": shipped_bytecode.measure()}
     counter = AwsCallCounter.installed()
     # The reconciler runs as the deployed schedule does: a run that the emulator's load
     # pushed past a function's timeout is retried, as on AWS.
@@ -688,6 +704,8 @@ def main() -> int:
         results["webhook"] = measure_webhook(stack, counter, users=100, per_user=11)
         results["bursts"] = measure_bursts(stack, counter)
         results["answer_delay"] = answer_delay.measure_answer_delay(stack, OUR_NUMBER)
+        results["counted_calls"] = counted_calls.measure_counted_calls(stack)
+        results["context_budget"] = context_budget.measure_context_budget(stack)
         results["load"] = measure_load(stack)
         # Runs still parked when the stack stops cannot reach it any more: not a finding.
         logger.setLevel(logging.CRITICAL)

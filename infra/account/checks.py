@@ -1,0 +1,242 @@
+"""The checks, one function each: what the deploy needs of the account, one line apiece."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from botocore.exceptions import ClientError
+from botocore.exceptions import ConnectionError as EndpointUnreachable
+
+from infra.account.model import Clients, Deploy, Line, error_code, resources_of
+
+# Lambda's quota "Concurrent executions" (Service Quotas code L-B99A9384). 1,000 is Lambda's
+# default; new accounts start lower, as low as 10 ("New AWS accounts have reduced
+# concurrency and memory quotas": https://docs.aws.amazon.com/lambda/latest/dg/gettingstarted-limits.html).
+CONCURRENCY_QUOTA_CODE = "L-B99A9384"
+RECOMMENDED_CONCURRENCY = 1_000
+# Lambda keeps this many concurrent executions unreserved, or the whole limit where it is
+# lower ("leave at least 100 simultaneous executions unreserved":
+# https://docs.aws.amazon.com/lambda/latest/dg/configuration-concurrency.html).
+MINIMUM_UNRESERVED = 100
+DEFAULT_BOOTSTRAP_PARAMETER = "/cdk-bootstrap/hnb659fds/version"
+PUT_OPENAI_KEY = (
+    'aws secretsmanager put-secret-value --secret-id {name} --secret-string \'{{"api_key": "sk-..."}}\''
+)
+
+
+def cloudwatch_role(clients: Clients, deploy: Deploy) -> Line:
+    arn = clients("apigateway").get_account().get("cloudwatchRoleArn")
+    if deploy.manages_role:
+        now = f"; it replaces {arn} for every REST API in {deploy.region}" if arn else ""
+        return Line("ok", "API Gateway logging role", f"the deploy sets the stack's own role{now}")
+    if not arn:
+        return Line(
+            "FAIL",
+            "API Gateway logging role",
+            f"none set on the account in {deploy.region}: the stage's logs need it (CloudFormation "
+            "fails with 'CloudWatch Logs role ARN must be set in account settings'); set it once "
+            "(docs/deploying.md, Deploy) or deploy with -c manage_api_gateway_account_role=true",
+        )
+    try:
+        clients("iam").get_role(RoleName=arn.rsplit("/", 1)[-1])
+    except ClientError as error:
+        if error_code(error) == "NoSuchEntity":
+            return Line(
+                "FAIL",
+                "API Gateway logging role",
+                f"the account names {arn}, which no longer exists: create it again or set another "
+                "(docs/deploying.md, Deploy), or deploy with -c manage_api_gateway_account_role=true",
+            )
+    return Line("ok", "API Gateway logging role", arn)
+
+
+def reserved_concurrency(template: dict[str, Any] | None) -> int:
+    """What the stack's functions reserve (ReservedConcurrentExecutions), in all."""
+    functions = resources_of(template, "AWS::Lambda::Function").values()
+    values = (f.get("Properties", {}).get("ReservedConcurrentExecutions") for f in functions)
+    return sum(v for v in values if isinstance(v, int))
+
+
+def concurrency(clients: Clients, deploy: Deploy) -> Line:
+    limits = clients("lambda").get_account_settings()["AccountLimit"]
+    total, unreserved = limits["ConcurrentExecutions"], limits["UnreservedConcurrentExecutions"]
+    reserved = reserved_concurrency(deploy.template)
+    minimum = min(MINIMUM_UNRESERVED, total)
+    # A deployed stack's reservations are already out of the unreserved pool.
+    room = unreserved if deploy.creates else unreserved + reserved
+    increase = (
+        f"aws service-quotas request-service-quota-increase --service-code lambda --quota-code "
+        f"{CONCURRENCY_QUOTA_CODE} --desired-value {RECOMMENDED_CONCURRENCY} --region {deploy.region}"
+    )
+    figures = f"{total} concurrent executions, {unreserved} unreserved; the stack reserves {reserved}"
+    if reserved and room - reserved < minimum:
+        return Line(
+            "FAIL",
+            "Lambda concurrency",
+            f"{figures}, and Lambda keeps {minimum} unreserved: the functions fail to create; ask for more: "
+            f"{increase}",
+        )
+    if total < RECOMMENDED_CONCURRENCY:
+        return Line(
+            "warn",
+            "Lambda concurrency",
+            f"{figures}: enough to deploy, not for real volume (every function shares them; beyond them "
+            f"the webhook and the runs are throttled); ask for {RECOMMENDED_CONCURRENCY}: {increase}",
+        )
+    return Line("ok", "Lambda concurrency", figures)
+
+
+def _bootstrap_parameter(template: dict[str, Any] | None) -> str:
+    parameter = (template or {}).get("Parameters", {}).get("BootstrapVersion", {})
+    return str(parameter.get("Default", DEFAULT_BOOTSTRAP_PARAMETER))
+
+
+def _versions_refused(template: dict[str, Any] | None) -> list[str]:
+    """The bootstrap versions the template's CheckBootstrapVersion rule refuses (too old)."""
+    rule = (template or {}).get("Rules", {}).get("CheckBootstrapVersion", {})
+    for assertion in rule.get("Assertions", []):
+        try:
+            return [str(v) for v in assertion["Assert"]["Fn::Not"][0]["Fn::Contains"][0]]
+        except (KeyError, IndexError, TypeError):
+            continue
+    return []
+
+
+def bootstrap(clients: Clients, deploy: Deploy) -> Line:
+    name = _bootstrap_parameter(deploy.template)
+    run = f"npx cdk bootstrap aws://{deploy.account}/{deploy.region}"
+    try:
+        version = clients("ssm").get_parameter(Name=name)["Parameter"]["Value"]
+    except ClientError as error:
+        if error_code(error) != "ParameterNotFound":
+            raise
+        return Line(
+            "FAIL", "CDK bootstrap", f"{name} not found: bootstrap this account and Region once: {run}"
+        )
+    if version in _versions_refused(deploy.template):
+        return Line("FAIL", "CDK bootstrap", f"version {version} is older than the stack needs: {run}")
+    return Line("ok", "CDK bootstrap", f"version {version}")
+
+
+def openai_secret(clients: Clients, deploy: Deploy) -> Line:
+    """The stack creates the secret with a generated placeholder (infra/constructs/credentials.py)
+    and names it in its output OpenAISecretName; the key is put in it after the deploy. A
+    secret that was put has a second version (AWSPREVIOUS): its value is never read."""
+    if deploy.creates:
+        return Line(
+            "warn",
+            "OpenAI key",
+            "the deploy creates its secret with a placeholder; then put the key in it (output "
+            f"OpenAISecretName): {PUT_OPENAI_KEY.format(name='<OpenAISecretName>')}",
+        )
+    assert deploy.deployed is not None
+    outputs = {o["OutputKey"]: o["OutputValue"] for o in deploy.deployed.get("Outputs", [])}
+    name = outputs.get("OpenAISecretName")
+    if not name:
+        return Line(
+            "warn", "OpenAI key", f"{deploy.stack} has no output OpenAISecretName yet: the deploy adds it"
+        )
+    secret: dict[str, Any] | None
+    try:
+        secret = clients("secretsmanager").describe_secret(SecretId=name)
+    except ClientError as error:
+        if error_code(error) != "ResourceNotFoundException":
+            raise
+        secret = None
+    if secret is None or secret.get("DeletedDate"):
+        return Line(
+            "FAIL",
+            "OpenAI key",
+            f"the stack's secret {name} is gone or scheduled for deletion: restore it "
+            f"(aws secretsmanager restore-secret --secret-id {name}) or the replies fail",
+        )
+    if len(secret.get("VersionIdsToStages", {})) < 2:
+        return Line(
+            "warn", "OpenAI key", f"{name} still holds the placeholder: {PUT_OPENAI_KEY.format(name=name)}"
+        )
+    return Line("ok", "OpenAI key", f"{name} holds a value put after the deploy")
+
+
+def firewall(clients: Clients, deploy: Deploy) -> Line:
+    try:
+        clients("wafv2").list_web_acls(Scope="REGIONAL", Limit=1)
+    except EndpointUnreachable:
+        problem = "no endpoint"
+    except ClientError as error:
+        if error_code(error) in ("AccessDeniedException", "AccessDenied"):
+            raise
+        problem = error_code(error)
+    else:
+        return Line("ok", "AWS WAF", f"REGIONAL web ACLs available in {deploy.region}")
+    return Line(
+        "FAIL",
+        "AWS WAF",
+        f"REGIONAL web ACLs unavailable in {deploy.region} ({problem}): the stage's web ACL needs them; "
+        "deploy to another Region",
+    )
+
+
+def _table_prefixes(deploy: Deploy) -> list[str]:
+    """CloudFormation names a table `<stack>-<logical id>-<random>`: the template's logical
+    ids, or the construct's prefix (infra/constructs/tables.py) without a template."""
+    logical_ids = resources_of(deploy.template, "AWS::DynamoDB::Table") or {"Tables": {}}
+    return [f"{deploy.stack}-{logical_id}" for logical_id in logical_ids]
+
+
+def _stack_tables(clients: Clients, deploy: Deploy) -> set[str]:
+    if deploy.deployed is None:
+        return set()
+    pages = clients("cloudformation").get_paginator("list_stack_resources").paginate(StackName=deploy.stack)
+    return {
+        r.get("PhysicalResourceId", "")
+        for page in pages
+        for r in page["StackResourceSummaries"]
+        if r["ResourceType"] == "AWS::DynamoDB::Table" and not r["ResourceStatus"].startswith("DELETE_")
+    }
+
+
+def orphan_tables(clients: Clients, deploy: Deploy) -> Line:
+    dynamodb = clients("dynamodb")
+    prefixes = tuple(_table_prefixes(deploy))
+    owned = _stack_tables(clients, deploy)
+    names = [
+        name
+        for page in dynamodb.get_paginator("list_tables").paginate()
+        for name in page["TableNames"]
+        if name.startswith(prefixes) and name not in owned
+    ]
+    if not names:
+        return Line("ok", "Tables left behind", f"none of an earlier {deploy.stack}")
+    holding = [n for n in names if dynamodb.scan(TableName=n, Limit=1, Select="COUNT")["Count"]]
+    if not holding:
+        return Line(
+            "warn",
+            "Tables left behind",
+            f"{len(names)} empty tables of an earlier, failed create of {deploy.stack}, used by nothing "
+            f"({', '.join(names)}); delete each: aws dynamodb delete-table --table-name <name>",
+        )
+    status = "FAIL" if deploy.creates else "warn"
+    effect = (
+        "the deploy creates new, empty tables beside them (no conversations, no tenants)"
+        if deploy.creates
+        else "the stack does not use them"
+    )
+    return Line(
+        status,
+        "Tables left behind",
+        f"{len(holding)} tables of an earlier {deploy.stack} hold data ({', '.join(holding)}): {effect}; "
+        "import them into the stack (npx cdk import, docs/deploying.md) or back each up "
+        "(aws dynamodb create-backup) and delete it"
+        + (f"; {len(names) - len(holding)} more are empty" if len(names) > len(holding) else ""),
+    )
+
+
+CHECKS: tuple[tuple[str, Callable[[Clients, Deploy], Line]], ...] = (
+    ("API Gateway logging role", cloudwatch_role),
+    ("Lambda concurrency", concurrency),
+    ("CDK bootstrap", bootstrap),
+    ("OpenAI key", openai_secret),
+    ("AWS WAF", firewall),
+    ("Tables left behind", orphan_tables),
+)

@@ -1,0 +1,175 @@
+"""A deployment's settings file (`make synth SETTINGS=FILE`, CDK context `settings_file`):
+every documented setting can be given, reaches the functions that read it, and is validated
+at synth by the model the functions read it with."""
+
+from __future__ import annotations
+
+import typing
+from pathlib import Path
+from typing import Any
+
+import pytest
+from annotated_types import Ge, Gt, Le
+
+from functions.config import Settings, read_settings
+from functions.registry import ALL_FUNCTIONS
+from infra.deployment_settings import SET_BY_STACK, settings_read_by
+
+# infra.app imports the CDK: on the worker that synthesizes (tests/conftest.py SHARED_FIXTURES).
+pytestmark = [pytest.mark.infra, pytest.mark.xdist_group("synthesized")]
+
+
+def _other_value(name: str) -> str:
+    """A valid value of the setting other than its default, from its type and bounds."""
+    field = Settings.model_fields[name]
+    default, annotation = field.default, field.annotation
+    if typing.get_origin(annotation) is typing.Literal:
+        return str(next(v for v in typing.get_args(annotation) if v != default))
+    if annotation is bool:
+        return "false" if default else "true"
+    if annotation in (int, float):
+        low = next((m.ge if isinstance(m, Ge) else m.gt for m in field.metadata if isinstance(m, Ge | Gt)), 0)
+        high = next((m.le for m in field.metadata if isinstance(m, Le)), None)
+        value = default + 1 if high is None or default + 1 <= high else max(low + 1, default - 1)
+        return str(value)
+    if name.endswith("_HOSTS".lower()):
+        return f"{name.replace('_', '-')}.example"
+    return f"the deployment's {name}"
+
+
+def _file_with_every_setting(tmp_path: Path) -> tuple[Path, dict[str, str]]:
+    chosen = {
+        name.upper(): _other_value(name) for name in Settings.model_fields if name.upper() not in SET_BY_STACK
+    }
+    chosen["TWILIO_CONNECTION_OVERRIDES"] = "rc=3&rp=all"
+    chosen["WEBHOOK_BASE_URL"] = "https://hooks.example.com/burst"
+    read_settings({**{n: "x" for n in SET_BY_STACK}, **chosen})  # every value valid
+    lines = [f"{name}={value!r}" if " " in value else f"{name}={value}" for name, value in chosen.items()]
+    path = tmp_path / "deployment.env"
+    path.write_text("# every setting, none at its default\n" + "\n".join(lines) + "\n")
+    return path, chosen
+
+
+def _synthesized(tmp_path: Path, context: dict[str, Any]) -> dict[str, Any]:
+    from infra import app as cdk_app
+
+    (tmp_path / "code" / "functions").mkdir(parents=True, exist_ok=True)
+    (tmp_path / "code" / "functions" / "__init__.py").write_text("")
+    (tmp_path / "dependencies" / "python").mkdir(parents=True, exist_ok=True)
+    app, stack = cdk_app.build_app(
+        tmp_path / "code", tmp_path / "dependencies", str(tmp_path / "cdk.out"), context
+    )
+    template: dict[str, Any] = app.synth().get_stack_by_name(stack.stack_name).template
+    return template
+
+
+def _environments(template: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    found = {}
+    for resource in template["Resources"].values():
+        if resource["Type"] == "AWS::Lambda::Function":
+            for definition in ALL_FUNCTIONS:
+                if f"/Functions/{definition.logical_id}/" in resource["Metadata"]["aws:cdk:path"]:
+                    found[definition.logical_id] = resource["Properties"]["Environment"]["Variables"]
+    return found
+
+
+def test_every_setting_in_the_file_reaches_every_function_that_reads_it_and_no_other(tmp_path):
+    path, chosen = _file_with_every_setting(tmp_path)
+
+    environments = _environments(_synthesized(tmp_path, {"settings_file": str(path)}))
+
+    assert set(environments) == {d.logical_id for d in ALL_FUNCTIONS}
+    reached = set()
+    for definition in ALL_FUNCTIONS:
+        environment = environments[definition.logical_id]
+        reads = settings_read_by(definition.handler.rpartition(".")[0])
+        for name, value in chosen.items():
+            if name == "WEBHOOK_BASE_URL" and name in reads:  # the stack's URL: the configured one
+                assert environment[name] == value, (definition.logical_id, name)
+            elif name in reads:
+                assert environment.get(name) == value, (definition.logical_id, name)
+                reached.add(name)
+            else:
+                assert name not in environment, (definition.logical_id, name)
+    assert reached | {"WEBHOOK_BASE_URL"} == set(chosen)  # each setting is read by some function
+
+
+def test_a_stack_setting_in_the_file_is_the_context_unless_c_gives_it(tmp_path):
+    from infra.names import StackSettings
+
+    path = tmp_path / "deployment.env"
+    path.write_text("API_RATE_LIMIT=2000\nALARM_EMAIL=oncall@example.com\nBATCH_MODE=quiet\n")
+
+    from_file = StackSettings.from_context({"settings_file": str(path)}.get, Path("."), Path("."))
+    overridden = StackSettings.from_context(
+        {"settings_file": str(path), "api_rate_limit": "3000"}.get, Path("."), Path(".")
+    )
+
+    assert (from_file.api_rate_limit, from_file.alarm_email) == (2000, "oncall@example.com")
+    assert from_file.function_settings == {"BATCH_MODE": "quiet"}
+    assert overridden.api_rate_limit == 3000
+
+
+def test_a_misspelt_value_fails_synth_naming_the_variable_and_not_the_value(tmp_path):
+    path = tmp_path / "deployment.env"
+    path.write_text("BATCH_MODE=adaptve\nMAX_AI_CALLS_PER_HOUR=-5\n")
+
+    with pytest.raises(ValueError) as raised:
+        _synthesized(tmp_path, {"settings_file": str(path)})
+
+    message = str(raised.value)
+    assert "BATCH_MODE" in message and "MAX_AI_CALLS_PER_HOUR" in message
+    assert "adaptve" not in message and "-5" not in message
+
+
+def test_make_synth_says_which_setting_is_amiss_in_one_line(tmp_path, monkeypatch, capsys):
+    from infra import app as cdk_app
+
+    build = tmp_path / "lambda"
+    (build / "code" / "functions").mkdir(parents=True)
+    (build / "dependencies" / "python").mkdir(parents=True)
+    monkeypatch.setattr(cdk_app, "BUILD", build)
+    path = tmp_path / "deployment.env"
+    path.write_text("BATCH_MODE=adaptve\n")
+
+    assert cdk_app.main(["-c", f"settings_file={path}"]) == 2
+
+    (line,) = capsys.readouterr().err.splitlines()
+    assert line.startswith("Not synthesized:") and "BATCH_MODE" in line
+
+
+@pytest.mark.parametrize(
+    ("line", "why"),
+    [
+        ("OPENAI_API_KEY=sk-proj-abcdefghijklmnopqrstuvwxyz0123", "not a setting"),
+        ("TURNS_TABLE=MyTurns", "set by the stack"),
+        ("FALLBACK_REPLY=sk-proj-abcdefghijklmnopqrstuvwxyz0123", "looks like a secret"),
+        ("BATCH_MODE", "no value"),
+    ],
+)
+def test_a_file_that_names_no_setting_the_stacks_own_name_or_a_secret_is_refused(tmp_path, line, why):
+    from infra.deployment_settings import DeploymentSettingsError, read_file
+
+    path = tmp_path / "deployment.env"
+    path.write_text(line + "\n")
+
+    with pytest.raises(DeploymentSettingsError, match=why) as raised:
+        read_file(path)
+    assert "abcdefghij" not in str(raised.value)
+
+
+def test_settings_too_large_for_lambdas_environment_fail_synth_naming_the_function(tmp_path):
+    path = tmp_path / "deployment.env"
+    path.write_text(f"OPENAI_INSTRUCTIONS={'Be brief. ' * 450}\n")
+
+    with pytest.raises(ValueError, match="GenerateReply.*4096"):
+        _synthesized(tmp_path, {"settings_file": str(path)})
+
+
+def test_a_setting_a_function_read_while_the_tests_ran_that_the_stack_would_not_give_it_is_named():
+    from infra.deployment_settings import settings_not_given
+
+    assert settings_not_given([("GenerateReply", "OPENAI_INSTRUCTIONS"), ("Webhook", "BATCH_MODE")]) == []
+    assert settings_not_given([("Webhook", "OPENAI_INSTRUCTIONS")]) == [
+        "NOT GIVEN Webhook: read OPENAI_INSTRUCTIONS, which a settings file would not reach"
+    ]
