@@ -27,7 +27,7 @@ export JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION := 20
 export PYTHONPYCACHEPREFIX := $(CURDIR)/build/pycache
 unexport PYTHONDONTWRITEBYTECODE
 
-.PHONY: help install lock test unit contract emulator e2e infra chaos bench replay capacity demo local runs smoke lint format clean build synth preflight account deploy destroy
+.PHONY: help install lock test unit contract emulator e2e infra chaos bench replay capacity demo local runs console smoke lint format clean build synth preflight account deploy destroy
 
 # The tests run in parallel, one local stack per worker (pytest-xdist): WORKERS=1 runs them
 # in one process. Two workers per core: the tests wait out batch windows about half of the
@@ -76,6 +76,7 @@ lock: $(UV)
 ## Every test, in parallel: unit, contract, state machine on the emulator, end to end over HTTP,
 ## stand-ins, CDK template; then the preflight checklist (IAM judges the AWS calls the tests
 ## recorded) on the template and the asset the tests built (make preflight synthesizes its own).
+## The console's test renders its pages in headless Chromium (Debian's chromium; .ci/run installs it).
 test: install
 	$(PYTEST)
 	$(BIN)/python -m infra.preflight --tested
@@ -106,7 +107,9 @@ emulator: install
 e2e: install
 	$(PYTEST) tests/e2e tests/standins
 
-## The synthesized CDK stack: resources, IAM evaluated, cdk-nag, cfn-lint, the Lambda asset.
+## The synthesized CDK stack: resources, the IAM evaluator and the state machine's own grants, cdk-nag,
+## cfn-lint, the Lambda asset. The functions' own AWS calls are judged at the end of a run that makes
+## them (make test, emulator, e2e), or from the last run's calls by python -m infra.iam.
 infra: install
 	$(PYTEST) tests/infra
 
@@ -130,6 +133,10 @@ local: install
 ## Inspect runs: make runs ARGS="list --status FAILED" or ARGS="show <execution name>".
 runs: install
 	$(BIN)/python -m infra.runs $(or $(ARGS),list)
+
+## The console, read-only, for a deployed stack: conversations, bursts and runs (docs/console.md).
+console: install
+	$(BIN)/python -m infra.console $(ARGS)
 
 ## Watch the first message: make smoke ARGS="--from whatsapp:+1..." sends a signed test message
 ## to the deployed webhook and follows its run to the reply (docs/deploying.md).

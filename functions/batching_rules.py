@@ -37,12 +37,16 @@ class BatchingRules(BaseModel):
     quiet_seconds: Positive = 3
     typing_gap_seconds: Annotated[float, Field(ge=0)] = 2
     typing_quiet_seconds: Positive = 6
-    quiet_min_seconds: Positive = 1
-    quiet_max_seconds: Positive = 12
+    quiet_min_seconds: Positive = 2.5
+    quiet_max_seconds: Positive = 20
     max_messages: Annotated[int, Field(ge=0)] = 0  # 0: no limit
     # A JSON array: strict as JSON is (a list is a tuple), not as Python is.
     flush_keywords: Annotated[tuple[str, ...], Field(strict=False)] = ()
     answer: Literal["ai", "human"] = "ai"
+    # Typed words that hand the conversation off to a person, and what it is told then
+    # (functions/logic/rules/handoff.py).
+    handoff_keywords: Annotated[tuple[str, ...], Field(strict=False)] = ()
+    handoff_reply: str = ""
     on_newer: Literal["merge", "next"] = "merge"
     max_regenerations: Annotated[int, Field(ge=0)] = 2
 

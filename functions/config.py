@@ -7,37 +7,19 @@ import os
 from functools import cache
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationError
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError
 
 from functions import stack_names
 from functions.default_model import DEFAULT_MODEL
 from functions.public_url import PublicBase, public_base
+from functions.setting_values import (  # noqa: F401 (read_flag: also for infra/names.py)
+    BatchMode,
+    Flag,
+    Name,
+    read_flag,
+    read_template_variables,
+)
 from functions.stack_names import STACK_NAME
-
-Name = Annotated[str, Field(min_length=1)]  # a resource's name: never empty
-# How a burst's end is found (functions/logic/rules/debounce.py); a project's or a
-# conversation's own rules take the same values.
-BatchMode = Literal["fixed", "quiet", "adaptive"]
-
-# How a yes-or-no setting may be written, in any case and with spaces around it: the one
-# definition the functions' settings, the CDK context (infra/names.py) and the local stack
-# (infra/local/stack.py) share.
-_TRUE = frozenset({"1", "true", "t", "yes", "y", "on"})
-_FALSE = frozenset({"0", "false", "f", "no", "n", "off"})
-
-
-def read_flag(value: str | bool | int) -> bool:
-    """A yes-or-no setting: True, False, or one of their usual spellings ("true", "1",
-    "yes", "on", ... and their opposites). Anything else is a ValueError, never False."""
-    if isinstance(value, bool):
-        return value
-    written = str(value).strip().lower()
-    if written in _TRUE | _FALSE:
-        return written in _TRUE
-    raise ValueError(f"not a yes-or-no value: write one of {sorted(_TRUE)} or {sorted(_FALSE)}")
-
-
-Flag = Annotated[bool, BeforeValidator(read_flag)]
 
 
 class Settings(BaseModel):
@@ -66,8 +48,8 @@ class Settings(BaseModel):
     quiet_seconds: Annotated[float, Field(gt=0)] = 3
     typing_gap_seconds: Annotated[float, Field(ge=0)] = 2
     typing_quiet_seconds: Annotated[float, Field(gt=0)] = 6
-    quiet_min_seconds: Annotated[float, Field(gt=0)] = 1  # adaptive mode's bounds
-    quiet_max_seconds: Annotated[float, Field(gt=0)] = 12
+    quiet_min_seconds: Annotated[float, Field(gt=0)] = 2.5  # adaptive mode's bounds (docs/decisions.md)
+    quiet_max_seconds: Annotated[float, Field(gt=0)] = 20
     max_wait_seconds: Annotated[float, Field(gt=0)] = 60
     max_batch_messages: Annotated[int, Field(ge=0)] = 0
     # A fragment that arrives while the reply is being generated: `merge` answers it in
@@ -82,6 +64,9 @@ class Settings(BaseModel):
     max_batch_size: Annotated[int, Field(ge=1, le=100)] = 50
     max_batch_bytes: Annotated[int, Field(ge=12_000, le=300_000)] = 64_000
     flush_keywords: str = ""  # comma-separated
+    # Typed words that hand a conversation to a person, and what it is told (handoff.py).
+    handoff_keywords: str = ""
+    handoff_reply: str = "A person will answer you here soon."
     lock_lease_seconds: Annotated[int, Field(ge=30)] = 600
     auto_create_conversations: Flag = False
     # Answered staged messages are kept as bodiless tombstones this long, so that a
@@ -115,6 +100,9 @@ class Settings(BaseModel):
     # templates; a template without a Messaging Service is not sent (logged as an error).
     whatsapp_template_content_sid: str = ""
     twilio_messaging_service_sid: str = ""
+    # Its variables, sent as its ContentVariables (a JSON object, `{"1": "our shop"}`);
+    # empty: none, and Twilio fills in the template's sample values.
+    whatsapp_template_variables: Annotated[str, AfterValidator(read_template_variables)] = ""
     # WhatsApp: the one message that confirms an opt-out (Twilio confirms an SMS opt-out
     # itself); empty sends none.
     opt_out_confirmation: str = (
@@ -210,17 +198,21 @@ class Settings(BaseModel):
     # $1.00 per million; docs/decisions.md). 0: no compaction (the input grows with the
     # conversation up to the model's window, where `truncation: auto` cuts it).
     openai_max_context_tokens: Annotated[int, Field(ge=0)] = 4_000
-    # The cap on a reply's tokens, reasoning included (a WhatsApp or SMS reply is short).
-    openai_max_output_tokens: Annotated[int, Field(ge=16)] = 2048
+    # The cap on a reply's tokens, reasoning included; a response that spends it all on
+    # reasoning is asked once more with twice the room (functions/logic/rules/output_room.py).
+    openai_max_output_tokens: Annotated[int, Field(ge=16)] = 4096
+    # `reasoning.effort`, sent to a model that takes one (openai_models.py); empty: its own.
+    openai_reasoning_effort: Literal["", "none", "minimal", "low", "medium", "high", "xhigh"] = "low"
     twilio_timeout_seconds: float = 10.0
     # WhatsApp: one "typing…" indicator per burst, on its last message, when the reply is
     # asked for (it marks the message read), refreshed once if the reply is still being
-    # written 20 s later (functions/logic/shared/typing_indicator.py). SMS has none.
+    # written 26 s later (functions/logic/shared/typing_indicator.py). SMS has none.
     typing_indicator: Flag = True
     # How long an attempt that finds a message in doubt (an earlier attempt may have sent
     # it) waits for its delivery receipt, a status callback, when neither a recorded
     # callback nor Twilio's Messages list shows it, before sending it again
     # (functions/logic/shared/send_once.py). Inside the function: Send Reply's timeout is 60 s.
+    # Every message's ValidityPeriod is this less 2 s (twilio_messages.validity_period_seconds).
     delivery_receipt_wait_seconds: Annotated[float, Field(ge=0, le=20)] = 10.0
     # The pause between the parts of one reply: WhatsApp limits the messages to one
     # recipient from one number (63018; the Sandbox allows one every 3 s).
@@ -262,6 +254,8 @@ class Settings(BaseModel):
             "on_newer": self.on_newer,
             "max_regenerations": self.max_regenerations,
             "flush_keywords": tuple(k.strip() for k in self.flush_keywords.split(",") if k.strip()),
+            "handoff_keywords": tuple(k.strip() for k in self.handoff_keywords.split(",") if k.strip()),
+            "handoff_reply": self.handoff_reply,
         }
 
 

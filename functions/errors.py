@@ -41,6 +41,13 @@ class NewerFragments(Exception):
     again ("Answer Again With Newer Fragments"), at most `max_regenerations` times."""
 
 
+class AICredentialsRefused(AIPermanentError):
+    """OpenAI refused the key (401 `invalid_api_key`: revoked, rotated, another project's),
+    also once the key was read again past its cache. The configuration is at fault, not the
+    user: the batch is kept pending, no attempt is counted, and the run ends FAILED
+    (alarmed: AICredentialsRefused) until the secret holds a key OpenAI accepts."""
+
+
 class AIModelUnavailable(Exception):
     """OpenAI does not serve the model asked for (404 `model_not_found`: shut down,
     misspelt, or not open to the key's project), nor the fallback model if one is set. The
@@ -66,6 +73,14 @@ class TwilioPermanentError(Exception):
     def __init__(self, message: str, code: int | None = None) -> None:
         super().__init__(message)
         self.code = code
+
+
+class TwilioCredentialsRefused(TwilioPermanentError):
+    """Twilio refused the tenant's credentials (HTTP 401, code 20003: the token was rotated
+    or revoked), also once the secret was read again. The configuration is at fault, not
+    the user: the batch is kept pending, no attempt is counted, and the run ends FAILED
+    (alarmed: TwilioCredentialsRefused) until the tenant's secret holds the token Twilio
+    accepts (python -m infra.tenants add)."""
 
 
 class SecretOutsideTenant(Exception):

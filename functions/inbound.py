@@ -34,6 +34,10 @@ def ascii_count(value: object) -> int | None:
 
 
 MESSAGE_SID = r"^(SM|MM)[0-9a-fA-F]{32}$"
+# A sender's address: an E.164 number ("+" and at most 15 digits, the first not 0:
+# https://www.twilio.com/docs/glossary/what-e164), prefixed `whatsapp:` on WhatsApp. It forms
+# the conversation's keys and the counters', so anything else is refused before it forms one.
+SENDER_ADDRESS = r"^(whatsapp:)?\+[1-9][0-9]{1,14}$"
 
 # Twilio's default opt-out and opt-in keywords: a message that is exactly one of them
 # (one word, any case) opts the sender out of, or back into, messages from the number
@@ -129,7 +133,7 @@ class InboundMessage(MessageContent):
 
     message_sid: Annotated[str, Field(pattern=MESSAGE_SID)]
     account_sid: Annotated[str, Field(pattern=ACCOUNT_SID.pattern)]
-    from_address: Annotated[str, Field(min_length=3, max_length=100)]
+    from_address: Annotated[str, Field(pattern=SENDER_ADDRESS)]
     to_address: Annotated[str, Field(min_length=3, max_length=100)]
     num_media: Annotated[int, Field(ge=0, le=MAX_MEDIA)] = 0
     profile_name: str | None = None

@@ -44,6 +44,8 @@ class FunctionDefinition:
     input_model: type | None = None  # a task's input and output (functions/contract.py)
     output_model: type | None = None
     routes: tuple[str, ...] = ()  # the API resources it answers (POST), if an endpoint
+    # The detail types of the events on the service's bus that a rule delivers to it.
+    detail_types: tuple[str, ...] = ()
 
     @property
     def module(self) -> str:
@@ -85,6 +87,13 @@ STATUS_CALLBACK = FunctionDefinition(
 )
 # Run every minute by a schedule: see functions/logic/entry_points/reconciler.py.
 RECONCILER = FunctionDefinition("Reconciler", timeout_seconds=120)
+# A helpdesk's commands, events on the bus: see functions/logic/entry_points/conversation_commands.py.
+# Its timeout holds a reply's send (a receipt waited for, parts paced) and OpenAI's time.
+CONVERSATION_COMMANDS = FunctionDefinition(
+    "ConversationCommands",
+    timeout_seconds=90,
+    detail_types=("conversation.pause", "conversation.resume", "conversation.reply"),
+)
 
 # One row per task state, in the order of a run: its name in the console, its input and
 # output, and what its function may take.
@@ -100,7 +109,7 @@ TASKS = (
 )
 
 ENDPOINTS = (WEBHOOK, STATUS_CALLBACK)
-ALL_FUNCTIONS = (*ENDPOINTS, RECONCILER, *TASKS)
+ALL_FUNCTIONS = (*ENDPOINTS, RECONCILER, CONVERSATION_COMMANDS, *TASKS)
 BY_NAME = {f.logical_id: f for f in ALL_FUNCTIONS}
 
 BY_STATE = {f.state: f for f in TASKS}

@@ -12,11 +12,16 @@ asset (build/lambda). Prints a checklist; any red line fails it.
   it alone.
 - Lock: uv.lock matches pyproject.toml, and the layer holds what it pins.
 - Alarms: every alarm notifies someone.
-- Model: no configured OpenAI model is within 30 days of its announced shutdown.
-- Bus policy: the event bus's policy is in the form EventBridge accepts."""
+- Model: no configured OpenAI model (OPENAI_MODEL, OPENAI_FALLBACK_MODEL,
+  TRANSCRIPTION_MODEL) is within 30 days of its shutdown: the date OpenAI's models API
+  reports when OPENAI_API_KEY is set, else the announced one the project lists.
+- Bus policy: the event bus's policy is in the form EventBridge accepts.
+- WhatsApp template: found through Twilio's Content API, its variables given
+  (preflight_template.py), when TWILIO_ACCOUNT_SID and TWILIO_AUTH_TOKEN are set."""
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 from collections.abc import Callable
@@ -25,8 +30,11 @@ from datetime import UTC, date, datetime
 from pathlib import Path
 from typing import Any
 
-from functions.integrations.openai_models import warn_if_retiring
-from infra import build_lambda, checks
+import openai
+
+from functions.config import Settings
+from functions.integrations.openai_models import retiring_warning, shutdown_of
+from infra import build_lambda, checks, preflight_template
 from infra.iam import CALLS_FILE, TEMPLATE_FILE, TESTED_TEMPLATE_FILE, evaluate_recording, load_template
 from infra.iam.template import Deployed
 from infra.local.aws_calls import load
@@ -105,13 +113,49 @@ def alarms(template: dict[str, Any]) -> Line:
     return Line(bool(every) and not silent, "Alarms", detail)
 
 
-def model(template: dict[str, Any], today: date | None = None) -> Line:
+# The settings that name an OpenAI model (TRANSCRIPTION_MODEL: speech to text), as Generate
+# Reply is given them, or their defaults.
+MODEL_SETTINGS = ("OPENAI_MODEL", "OPENAI_FALLBACK_MODEL", "TRANSCRIPTION_MODEL")
+
+
+def model(
+    template: dict[str, Any], today: date | None = None, announced: dict[str, date | None] | None = None
+) -> Line:
+    """Every configured model, against its shutdown date: the one OpenAI's models API
+    reports (`announced`; looked up when OPENAI_API_KEY is set), else the list's
+    (functions/integrations/openai_models.py)."""
     today = today or datetime.now(UTC).date()
     variables = _functions(template)["GenerateReply"]["Properties"]["Environment"]["Variables"]
-    chosen = {k: variables.get(k, "") for k in ("OPENAI_MODEL", "OPENAI_FALLBACK_MODEL")}
-    warnings = [w for k, m in chosen.items() if m for w in [warn_if_retiring(m, today, setting=k)] if w]
-    shown = ", ".join(f"{k}={m}" for k, m in chosen.items() if m)
-    return Line(not warnings, "Model", "; ".join(warnings) or f"{shown}: no shutdown within 30 days")
+    defaults = {name: str(Settings.model_fields[name.lower()].default or "") for name in MODEL_SETTINGS}
+    chosen = {k: m for k in MODEL_SETTINGS if (m := variables.get(k, defaults[k]))}
+    if announced is None:
+        announced = api_shutdowns(set(chosen.values()))
+    warnings = [
+        w
+        for k, m in chosen.items()
+        if (w := retiring_warning(m, announced[m] if m in announced else shutdown_of(m), today, setting=k))
+    ]
+    shown = ", ".join(f"{k}={m}" for k, m in chosen.items())
+    source = " (dates from OpenAI's models API)" if announced else ""
+    return Line(not warnings, "Model", "; ".join(warnings) or f"{shown}: no shutdown within 30 days{source}")
+
+
+def api_shutdowns(models: set[str], client: Any = None) -> dict[str, date | None]:
+    """The shutdown date OpenAI's models API reports for each model (`shutdown_date`, None:
+    none announced), when OPENAI_API_KEY is set (OPENAI_BASE_URL, if set, is where); {}
+    without a key. A model the API does not answer for is left to the list."""
+    if client is None:
+        if not os.environ.get("OPENAI_API_KEY"):
+            return {}
+        client = openai.OpenAI(max_retries=1, timeout=10)
+    found: dict[str, date | None] = {}
+    for name in sorted(models):
+        try:
+            shutdown = client.models.retrieve(name).shutdown_date
+        except openai.OpenAIError:
+            continue
+        found[name] = date.fromisoformat(shutdown[:10]) if shutdown else None
+    return found
 
 
 def bus_policy(template: dict[str, Any]) -> Line:
@@ -133,6 +177,13 @@ def bus_policy(template: dict[str, Any]) -> Line:
     return Line(bool(policies) and not problems, "Bus policy", detail)
 
 
+def whatsapp_template(template: dict[str, Any]) -> Line:
+    """The WhatsApp template, fetched through Twilio's Content API (preflight_template.py)."""
+    variables = _functions(template)[preflight_template.SENDER]["Properties"]["Environment"]["Variables"]
+    ok, detail = preflight_template.check(variables)
+    return Line(ok, "WhatsApp template", detail)
+
+
 CHECKS: tuple[Callable[[dict[str, Any]], Line], ...] = (
     iam,
     runtime,
@@ -141,6 +192,7 @@ CHECKS: tuple[Callable[[dict[str, Any]], Line], ...] = (
     alarms,
     model,
     bus_policy,
+    whatsapp_template,
 )
 
 

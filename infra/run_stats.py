@@ -8,7 +8,10 @@ the webhook's SplitBursts), so that they can be read locally, or on AWS without 
   the replies sent;
 - SplitBursts: batches whose first fragment came within SPLIT_SECONDS of the reply before
   (the time it was recorded sent, as the conversation's `last_reply_at` is);
-- RepliesDiscarded is a metric only: the tables keep no discarded reply.
+- RepliesDiscarded is a metric only: the tables keep no discarded reply;
+- HandedOffBatches: batches recorded for a person (not answered by the assistant, or
+  answered only with HANDOFF_REPLY), and the conversations they belong to (the metric
+  HandedOff counts the hand-offs themselves); PersonReplies: a person's replies sent.
 
 Only keys, times and counts are read (no bodies)."""
 
@@ -23,12 +26,13 @@ from typing import Any
 
 from boto3.dynamodb.types import TypeDeserializer
 
+from functions import clock
 from functions.batching_rules import BURST_END_REASONS
 from functions.dal import expressions
 from functions.dal.models import Turn, from_dynamo
 from functions.dal.tables import assistant_turn_id
-from functions.logic.rules import clock
 from functions.logic.rules.debounce import splits_a_burst
+from functions.logic.rules.handoff import HANDED_OFF, PERSON
 
 _SPAN = re.compile(r"^(\d+(?:\.\d+)?)([smhd])$")
 _UNITS = {"s": "seconds", "m": "minutes", "h": "hours", "d": "days"}
@@ -55,6 +59,9 @@ class BurstStats:
     fragments_per_reply: list[int] = field(default_factory=list)
     reply_delays_ms: list[int] = field(default_factory=list)
     split_bursts: int = 0
+    handed_off_batches: int = 0
+    handed_off: set[str] = field(default_factory=set)  # their conversations
+    person_replies: int = 0
 
     def lines(self) -> list[str]:
         ends = ", ".join(f"{r} {self.burst_ends.get(r, 0)}" for r in BURST_END_REASONS)
@@ -68,6 +75,8 @@ class BurstStats:
             f"  ReplyDelay          {_spread_ms(delays)} ({len(delays)} replies)",
             f"  SplitBursts         {self.split_bursts} (begun within {self.split_seconds:g} s of a reply)",
             "  RepliesDiscarded    a metric only (CloudWatch): the tables keep no discarded reply",
+            f"  HandedOffBatches    {self.handed_off_batches} (of {len(self.handed_off)} conversations)",
+            f"  PersonReplies       {self.person_replies} (sent from a helpdesk)",
         ]
 
 
@@ -87,12 +96,17 @@ def burst_stats(turns: Iterable[Turn], since: datetime, split_seconds: float) ->
                 _count_batch(stats, user, reply)
             if user.first_received_at and user.first_received_at >= start:
                 stats.split_bursts += _split(replies, user.first_received_at, split_seconds)
+        written = [t for t in conversation.values() if t.written_by == PERSON and t.sent_at]
+        stats.person_replies += sum(1 for t in written if (t.sent_at or "") >= start)
     return stats
 
 
 def _count_batch(stats: BurstStats, user: Turn, reply: Turn | None) -> None:
     stats.batches += 1
     stats.burst_ends[user.burst_ended_by or "unknown"] += 1
+    if user.status == "handed_off" or (reply is not None and reply.limited == HANDED_OFF):
+        stats.handed_off_batches += 1
+        stats.handed_off.add(user.conversation_id)
     if reply is None or reply.status != "sent" or not reply.message_sids:
         return  # no reply to the batch: handed off, limited, or nothing sent
     stats.fragments_per_reply.append(user.message_count)
@@ -115,7 +129,8 @@ def scan_turns(dynamodb: Any, table: str, since: datetime, split_seconds: float)
         "TableName": table,
         "ProjectionExpression": expressions.TURN_FIGURES,
         "FilterExpression": expressions.TURNS_SINCE,
-        "ExpressionAttributeNames": {"#role": "role", "#status": "status"},
+        # `limited` is one of DynamoDB's reserved words, as `role` and `status` are.
+        "ExpressionAttributeNames": {"#role": "role", "#status": "status", "#limited": "limited"},
         "ExpressionAttributeValues": {":early": {"S": early}},
     }
     deserialize = TypeDeserializer().deserialize

@@ -235,8 +235,8 @@ def _command(args: argparse.Namespace) -> int:
 
 
 def _stats(since: str) -> int:
+    from functions import clock
     from functions.config import Settings  # SPLIT_SECONDS, as the webhook reads it
-    from functions.logic.rules import clock
     from infra.run_stats import burst_stats, parse_since, scan_turns
 
     try:

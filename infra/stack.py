@@ -11,10 +11,11 @@ from constructs import Construct
 
 from functions.dal.tables import ALL_TABLES
 from functions.public_url import PublicBase
-from functions.registry import ALL_FUNCTIONS, RECONCILER, STATUS_CALLBACK, WEBHOOK
+from functions.registry import ALL_FUNCTIONS, CONVERSATION_COMMANDS, RECONCILER, STATUS_CALLBACK, WEBHOOK
 from infra.constructs.alarm_topic import AlarmTopic
 from infra.constructs.api import WebhookApi
 from infra.constructs.api_gateway_account import ApiGatewayAccount
+from infra.constructs.conversation_commands import ConversationCommandsRule
 from infra.constructs.credentials import Credentials
 from infra.constructs.event_bus import AnsweredBatchBusPolicy
 from infra.constructs.functions import Functions
@@ -55,9 +56,7 @@ class BurstReplyStack(Stack):
             functions=functions,
             state_machine_arn=workflow.arn,
         )
-        AnsweredBatchBusPolicy(
-            self, "EventsPolicy", bus=bus, publisher=functions["RecordTurnsAndReleaseLock"]
-        )
+        self._on_the_bus(bus, functions)
         api = WebhookApi(
             self, "Webhook", settings, functions[WEBHOOK.logical_id], functions[STATUS_CALLBACK.logical_id]
         )
@@ -76,6 +75,14 @@ class BurstReplyStack(Stack):
         )
         self._outputs(tables, credentials, bus, workflow, api)
         self.tables, self.functions, self.workflow, self.api = tables, functions, workflow, api
+
+    def _on_the_bus(self, bus: events.EventBus, functions: Functions) -> None:
+        """Who may put the service's own events on the bus, and the rule for a helpdesk's commands."""
+        AnsweredBatchBusPolicy(
+            self, "EventsPolicy", bus=bus, publisher=functions["RecordTurnsAndReleaseLock"]
+        )
+        commands = functions[CONVERSATION_COMMANDS.logical_id]
+        ConversationCommandsRule(self, "ConversationCommands", bus=bus, function=commands)
 
     @staticmethod
     def _give_public_base(settings: StackSettings, functions: Functions, api: WebhookApi) -> PublicBase:

@@ -10,7 +10,10 @@
 `add` reads the account's auth token from standard input (never from the command line, so
 that it stays out of shell history and process lists), stores it in Secrets Manager as
 <TwilioTenantSecretPrefix><AccountSid> and the numbers in the Tenants table; adding to an
-existing tenant adds numbers and replaces its token. A number owned by another tenant is
+existing tenant adds numbers and replaces its token. Each new token or signing key gets a
+new token version, written in the secret and then on the tenant's item: a webhook that sees
+another version on the item than in the secret it holds reads the secret again (no
+Lambda waits out its cache for a rotated token). A number owned by another tenant is
 refused: `move` hands a number over in one transaction. `remove` without numbers removes
 the tenant, its numbers and its secrets. `signing-key` stores the secret of a Twilio
 SharedKey (read from standard input) for webhooks signed with HMAC-SHA256; `openai-key`
@@ -29,17 +32,18 @@ import argparse
 import getpass
 import json
 import sys
+import uuid
 from dataclasses import dataclass
 from typing import Any
 
 import boto3
 from botocore.exceptions import ClientError
 
+from functions import clock
 from functions.dal import tenants
 from functions.dal.models import Tenant
 from functions.dal.tables import TENANTS
 from functions.inbound import ACCOUNT_SID
-from functions.logic.rules import clock
 from infra import stack_lookup
 
 
@@ -76,7 +80,7 @@ class TenantAdmin:
         name = self.names.twilio_prefix + account_sid
         signing_keys = self._read(name).get("signing_keys", {})
         credentials = {"account_sid": account_sid, "auth_token": auth_token, "signing_keys": signing_keys}
-        self._put(name, credentials, f"Twilio credentials of tenant {account_sid}")
+        self._put_credentials(account_sid, credentials)
 
     def tenants(self) -> list[Tenant]:
         return tenants.all_tenants(self.names.tenants_table)
@@ -101,7 +105,7 @@ class TenantAdmin:
                 f"{account_sid} has no Twilio credentials (add it first), or the secret is empty"
             )
         credentials.setdefault("signing_keys", {})[key_sid] = secret
-        self._put(name, credentials, f"Twilio credentials of tenant {account_sid}")
+        self._put_credentials(account_sid, credentials)
 
     def set_openai_key(self, account_sid: str, api_key: str, name: str = "") -> str:
         _check_account(account_sid)
@@ -110,6 +114,15 @@ class TenantAdmin:
         secret_name = self.names.openai_prefix + account_sid + (f"/{name}" if name else "")
         self._put(secret_name, {"api_key": api_key}, f"OpenAI key of tenant {account_sid}")
         return secret_name
+
+    def _put_credentials(self, account_sid: str, credentials: dict[str, Any]) -> None:
+        """Store the tenant's Twilio credentials under a new token version, then name that
+        version on its item: the secret holds it before any webhook is told of it."""
+        version = uuid.uuid4().hex
+        name = self.names.twilio_prefix + account_sid
+        versioned = {**credentials, "token_version": version}
+        self._put(name, versioned, f"Twilio credentials of tenant {account_sid}")
+        tenants.set_token_version(account_sid, version, self.names.tenants_table)
 
     def _read(self, name: str) -> dict[str, Any]:
         try:

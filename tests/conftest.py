@@ -79,8 +79,17 @@ def configure(monkeypatch: pytest.MonkeyPatch) -> Iterator[Any]:
 # synthesized template's policies (infra/iam). A call IAM would deny fails the run. Under
 # pytest-xdist each worker runs its own stack and hands its calls (and the template, if it
 # synthesized one) to the controller, which merges them and evaluates every worker's calls.
+# No test can run after every worker is done, so each verdict is reported as a test of its
+# own (END_OF_SESSION_TESTS), passed or failed, through the hook every reporter listens to:
+# the terminal counts it, JUnit lists it, --lf remembers it (and, finding no such item to
+# collect, runs everything again, which evaluates the calls again).
+END_OF_SESSION_TESTS = {
+    "iam": "tests/conftest.py::every AWS call the functions made is allowed by their roles",
+    "settings": "tests/conftest.py::every setting the functions read reaches them from a deployment",
+}
 
 
+@pytest.hookimpl(tryfirst=True)  # before junitxml and the cache write what they saw
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     config = session.config
     own = _own_recording()
@@ -103,8 +112,30 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     from infra.deployment_settings import settings_not_given
 
     config.stash[_SETTINGS_REPORT] = settings_not_given(merged.settings_read)
+    denials = [line for line in report.lines() if not line.startswith("unused")]
+    _report_as_a_test(config, END_OF_SESSION_TESTS["iam"], denials)
+    _report_as_a_test(config, END_OF_SESSION_TESTS["settings"], config.stash[_SETTINGS_REPORT])
     if not report.ok or config.stash[_SETTINGS_REPORT]:
         session.exitstatus = pytest.ExitCode.TESTS_FAILED
+
+
+def _report_as_a_test(config: pytest.Config, nodeid: str, failures: list[str]) -> None:
+    """One end-of-session verdict, as the report of a test: failed with `failures`, or passed."""
+    path, _, name = nodeid.partition("::")
+    report = pytest.TestReport(
+        nodeid=nodeid,
+        location=(path, 0, name),
+        keywords={name: 1},
+        outcome="failed" if failures else "passed",
+        longrepr="\n".join(failures) if failures else None,
+        when="call",
+        sections=[],
+        duration=0.0,
+        start=0.0,
+        stop=0.0,
+        user_properties=[],
+    )
+    config.hook.pytest_runtest_logreport(report=report)
 
 
 @pytest.hookimpl(optionalhook=True)

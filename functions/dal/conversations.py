@@ -112,6 +112,37 @@ def set_opted_out(conversation_id: str, opted_out: bool, at: str, by: str) -> No
     )
 
 
+def pause(conversation_id: str, at: str, by: str, until: str | None, message: str | None = None) -> bool:
+    """Hand the conversation off to a person from `at` (until `until`; None: until resumed).
+    A pause by a keyword's `message` holds only if the conversation was not paused already
+    (False then); any other pause replaces the one before."""
+    optional = {"paused_until": until, "paused_by_message": message}  # absent when None
+    sets = "".join(f", {field} = :{field}" for field, value in optional.items() if value)
+    removed = [field for field, value in optional.items() if not value]
+    given = {":at": at, ":by": by, **{f":{field}": value for field, value in optional.items() if value}}
+    try:
+        _table().update_item(
+            Key={"conversation_id": conversation_id},
+            UpdateExpression=expressions.PAUSE + sets + (" REMOVE " + ", ".join(removed) if removed else ""),
+            ConditionExpression=expressions.NOT_PAUSED if message else expressions.IS_A_CONVERSATION,
+            ExpressionAttributeValues=given,
+        )
+    except ClientError as error:
+        if dynamo.condition_failed(error) and message:
+            return False
+        raise
+    return True
+
+
+def resume(conversation_id: str) -> None:
+    """The assistant answers the conversation again."""
+    _table().update_item(
+        Key={"conversation_id": conversation_id},
+        UpdateExpression=expressions.RESUME,
+        ConditionExpression=expressions.IS_A_CONVERSATION,
+    )
+
+
 def claim_limited_notice(conversation_id: str, now: int, every_seconds: int) -> bool:
     """True for the one caller that may tell the person a limit stopped their reply: none
     was told within `every_seconds` before `now` (epoch seconds)."""

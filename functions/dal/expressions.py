@@ -29,6 +29,14 @@ LIMITED_NOTICE_DUE = "attribute_not_exists(limited_notice_at) OR limited_notice_
 RECORD_DELIVERY_FAILURE = (
     "SET last_delivery_error = :code, last_delivery_error_at = :at ADD delivery_failures :one"
 )
+# Handed off to a person (functions/logic/shared/handoff.py); a keyword pauses only a
+# conversation not paused already (or paused by this very message: a retry).
+PAUSE = "SET paused_at = :at, paused_by = :by"
+NOT_PAUSED = (
+    "attribute_exists(conversation_id) AND (attribute_not_exists(paused_at) OR paused_until < :at"
+    " OR paused_by_message = :paused_by_message)"
+)
+RESUME = "REMOVE paused_at, paused_by, paused_until, paused_by_message"
 
 # --- staged messages --------------------------------------------------------------------
 OF_CONVERSATION = "conversation_id = :conversation"
@@ -67,6 +75,11 @@ ARRIVE = (
 
 # --- turns ------------------------------------------------------------------------------
 IS_A_TURN = "attribute_exists(turn_id)"
+# A person's reply (functions/dal/person_replies.py): written once, sent, its OpenAI item.
+NEW_TURN = "attribute_not_exists(turn_id)"
+PERSON_REPLY_SENT = "SET #status = :sent, sent_at = if_not_exists(sent_at, :at)"
+CLAIM_ITEM = "SET item_since = if_not_exists(item_since, :now)"
+RECORD_ITEM = "SET item_ids = :ids"
 SET_TRANSCRIPTS = "SET transcripts = :t"
 # A reply part's MessageSid, appended in part order (the condition is built in turns.py),
 # and when Twilio accepted the turn's first part (ReplyDelay).
@@ -78,7 +91,7 @@ APPEND_MESSAGE_SID = (
 # since `:early`.
 TURN_FIGURES = (
     "conversation_id, turn_id, window_id, #role, #status, message_count, message_sids, first_received_at, "
-    "last_received_at, answered_at, burst_ended_by, first_part_at, sent_at"
+    "last_received_at, answered_at, burst_ended_by, first_part_at, sent_at, #limited, written_by"
 )
 TURNS_SINCE = "answered_at >= :early OR sent_at >= :early OR first_received_at >= :early"
 # A batch window's turns (infra.runs): `:w` is functions.dal.tables.turn_ids_of_window.
@@ -130,6 +143,7 @@ NUMBER_IS_OURS = "account_sid = :sid"
 GIVE_NUMBER = "SET account_sid = :to"
 NUMBER_IS_THEIRS = "account_sid = :from"
 IS_A_TENANT = "attribute_exists(tenant_key)"
+SET_TOKEN_VERSION = "SET token_version = :version"
 TENANT_ACCOUNTS = "begins_with(tenant_key, :account)"
 
 # --- usage counters (cost limits) -------------------------------------------------------
@@ -150,3 +164,6 @@ SUBSTITUTIONS = {
     "StagedKeysProjection": STAGED_KEYS,
     "IsThisWindowCondition": IS_THIS_WINDOW,
 }
+
+# What the console (infra/console) reads of a batch set aside: its keys and status only.
+SET_ASIDE_TURN_FIELDS = "conversation_id, turn_id, #r, #s, window_id, failed_at"

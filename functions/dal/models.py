@@ -87,6 +87,12 @@ class Conversation(TableItem):
     burst_closed_ms: int | None = None
     # When the last reply was recorded sent (a fragment soon after it: SplitBursts).
     last_reply_at: str | None = None
+    # Handed off to a person (functions/logic/shared/handoff.py): since when, until when
+    # (None: until resumed), by whom (operator, helpdesk, keyword) and, by a keyword, its message.
+    paused_at: str | None = None
+    paused_until: str | None = None
+    paused_by: str | None = None
+    paused_by_message: str | None = None
 
 
 class AIRequest(TableItem):
@@ -268,6 +274,8 @@ class Turn(TableItem):
     processing_time_ms: int | None = None
     # The cost limit that applied to this batch, if any (functions/logic/shared/limits.py).
     limited: str | None = None
+    # An assistant turn a person wrote (a helpdesk's conversation.reply): "person".
+    written_by: str | None = None
 
 
 class Tenant(TableItem):
@@ -276,3 +284,6 @@ class Tenant(TableItem):
     account_sid: str
     numbers: list[str] = []
     created_at: str = ""
+    # The version of its credentials (token, signing keys) that its secret holds, written by
+    # infra/tenants.py after the secret: a webhook holding another reads the secret again.
+    token_version: str = ""

@@ -108,6 +108,23 @@ def register(account_sid: str, numbers: list[str], now: str, table: str | None =
     forget(account_sid)
 
 
+def set_token_version(account_sid: str, version: str, table: str | None = None) -> None:
+    """Name the version of the tenant's credentials that its secret now holds (written after
+    the secret): a webhook that holds another reads the secret again (secrets.py)."""
+    try:
+        _table(table).update_item(
+            Key={"tenant_key": ACCOUNT + account_sid},
+            UpdateExpression=expressions.SET_TOKEN_VERSION,
+            ConditionExpression=expressions.IS_A_TENANT,
+            ExpressionAttributeValues={":version": version},
+        )
+    except ClientError as error:
+        if error.response["Error"]["Code"] == "ConditionalCheckFailedException":
+            raise TenantChangeRefused(f"{account_sid} is not a tenant") from error
+        raise
+    forget(account_sid)
+
+
 def remove(account_sid: str, numbers: list[str] | None = None, table: str | None = None) -> list[str]:
     """Remove some of a tenant's numbers, or (no numbers named) the tenant and all its
     numbers. The numbers removed."""
@@ -206,4 +223,5 @@ def _tenant(item: dict[str, Any]) -> Tenant:
         account_sid=str(item["account_sid"]),
         numbers=sorted(item.get("numbers") or ()),
         created_at=str(item.get("created_at", "")),
+        token_version=str(item.get("token_version", "")),
     )

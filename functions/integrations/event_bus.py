@@ -1,5 +1,6 @@
 """Events for other services: one `batch.answered` event per answered batch on the
-service's EventBridge bus (as the seeds' buffer service emits messages.batch.ready)."""
+service's EventBridge bus (as the seeds' buffer service emits messages.batch.ready), and one
+`batch.handed_off` per batch recorded for a person instead (functions/logic/shared/handoff.py)."""
 
 from __future__ import annotations
 
@@ -13,6 +14,7 @@ from functions.config import get_settings
 
 SOURCE = "burst-reply"
 BATCH_ANSWERED = "batch.answered"
+BATCH_HANDED_OFF = "batch.handed_off"
 # EventBridge takes an entry of up to 256 KB, counted in UTF-8 bytes of its Detail (and
 # Source, DetailType); each text is cut to this many bytes of its JSON (as published: an
 # emoji escapes to 12 bytes, `\ud83d\ude00`) and flagged, so that both with the rest fit.
@@ -26,16 +28,20 @@ def _events() -> Any:
 
 
 def publish_batch_answered(detail: dict[str, Any]) -> None:
+    publish(BATCH_ANSWERED, detail)
+
+
+def publish(detail_type: str, detail: dict[str, Any]) -> None:
     encoded = json.dumps(detail)
-    size = len(encoded.encode()) + len(SOURCE) + len(BATCH_ANSWERED)
+    size = len(encoded.encode()) + len(SOURCE) + len(detail_type)
     if size > MAX_ENTRY_BYTES:
-        raise ValueError(f"batch.answered is {size} bytes, over EventBridge's {MAX_ENTRY_BYTES}")
+        raise ValueError(f"{detail_type} is {size} bytes, over EventBridge's {MAX_ENTRY_BYTES}")
     response = _events().put_events(
         Entries=[
             {
                 "EventBusName": get_settings().event_bus_name,
                 "Source": SOURCE,
-                "DetailType": BATCH_ANSWERED,
+                "DetailType": detail_type,
                 "Detail": encoded,
             }
         ]

@@ -3,16 +3,20 @@ with no shutdown announced, and every announced shutdown (model → date). After
 a model answers 404 `model_not_found`.
 
 Used by the settings (the default model), by the OpenAI stand-in (a model past its date,
-or one it does not know, answers that 404) and by `make synth` (a warning when the
-configured model is within WARN_DAYS of its shutdown). No side effects on import.
+or one it does not know, answers that 404), by `make synth` and `make preflight` (a warning
+when a configured model is within WARN_DAYS of its shutdown), and by the requests (which
+models take a reasoning effort). No side effects on import.
 
 Sources, as of 2026-11-26: OpenAI's deprecations page,
 https://developers.openai.com/api/docs/deprecations ("2026-06-11: GPT-5 and o3 model
 deprecations": gpt-5-mini → gpt-6.1-terra), and the `openai` SDK's notes on its model
-list (openai/types/shared/chat_model.py, "Announced shutdown date: ...")."""
+list (openai/types/shared/chat_model.py, "Announced shutdown date: ...") and on every
+other model it names (speech to text: types/audio_model.py; the Responses-only models;
+realtime; speech)."""
 
 from __future__ import annotations
 
+import re
 from datetime import date
 
 from functions import default_model
@@ -45,12 +49,28 @@ CURRENT_MODELS = frozenset(
         "gpt-5.2-2025-12-11",
         "gpt-5.2-pro",
         "gpt-5.2-pro-2025-12-11",
+        "gpt-transcribe",  # TRANSCRIPTION_MODEL's default (the SDK's AudioModel, not deprecated)
     }
 )
 
 _ANNOUNCED: dict[str, tuple[str, ...]] = {
     "2027-04-01": ("gpt-5.4-nano", "gpt-5.4-nano-2026-03-17", "gpt-5.1", "gpt-5.1-2025-11-13"),
-    "2027-01-20": ("gpt-audio-mini", "gpt-audio-mini-2025-12-15"),
+    # Speech to text (the SDK's AudioModel notes): TRANSCRIPTION_MODEL's choices.
+    "2027-02-26": (
+        "whisper-1",
+        "gpt-4o-transcribe",
+        "gpt-4o-mini-transcribe",
+        "gpt-4o-mini-transcribe-2025-12-15",
+        "gpt-4o-transcribe-diarize",
+    ),
+    "2027-01-20": (
+        "gpt-audio-mini",
+        "gpt-audio-mini-2025-12-15",
+        "gpt-realtime",
+        "gpt-realtime-2025-08-28",
+        "gpt-realtime-mini",
+        "gpt-realtime-mini-2025-12-15",
+    ),
     "2027-01-14": (
         "gpt-4.1",
         "gpt-4.1-mini",
@@ -62,6 +82,7 @@ _ANNOUNCED: dict[str, tuple[str, ...]] = {
         "gpt-4o-mini",
         "gpt-4o-mini-2024-07-18",
     ),
+    "2027-01-06": ("tts-1", "tts-1-hd", "gpt-4o-mini-tts", "gpt-4o-mini-tts-2025-12-15"),
     "2026-12-11": (
         "gpt-5",
         "gpt-5-mini",
@@ -85,6 +106,8 @@ _ANNOUNCED: dict[str, tuple[str, ...]] = {
         "o3-mini-2025-01-31",
         "o1",
         "o1-2024-12-17",
+        "o1-pro",
+        "o1-pro-2025-03-19",
         "gpt-4o-2024-05-13",
         "gpt-4-turbo",
         "gpt-4-turbo-2024-04-09",
@@ -98,6 +121,14 @@ _ANNOUNCED: dict[str, tuple[str, ...]] = {
     "2026-08-10": ("gpt-5.3-chat-latest", "gpt-5.2-chat-latest"),
     "2026-07-23": (
         "gpt-5.1-codex",
+        "gpt-5.1-codex-max",
+        "gpt-5-codex",
+        "o3-deep-research",
+        "o3-deep-research-2025-06-26",
+        "o4-mini-deep-research",
+        "o4-mini-deep-research-2025-06-26",
+        "computer-use-preview",
+        "computer-use-preview-2025-03-11",
         "gpt-5.1-chat-latest",
         "gpt-5-chat-latest",
         "gpt-4o-search-preview",
@@ -148,12 +179,44 @@ def served(model: str, today: date) -> bool:
     return base_model(model) in CURRENT_MODELS
 
 
+def takes_reasoning_effort(model: str) -> bool:
+    """Whether a request for `model` may choose its reasoning effort (`reasoning.effort`,
+    OPENAI_REASONING_EFFORT): a reasoning model, the o-series and GPT-5 on
+    (https://developers.openai.com/api/docs/guides/reasoning), except those whose effort is
+    not ours to choose. Other models refuse the parameter (400 unsupported_parameter)."""
+    base = base_model(model)
+    return bool(_REASONING_FAMILY.match(base)) and not any(part in base for part in _NO_EFFORT_CHOICE)
+
+
+# The o-series and GPT-5 onwards reason.
+_REASONING_FAMILY = re.compile(r"(o[1-9]|gpt-(?:[5-9]|[1-9][0-9]))([.-]|$)")
+# Sent no effort: gpt-5-chat-latest does not reason and the later chat-latest aliases take
+# only their default; the pro and deep-research models take one value only (`high`,
+# `medium`); audio, search, realtime and speech models are not asked to reason.
+_NO_EFFORT_CHOICE = (
+    "-chat-latest",
+    "-pro",
+    "-deep-research",
+    "audio",
+    "search",
+    "realtime",
+    "transcribe",
+    "tts",
+)
+
+
 def warn_if_retiring(
     model: str, today: date, days: int = WARN_DAYS, setting: str = "OPENAI_MODEL"
 ) -> str | None:
     """A warning when `model` is shut down within `days` of `today`, or already is;
     None otherwise (a model with no announced shutdown, or an unknown one)."""
-    shutdown = shutdown_of(model)
+    return retiring_warning(model, shutdown_of(model), today, days, setting)
+
+
+def retiring_warning(
+    model: str, shutdown: date | None, today: date, days: int = WARN_DAYS, setting: str = "OPENAI_MODEL"
+) -> str | None:
+    """The warning for `model` shut down on `shutdown` (None: no shutdown announced)."""
     if shutdown is None:
         return None
     left = (shutdown - today).days

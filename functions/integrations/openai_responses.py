@@ -8,7 +8,8 @@ still running then is an AIRetryableError, and the state machine's Retry polls a
 
 The SDK's own retries are off: the state machine's Retry owns them, so each attempt is
 visible in the run history. Errors become AIRetryableError or AIPermanentError (quota and
-billing errors are permanent), AIModelUnavailable for a model OpenAI does not serve (404
+billing errors are permanent; AICredentialsRefused for a key OpenAI refuses, HTTP 401),
+AIModelUnavailable for a model OpenAI does not serve (404
 `model_not_found`), or OpenAIConversationGone for a conversation the API no longer knows."""
 
 from __future__ import annotations
@@ -21,13 +22,14 @@ from typing import TYPE_CHECKING, Any
 
 import openai
 
-from functions.errors import AIModelUnavailable, AIPermanentError, AIRetryableError
+from functions.errors import AICredentialsRefused, AIModelUnavailable, AIPermanentError, AIRetryableError
 from functions.observability import count, logger, milliseconds
 from functions.openai_items import ConversationItem
 
 if TYPE_CHECKING:
     from openai.types.responses import ResponseInputParam
     from openai.types.responses.response_create_params import ContextManagement
+    from openai.types.shared import ReasoningEffort
 
 _RETRYABLE_CODES = {"conversation_locked"}
 # The model is shut down, misspelt or not open to the key's project: the configuration's fault.
@@ -36,27 +38,10 @@ MODEL_NOT_FOUND = "model_not_found"
 QUOTA_CODES = {"insufficient_quota", "billing_hard_limit_reached", "billing_not_active"}
 # A background response that ended `failed` with one of these may be created again.
 RETRYABLE_FAILURES = {"server_error", "rate_limit_exceeded", "vector_store_timeout"}
-# An image OpenAI will not read: the request fails whatever attempt sends it, and may be
-# made again without its images (functions/logic/shared/ai_requests.py). The codes of a
-# Response's `error` (openai-python's types/responses/response_error.py).
-IMAGE_ERRORS = {
-    "invalid_image",
-    "invalid_image_format",
-    "invalid_base64_image",
-    "invalid_image_url",
-    "image_too_large",
-    "image_too_small",
-    "image_parse_error",
-    "image_content_policy_violation",
-    "invalid_image_mode",
-    "image_file_too_large",
-    "unsupported_image_media_type",
-    "empty_image_file",
-    "failed_to_download_image",
-    "image_file_not_found",
-}
 # A response the content filter stopped: its text is not sent.
 CONTENT_FILTER = "content_filter"
+# A response that reached max_output_tokens (a reasoning model's reasoning counts in it).
+MAX_OUTPUT_TOKENS = "max_output_tokens"
 UNFINISHED = ("queued", "in_progress")
 # Polling a background response: first after 0.2 s, then doubling up to every 2 s.
 FIRST_POLL_SECONDS, MAX_POLL_SECONDS = 0.2, 2.0
@@ -93,6 +78,7 @@ class ResponseState:
     error_code: str | None = None
     incomplete_reason: str | None = None
     item_ids: tuple[str, ...] = ()  # its output items, as added to the conversation
+    max_output_tokens: int | None = None  # what it was asked with
     prompt_tokens: int = 0
     completion_tokens: int = 0
     total_tokens: int = 0
@@ -126,12 +112,14 @@ def create_response(
     max_output_tokens: int,
     budget: Budget,
     context_tokens: int = 0,
+    reasoning_effort: ReasoningEffort = None,
 ) -> ResponseState:
     """Start a response in background mode, stored (`store: true`, said explicitly: without
     it, a project with modified abuse monitoring loses a background response after about
     10 minutes, and a later attempt would poll in vain). `truncation: auto` drops the oldest
     items from what the model reads once the conversation outgrows its context window.
-    Past `context_tokens` of input (0: never), OpenAI compacts what came before."""
+    Past `context_tokens` of input (0: never), OpenAI compacts what came before.
+    `reasoning_effort`: sent if given (a model that does not reason refuses it)."""
     compaction: list[ContextManagement] = [{"type": "compaction", "compact_threshold": context_tokens}]
     response = _call(
         lambda: client.responses.create(
@@ -144,6 +132,7 @@ def create_response(
             truncation="auto",
             max_output_tokens=max_output_tokens,
             context_management=compaction if context_tokens > 0 else openai.omit,
+            reasoning={"effort": reasoning_effort} if reasoning_effort else openai.omit,
             timeout=budget.timeout(),
         ),
         conversation_call=True,
@@ -232,6 +221,7 @@ def _state(response: Any) -> ResponseState:
         error_code=error.code if error else None,
         incomplete_reason=incomplete.reason if incomplete else None,
         item_ids=tuple(item.id for item in response.output or [] if getattr(item, "id", None)),
+        max_output_tokens=response.max_output_tokens,
         prompt_tokens=usage.input_tokens if usage else 0,
         completion_tokens=usage.output_tokens if usage else 0,
         total_tokens=usage.total_tokens if usage else 0,
@@ -261,6 +251,8 @@ def _call[T](request: Callable[[], T], conversation_call: bool = False) -> T:
             count("AIModelUnavailable")
             logger.error("OpenAI does not serve the model", extra={"status": error.status_code})
             raise AIModelUnavailable(described) from error
+        if error.status_code == 401:  # `invalid_api_key`: revoked, rotated, or another project's
+            raise AICredentialsRefused(described, error.code) from error
         if conversation_call and error.status_code == 404 and _names_conversation(error):
             raise OpenAIConversationGone(described) from error
         if is_quota_error(error.status_code, error.code, error.type):

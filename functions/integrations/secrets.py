@@ -2,7 +2,9 @@
 
 Each tenant (a Twilio account) keeps its Twilio credentials in the secret
 <TWILIO_TENANT_SECRET_PREFIX><AccountSid>, holding {"account_sid", "auth_token"} and, if
-Twilio signs its webhooks with shared keys, {"signing_keys": {<SharedKey SID>: <secret>}}.
+Twilio signs its webhooks with shared keys, {"signing_keys": {<SharedKey SID>: <secret>}};
+`token_version` names the change that wrote them (infra/tenants.py writes the same version
+on the tenant's item once the secret holds it).
 OpenAI keys ({"api_key"}) are the deployment's (OPENAI_SECRET_NAME) unless a conversation
 names one of its tenant's own, under <OPENAI_TENANT_SECRET_PREFIX><AccountSid>.
 
@@ -12,7 +14,6 @@ before anything is read (SecretOutsideTenant otherwise)."""
 
 from __future__ import annotations
 
-import time
 from typing import Any
 
 from aws_lambda_powertools.utilities import parameters
@@ -36,13 +37,13 @@ class TwilioCredentials(BaseModel):
     account_sid: str
     auth_token: str = Field(repr=False)
     signing_keys: dict[str, str] = Field(default_factory=dict, repr=False)
+    token_version: str = ""
 
 
-# A secret is read again before its cache expires (force_fetch) only when Twilio refused
-# the token we hold, and at most once per secret per this many seconds in one Lambda
-# instance: a flood of forged signatures costs at most one Secrets Manager call a minute.
-REFETCH_INTERVAL_SECONDS = 60.0
-_refetched_at: dict[str, float] = {}
+# The tenant item's token version for which each secret was last read past its cache: a
+# version read once is not read again until the item names another (a secret written
+# without it, by hand, is then taken when its cache expires).
+_read_for_version: dict[str, str] = {}
 
 
 def _secret(name: str, fresh: bool = False, provider: SecretsProvider | None = None) -> dict[str, Any]:
@@ -58,42 +59,29 @@ def _secret(name: str, fresh: bool = False, provider: SecretsProvider | None = N
     return value
 
 
-def may_refetch(name: str) -> bool:
-    """Whether the secret may be read again now, past its cache (REFETCH_INTERVAL_SECONDS);
-    if so, the time is taken."""
-    now = time.monotonic()
-    if now - _refetched_at.get(name, -REFETCH_INTERVAL_SECONDS) < REFETCH_INTERVAL_SECONDS:
-        return False
-    _refetched_at[name] = now
-    return True
-
-
 def twilio_credentials(
     secret_name: str, fresh: bool = False, provider: SecretsProvider | None = None
 ) -> TwilioCredentials:
     return TwilioCredentials.model_validate(_secret(secret_name, fresh, provider))
 
 
-def tenant_twilio_credentials(account_sid: str, fresh: bool = False) -> TwilioCredentials | None:
+def tenant_twilio_credentials(account_sid: str, token_version: str = "") -> TwilioCredentials | None:
     """A registered tenant's Twilio credentials (the webhook checks signatures with them),
-    or None when its secret is missing or names another account (`fresh`: read past the
-    cache)."""
+    or None when its secret is missing or names another account. `token_version`: the one
+    the tenant's item names; cached credentials of another version are read again past the
+    cache, once per version (never because a signature failed: a forger cannot make us
+    read)."""
     name = get_settings().twilio_tenant_secret_prefix + account_sid
     try:
-        credentials = twilio_credentials(name, fresh)
+        credentials = twilio_credentials(name)
+        if credentials.token_version != token_version and _read_for_version.get(name) != token_version:
+            _read_for_version[name] = token_version
+            credentials = twilio_credentials(name, fresh=True)
     except parameters.GetParameterError as error:
         if _not_found(error):
             return None
         raise  # a transient failure: the webhook answers 5xx and Twilio retries
     return credentials if credentials.account_sid == account_sid else None
-
-
-def refetched_tenant_twilio_credentials(account_sid: str) -> TwilioCredentials | None:
-    """tenant_twilio_credentials read past the cache (a signature the cached token does not
-    match: it may have been rotated), if may_refetch allows it now; None if it does not."""
-    if not may_refetch(get_settings().twilio_tenant_secret_prefix + account_sid):
-        return None
-    return tenant_twilio_credentials(account_sid, fresh=True)
 
 
 def twilio_credentials_for(conversation: Conversation, fresh: bool = False) -> TwilioCredentials:
@@ -122,29 +110,22 @@ def _twilio_credentials_for(
     return credentials
 
 
-def refetched_twilio_credentials_for(conversation: Conversation) -> TwilioCredentials | None:
-    """twilio_credentials_for read past the cache (Twilio refused the token we hold), if
-    may_refetch allows it now; None if it does not."""
-    if not may_refetch(_conversation_secret(conversation, _tenant_of(conversation))):
-        return None
-    return twilio_credentials_for(conversation, fresh=True)
-
-
 def _conversation_secret(conversation: Conversation, tenant: str) -> str:
     prefix = get_settings().twilio_tenant_secret_prefix
     return within_tenant(prefix, tenant, conversation.twilio_credentials_secret)
 
 
-def openai_api_key_for(conversation: Conversation) -> str:
+def openai_api_key_for(conversation: Conversation, fresh: bool = False) -> str:
     """The OpenAI key for a conversation: the deployment's, or the tenant's own key that
-    the conversation names (within the tenant's OpenAI prefix)."""
+    the conversation names (within the tenant's OpenAI prefix) (`fresh`: read past the
+    cache)."""
     settings = get_settings()
     name = settings.openai_secret_name
     if conversation.openai_api_key_secret:
         name = within_tenant(
             settings.openai_tenant_secret_prefix, _tenant_of(conversation), conversation.openai_api_key_secret
         )
-    return str(_secret(name)["api_key"])
+    return str(_secret(name, fresh)["api_key"])
 
 
 def within_tenant(prefix: str, account_sid: str, requested: str | None) -> str:

@@ -10,11 +10,15 @@ request to a short-lived URL on mms.twiliocdn.com; media stored before authentic
 enforced stays on its older public host, s3-external-1.amazonaws.com
 (https://help.twilio.com/articles/223183748). Neither needs credentials: they are sent
 to the first URL only, never on a redirect. A file over the size limit is not read to
-its end. Locally, TWILIO_API_BASE_URL (the Twilio stand-in) stands for Twilio's hosts."""
+its end, and a batch's files share a byte budget (ByteBudget, MEDIA_MAX_BATCH_BYTES) that a
+fetch reserves from before it reads: the whole file when Twilio announces its
+Content-Length, else each chunk as the download's running total grows. Locally,
+TWILIO_API_BASE_URL (the Twilio stand-in) stands for Twilio's hosts."""
 
 from __future__ import annotations
 
 import re
+import threading
 import time
 from dataclasses import dataclass
 from urllib.parse import urljoin, urlsplit
@@ -42,6 +46,25 @@ class MediaUnavailable(Exception):
     """The media could not be fetched, or may not be: the reason, without the URL."""
 
 
+class ByteBudget:
+    """The bytes a batch's media may still take, shared by the threads that fetch them: a
+    fetch reserves its bytes before it reads them, and gives back what it did not keep."""
+
+    def __init__(self, total: int) -> None:
+        self.left = total
+        self._lock = threading.Lock()
+
+    def reserve(self, size: int) -> None:
+        with self._lock:
+            if size > self.left:
+                raise MediaUnavailable("over the batch's media size limit")
+            self.left -= size
+
+    def give_back(self, size: int) -> None:
+        with self._lock:
+            self.left += size
+
+
 def is_twilio_media_url(url: str, account_sid: str) -> bool:
     """Whether `url` is a media URL of this account on Twilio's media hosts."""
     parts = urlsplit(url)
@@ -55,8 +78,15 @@ def is_twilio_media_url(url: str, account_sid: str) -> bool:
     )
 
 
-def fetch(url: str, credentials: TwilioCredentials, max_bytes: int, deadline: float) -> Media:
-    """The media at `url`, at most `max_bytes`, before `deadline` (time.monotonic())."""
+def fetch(
+    url: str,
+    credentials: TwilioCredentials,
+    max_bytes: int,
+    deadline: float,
+    budget: ByteBudget | None = None,
+) -> Media:
+    """The media at `url`, at most `max_bytes`, before `deadline` (time.monotonic()), its
+    bytes reserved from the batch's `budget` before they are read."""
     if not is_twilio_media_url(url, credentials.account_sid):
         raise MediaUnavailable("not a media URL of the conversation's account on Twilio's media hosts")
     session = requests.Session()
@@ -70,7 +100,7 @@ def fetch(url: str, credentials: TwilioCredentials, max_bytes: int, deadline: fl
             )
             if not response.is_redirect:
                 with response:
-                    return _read(response, max_bytes, deadline)
+                    return _read(response, max_bytes, deadline, budget or ByteBudget(max_bytes))
             target = urljoin(target, response.headers.get("Location", ""))
             response.close()
             if not _on_host(target, get_settings().media_redirect_hosts):
@@ -83,18 +113,33 @@ def fetch(url: str, credentials: TwilioCredentials, max_bytes: int, deadline: fl
         session.close()
 
 
-def _read(response: requests.Response, max_bytes: int, deadline: float) -> Media:
+def _read(response: requests.Response, max_bytes: int, deadline: float, budget: ByteBudget) -> Media:
+    """The body, its bytes reserved from `budget` before it is read: all of them when the
+    response announces its length, else as the running total grows (a chunk at most past
+    the budget, held only until it is refused). A failed read gives its bytes back."""
     if response.status_code != 200:
         raise MediaUnavailable(f"HTTP {response.status_code}")
-    if int(response.headers.get("Content-Length") or 0) > max_bytes:
+    announced = int(response.headers.get("Content-Length") or 0)
+    if announced > max_bytes:
         raise MediaUnavailable("larger than the media size limit")
-    data = bytearray()
-    for chunk in response.iter_content(CHUNK_BYTES):
-        data += chunk
-        if len(data) > max_bytes:
-            raise MediaUnavailable("larger than the media size limit")
-        if time.monotonic() > deadline:
-            raise MediaUnavailable("out of time")
+    reserved = 0
+    try:
+        budget.reserve(announced)
+        reserved = announced
+        data = bytearray()
+        for chunk in response.iter_content(CHUNK_BYTES):
+            data += chunk
+            if len(data) > max_bytes:
+                raise MediaUnavailable("larger than the media size limit")
+            if len(data) > reserved:  # no length announced, or more than announced
+                budget.reserve(len(data) - reserved)
+                reserved = len(data)
+            if time.monotonic() > deadline:
+                raise MediaUnavailable("out of time")
+    except BaseException:
+        budget.give_back(reserved)
+        raise
+    budget.give_back(reserved - len(data))  # announced more than it sent
     content_type = response.headers.get("Content-Type", "").split(";")[0].strip().lower()
     return Media(content_type=content_type, data=bytes(data))
 

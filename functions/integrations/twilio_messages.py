@@ -1,8 +1,11 @@
 """Sending replies with Twilio, and finding out whether a send whose answer was lost went
-through. Errors become TwilioRetryableError or TwilioPermanentError."""
+through. Errors become TwilioRetryableError or TwilioPermanentError, and
+TwilioCredentialsRefused (a TwilioPermanentError) when Twilio refuses the account's token
+(HTTP 401, code 20003: https://www.twilio.com/docs/api/errors/20003)."""
 
 from __future__ import annotations
 
+import math
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -15,16 +18,33 @@ from twilio.http.http_client import TwilioHttpClient
 from twilio.rest import Client
 
 from functions.config import get_settings
-from functions.errors import TwilioPermanentError, TwilioRetryableError
+from functions.errors import TwilioCredentialsRefused, TwilioPermanentError, TwilioRetryableError
 from functions.integrations.secrets import TwilioCredentials
 from functions.observability import count, milliseconds
 
 RATE_LIMITED = 20429
 AUTHENTICATION_FAILED = 20003  # HTTP 401: the account's token is wrong (rotated, revoked)
 WHATSAPP_WINDOW_CLOSED = 63016
-# "Rate limit exceeded for Channel" (https://www.twilio.com/docs/api/errors/63018): WhatsApp's
-# limit on messages to one recipient; retried with backoff, at create or by status callback.
+# The person unsubscribed from our number (STOP): every message to them is refused until
+# they opt back in (https://www.twilio.com/docs/api/errors/21610).
+UNSUBSCRIBED = 21610
+# "Rate limit exceeded for Channel" (https://www.twilio.com/docs/api/errors/63018): the
+# account's combined rate, or the WhatsApp sender's messaging limit or tier ("wait until 24
+# hours" for a tier), not one recipient's; retried with backoff, at create or by status callback.
 CHANNEL_RATE_LIMITED = 63018
+# Twilio keeps a message `queued` (no status callback) until it can send it, up to the
+# message's ValidityPeriod, whole seconds from 1 to 36,000 (10 hours, the default:
+# https://www.twilio.com/docs/api/errors/90007), then fails it with 30036 and never sends it
+# (https://www.twilio.com/docs/api/errors/30036). Every create carries a ValidityPeriod
+# shorter than the wait for a receipt (validity_period_seconds), so that a message in
+# doubt has left the queue, sent or expired, before it is sent again (send_once.py).
+VALIDITY_PERIOD_EXPIRED = 30036
+MAX_VALIDITY_PERIOD = 36_000
+# The room a status callback has to reach us after the ValidityPeriod, within the wait.
+RECEIPT_MARGIN_SECONDS = 2
+# The statuses of a message still in Twilio's queue
+# (https://www.twilio.com/docs/messaging/api/message-resource#message-status-values).
+IN_QUEUE = ("accepted", "scheduled", "queued")
 # One page of the Messages list, newest first, is read to find a message sent since an
 # attempt began: far more than the parts of one reply (MAX_REPLY_PARTS_PER_BATCH).
 LOOKUP_PAGE_SIZE = 50
@@ -63,6 +83,9 @@ def _calling_twilio() -> Iterator[None]:
         if is_retryable(error.status, error.code):
             message = f"Twilio HTTP {error.status} code {error.code}"
             raise TwilioRetryableError(message, refused=error.status < 500) from error
+        if error.status == 401 or error.code == AUTHENTICATION_FAILED:
+            message = f"Twilio HTTP {error.status} code {error.code}: the account's token was refused"
+            raise TwilioCredentialsRefused(message, error.code) from error
         raise TwilioPermanentError(f"Twilio HTTP {error.status} code {error.code}", error.code) from error
     except requests.RequestException as error:
         # A timeout or a broken connection after the request went out: Twilio may have
@@ -81,13 +104,18 @@ def send_message(
     content_sid: str | None = None,
     status_callback: str | None = None,
     messaging_service_sid: str | None = None,
+    content_variables: str | None = None,
 ) -> str:
     """Send one message (a body, or a WhatsApp template by its Content SID); its SID.
     Twilio reports what becomes of it to `status_callback`
     (https://www.twilio.com/docs/messaging/api/message-resource#create-a-message-resource).
     With a Messaging Service, the message is sent through it, still from our number (a
-    MessagingServiceSid "instead of or in addition to" From: https://www.twilio.com/docs/api/errors/21603)."""
-    content = {"content_sid": content_sid} if content_sid else {"body": body}
+    MessagingServiceSid "instead of or in addition to" From: https://www.twilio.com/docs/api/errors/21603).
+    It waits in Twilio's queue no longer than validity_period_seconds()."""
+    content: dict[str, object] = {"content_sid": content_sid} if content_sid else {"body": body}
+    if content_sid and content_variables:  # the template's variables, a JSON object
+        content["content_variables"] = content_variables
+    content["validity_period"] = validity_period_seconds()
     if status_callback:
         content["status_callback"] = status_callback
     if messaging_service_sid:
@@ -109,8 +137,9 @@ def find_sent(
     skew) with this body (any body, for None) and not among `exclude`; the oldest if
     several. One list call: the Messages list filtered by To and From, newest first
     (https://www.twilio.com/docs/messaging/api/message-resource#read-multiple-message-resources).
-    Not by DateSent: a message still `queued` has no date_sent, so no DateSent filter finds
-    the message an attempt has just created."""
+    Not by DateSent: a message still `queued` has no date_sent. A message still in Twilio's
+    queue, or failed there (30036), is not found: it may never be sent; its receipt, which
+    comes once it leaves the queue, decides (send_once.py)."""
     with _calling_twilio():
         listed = client.messages.list(
             to=to_address, from_=from_address, limit=LOOKUP_PAGE_SIZE, page_size=LOOKUP_PAGE_SIZE
@@ -124,8 +153,19 @@ def find_sent(
         and m.date_created is not None
         and m.date_created >= earliest
         and (body is None or (m.body or "").strip() == body.strip())
+        and m.status not in IN_QUEUE
+        and m.error_code != VALIDITY_PERIOD_EXPIRED
     ]
     return str(found[-1].sid) if found else None
+
+
+def validity_period_seconds() -> int:
+    """The ValidityPeriod every create carries: DELIVERY_RECEIPT_WAIT_SECONDS less the
+    margin for a status callback to arrive, in whole seconds from 1 to 36,000. A retry
+    starts its wait for a receipt after the earlier create went out, so the earlier message
+    has left Twilio's queue, and its receipt has come, before that wait ends."""
+    wait = get_settings().delivery_receipt_wait_seconds
+    return max(1, min(MAX_VALIDITY_PERIOD, math.floor(wait - RECEIPT_MARGIN_SECONDS)))
 
 
 def is_retryable(status: int, code: int | None) -> bool:

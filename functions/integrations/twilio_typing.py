@@ -3,7 +3,8 @@
 message being answered, SM... or MM...) and `channel=whatsapp`, authenticated with the
 account's SID and auth token. Twilio marks that message read and shows the indicator
 until the reply is delivered or for 25 s
-(https://www.twilio.com/docs/whatsapp/api/typing-indicators-resource).
+(https://www.twilio.com/docs/whatsapp/api/typing-indicators-resource). It is shown when
+Twilio answers `{"success": true}`, the resource's one field; a 200 without it is not.
 
 A plain form POST, not the SDK's `messaging.v2.typing_indicator`: Generate Reply sends it,
 and loading Twilio's REST client would lengthen that function's cold start (only the
@@ -44,10 +45,17 @@ def show_typing(credentials: TwilioCredentials, message_sid: str) -> None:
         raise TypingIndicatorFailed(f"Twilio unreachable: {type(error).__name__}") from None
     if answer.status_code >= 400:
         raise TypingIndicatorFailed(f"Twilio HTTP {answer.status_code} code {_code(answer)}")
+    if _json(answer).get("success") is not True:
+        raise TypingIndicatorFailed(f"Twilio HTTP {answer.status_code} without success")
 
 
 def _code(answer: requests.Response) -> object:
+    return _json(answer).get("code")
+
+
+def _json(answer: requests.Response) -> dict[str, object]:
     try:
-        return answer.json().get("code")
+        body = answer.json()
     except ValueError:
-        return None
+        return {}
+    return body if isinstance(body, dict) else {}

@@ -1,7 +1,7 @@
 """The operator's CloudWatch dashboard: how the burst feels to the person (ReplyDelay,
 FragmentsPerReply, SplitBursts, BurstEnd by reason, RepliesDiscarded), then the AI, the
-deliveries, the errors and the cost limits, from the metrics the functions emit (EMF,
-namespace BurstReply, dimension `service`) and the state machine's own."""
+deliveries, the errors, the cost limits and the hand-offs to a person, from the metrics the
+functions emit (EMF, namespace BurstReply, dimension `service`) and the state machine's own."""
 
 from __future__ import annotations
 
@@ -23,6 +23,16 @@ COUNT_ROWS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ),
     ("Errors", ("WebhooksRefused", "WebhooksMalformed", "DeadLetteredBatches", "AnnounceFailures")),
     ("Cost limits", ("CostLimitReached", "ReplyPartsCapped", "OptOuts")),
+    (
+        "Hand-off to a person",
+        (
+            "HandedOff",
+            "HandedOffBatches",
+            "PersonReplies",
+            "PersonRepliesNotSent",
+            "ConversationCommandsRefused",
+        ),
+    ),
 )
 
 

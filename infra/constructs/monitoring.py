@@ -40,6 +40,7 @@ class Monitoring(Construct):
             *self._api_alarms(api),
             *self._edge_alarms(edge),
             *self._service_alarms(),
+            *self._credentials_and_delivery_alarms(),
             *self._spend_alarms(),
         ]
         self.dashboard = Dashboard(self, "Dashboard", state_machine)  # what the alarms watch, graphed
@@ -160,6 +161,28 @@ class Monitoring(Construct):
                 "or not open to the key's project). With no OPENAI_FALLBACK_MODEL, batches stay pending "
                 "and their runs fail until OPENAI_MODEL (or the conversation's ai_model) is changed.",
                 _service_metric("AIModelUnavailable", "Sum", FIVE_MINUTES),
+            ),
+        ]
+
+    def _credentials_and_delivery_alarms(self) -> list[cloudwatch.Alarm]:
+        """On the metrics our functions emit: refused credentials, replies not delivered, batches
+        set aside."""
+        return [
+            self._alarm(
+                "AICredentialsRefused",
+                "OpenAI refused the key (401 invalid_api_key: revoked, rotated, another project's), also "
+                "once it was read again from its secret. Batches stay pending and their runs fail until "
+                "the secret (OpenAISecretName, or the tenant's own key: python -m infra.tenants openai-key) "
+                "holds a key OpenAI accepts; the reconciler then answers them.",
+                _service_metric("AICredentialsRefused", "Sum", FIVE_MINUTES),
+            ),
+            self._alarm(
+                "TwilioCredentialsRefused",
+                "Twilio refused a tenant's auth token (401, code 20003: rotated or revoked), also once it "
+                "was read again from the tenant's secret. That tenant's batches stay pending and their runs "
+                "fail until the secret holds the token Twilio accepts (python -m infra.tenants add "
+                "ACCOUNT_SID, token on stdin); the reconciler then sends their replies.",
+                _service_metric("TwilioCredentialsRefused", "Sum", FIVE_MINUTES),
             ),
             self._alarm(
                 "UndeliveredReplies",

@@ -36,12 +36,15 @@ GRANTS: dict[str, Grants] = {
     "Webhook": [
         (("dynamodb:Query",), ("Conversations/index/by_address",)),
         (("dynamodb:GetItem", "dynamodb:PutItem"), ("Conversations",)),
+        (("dynamodb:UpdateItem",), ("Conversations",)),  # a hand-off keyword pauses it
         (("dynamodb:PutItem",), ("StagedMessages",)),
         *OPEN_WINDOWS,
         (("dynamodb:UpdateItem",), ("BatchWindows",)),  # count the message in
         *WAKE_RUNS,  # wake on a flush
         (("dynamodb:GetItem",), ("Projects",)),  # the project's rules
         (("dynamodb:GetItem",), ("Tenants",)),  # is the account a tenant, and its numbers
+        # a tenant's new conversations, counted before one is created (when a ceiling is set)
+        (("dynamodb:UpdateItem", "dynamodb:BatchGetItem"), ("UsageCounters",)),
         *TWILIO_SECRETS,
     ],
     "StatusCallback": [
@@ -101,6 +104,16 @@ GRANTS: dict[str, Grants] = {
         (("dynamodb:UpdateItem", "dynamodb:GetItem"), ("Turns",)),  # GetItem: the fallback, once
         (("dynamodb:GetItem",), ("Conversations",)),
         *TWILIO_SECRETS,  # the fallback reply
+    ],
+    "ConversationCommands": [
+        # the conversation named by its id or its person's address (the tenant's numbers)
+        (("dynamodb:GetItem", "dynamodb:UpdateItem"), ("Conversations",)),  # pause, resume
+        (("dynamodb:Query",), ("Conversations/index/by_address",)),
+        (("dynamodb:GetItem",), ("Tenants",)),
+        # a person's reply: its turn, sent once (Send Reply's code), its OpenAI item
+        (("dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:UpdateItem"), ("Turns",)),
+        *TWILIO_SECRETS,
+        (("secretsmanager:GetSecretValue",), ("secret:openai", "secrets:openai-tenants")),
     ],
     "Reconciler": [
         (("dynamodb:Scan",), ("StagedMessages/index/pending", "BatchWindows")),

@@ -94,6 +94,8 @@ def call_requests(call: AwsCall, local: dict[str, str], deployed: dict[str, str]
             yield Request(principal, action, resource, origin, context)
         return
     action = f"{call.service}:{call.operation}"
+    if "Source" in names:  # PutEvents: its entries' source, which a bus policy may condition on
+        context += (("events:source", names["Source"]),)
     yield Request(principal, action, _resource(call, action, names, local, deployed), origin, context)
 
 

@@ -2,7 +2,8 @@
 
 Honours TWILIO_ACCOUNT_SID, TWILIO_AUTH_TOKEN, TWILIO_NUMBERS (the default tenant and its
 numbers), OPENAI_API_KEY, BATCH_WINDOW_SECONDS, OPENAI_TIMEOUT_SECONDS, GATEWAY_PORT,
-AWS_PORT, WEBHOOK_BASE_URL, AUTO_CREATE_CONVERSATIONS, and every setting of the functions
+AWS_PORT, CONSOLE_PORT (the console, infra/console: 8000; 0: any free port),
+WEBHOOK_BASE_URL, AUTO_CREATE_CONVERSATIONS, and every setting of the functions
 (TWILIO_TIMEOUT_SECONDS, TWILIO_CONNECTION_OVERRIDES, ...: they run in this process, and
 read the environment). OpenAI and Twilio are local stand-ins unless USE_REAL_OPENAI=1 /
 USE_REAL_TWILIO=1 ask for the real services. More tenants: `python -m infra.tenants` with
@@ -10,6 +11,7 @@ AWS_ENDPOINT_URL set to the printed AWS endpoint."""
 
 from __future__ import annotations
 
+import os
 import signal
 import sys
 import threading
@@ -17,6 +19,10 @@ import threading
 from functions.config import get_settings
 from functions.logic.rules.debounce import BatchingRules
 from functions.registry import STATUS_CALLBACK
+from functions.stack_names import STACK_NAME
+from infra.console.__main__ import DEFAULT_PORT as CONSOLE_PORT
+from infra.console.__main__ import console_app
+from infra.local.servers import Server
 from infra.local.stack import LocalConfig, LocalStack
 
 (STATUS_CALLBACK_RESOURCE,) = STATUS_CALLBACK.routes
@@ -34,26 +40,37 @@ def main() -> int:
     for signum in (signal.SIGINT, signal.SIGTERM):
         signal.signal(signum, lambda *_: stop.set())
     with LocalStack(config) as stack:
-        print(f"Webhook (WhatsApp): {stack.whatsapp_url}")
-        print(f"Webhook (SMS): {stack.sms_url}")
-        print(f"AWS endpoint: {stack.aws.url}")
-        if stack.twilio_url:
-            print(f"Twilio API: {stack.twilio_url}")
-        if stack.openai_url:
-            print(f"OpenAI API: {stack.openai_url}")
-        print(f"State machine: {stack.state_machine_arn}")
-        rules = BatchingRules.parse(get_settings().batching_defaults())
-        print(f"{batching_line(rules)}. Ctrl-C to stop.", flush=True)
-        print(f"Tenant: {config.twilio_account_sid} with {', '.join(config.twilio_numbers)}")
-        timeout = get_settings().openai_timeout_seconds
-        print(f"OpenAI: {timeout:g}s per Generate Reply attempt (OPENAI_TIMEOUT_SECONDS)", flush=True)
-        public = get_settings().public_base()  # WEBHOOK_BASE_URL, or the gateway's URL
-        print(f"Status callback: {public.given_to_twilio(STATUS_CALLBACK_RESOURCE)}")
-        print(f"Paste in Twilio (WhatsApp): {public.given_to_twilio('/whatsapp')}")
-        print(f"Paste in Twilio (SMS): {public.given_to_twilio('/sms')}", flush=True)
+        _print_addresses(stack, config)
+        console = Server(
+            config.host, int(os.environ.get("CONSOLE_PORT") or CONSOLE_PORT), console_app(STACK_NAME)
+        )
+        console.start()
+        print(f"Console: {console.url}/", flush=True)
         stop.wait()
+        console.stop()
     print("Stopped.")
     return 0
+
+
+def _print_addresses(stack: LocalStack, config: LocalConfig) -> None:
+    """The lines `make local` has always printed (scripts read them; new lines go after)."""
+    print(f"Webhook (WhatsApp): {stack.whatsapp_url}")
+    print(f"Webhook (SMS): {stack.sms_url}")
+    print(f"AWS endpoint: {stack.aws.url}")
+    if stack.twilio_url:
+        print(f"Twilio API: {stack.twilio_url}")
+    if stack.openai_url:
+        print(f"OpenAI API: {stack.openai_url}")
+    print(f"State machine: {stack.state_machine_arn}")
+    rules = BatchingRules.parse(get_settings().batching_defaults())
+    print(f"{batching_line(rules)}. Ctrl-C to stop.", flush=True)
+    print(f"Tenant: {config.twilio_account_sid} with {', '.join(config.twilio_numbers)}")
+    timeout = get_settings().openai_timeout_seconds
+    print(f"OpenAI: {timeout:g}s per Generate Reply attempt (OPENAI_TIMEOUT_SECONDS)", flush=True)
+    public = get_settings().public_base()  # WEBHOOK_BASE_URL, or the gateway's URL
+    print(f"Status callback: {public.given_to_twilio(STATUS_CALLBACK_RESOURCE)}")
+    print(f"Paste in Twilio (WhatsApp): {public.given_to_twilio('/whatsapp')}")
+    print(f"Paste in Twilio (SMS): {public.given_to_twilio('/sms')}", flush=True)
 
 
 def batching_line(rules: BatchingRules) -> str:

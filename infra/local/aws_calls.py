@@ -84,6 +84,8 @@ def names_of(service: str, operation: str, params: dict[str, Any]) -> tuple[tupl
     for entry in params.get("Entries", []):
         if "EventBusName" in entry:
             found.append(("EventBusName", entry["EventBusName"]))
+        if "Source" in entry:  # the condition key events:source
+            found.append(("Source", entry["Source"]))
     return tuple(sorted(set(found)))
 
 

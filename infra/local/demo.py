@@ -1,7 +1,8 @@
 """`make demo`: start the local stack, send one burst of WhatsApp messages as people send
 them (a text, a photo, a location) over HTTP with valid Twilio signatures, wait for the
 batch, and show what happened: the merged user turn, what the AI received in its one
-call, the one reply, and the run state by state."""
+call, the one reply, and the run state by state; last, the console's address for the
+burst (infra/console)."""
 
 from __future__ import annotations
 
@@ -19,6 +20,9 @@ from twilio.rest import Client  # noqa: E402
 
 from functions.dal import conversations, turns  # noqa: E402
 from functions.inbound import Channel  # noqa: E402
+from functions.stack_names import STACK_NAME  # noqa: E402
+from infra.console.__main__ import console_app  # noqa: E402
+from infra.local.servers import Server  # noqa: E402
 from infra.local.stack import LocalConfig, LocalStack  # noqa: E402
 from infra.local.webhooks import inbound_form, post_webhook  # noqa: E402
 from infra.replay.__main__ import main as replay  # noqa: E402
@@ -127,14 +131,28 @@ def main() -> int:
         print("\nReply sent through Twilio (the stand-in echoes what it was given):")
         for body in sent:
             print("\n".join(f"  | {line}" for line in body.splitlines()))
-        print()
-        print("\n".join(runs.show(run["name"])))
+        print("\n" + "\n".join(runs.show(run["name"])))
         print("\nThe burst replayed under other batching rules, from the Turns table (make replay):")
         replay(["--since", "1h", "--conversation", conversation.conversation_id])
+        _serve_console(conversation.conversation_id, run["name"])
         has_image = any("image:" in line for call in ai_calls for line in _described(call["input"]))
         return (
             0 if run["status"] == "SUCCEEDED" and len(sent) == 1 and len(ai_calls) == 1 and has_image else 1
         )
+
+
+def _serve_console(conversation_id: str, run_name: str) -> None:
+    """The console (infra/console) at this burst's page; at a terminal it is served until
+    Enter, since the local stack ends with the demo."""
+    console = Server("127.0.0.1", 0, console_app(STACK_NAME))
+    console.start()
+    try:
+        window = run_name.removeprefix(f"{conversation_id}-")
+        print(f"\nConsole (this burst): {console.url}/conversations/{conversation_id}?window={window}")
+        if sys.stdin.isatty():
+            input("Open it in a browser; press Enter to stop the demo. ")
+    finally:
+        console.stop()
 
 
 def _described(model_input: Any) -> list[str]:

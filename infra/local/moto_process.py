@@ -115,9 +115,10 @@ def serve(host: str, port: int, runtime_url: str, announce: IO[str]) -> None:
     from moto.stepfunctions.parser.asl.component.common.retry import retrier_decl
     from werkzeug.serving import make_server
 
-    from infra.local import moto_speedups
+    from infra.local import event_rules, moto_speedups
 
     moto_speedups.install()
+    event_rules.install(runtime_url)  # events to Lambda targets, as EventBridge delivers them
     retrier_decl.time = _RetryClock  # type: ignore[assignment]
 
     app = Forwarder(DomainDispatcherApplication(create_backend_app), runtime_url)

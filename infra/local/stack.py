@@ -15,15 +15,17 @@ import boto3
 import requests
 
 from functions.config import get_settings, read_flag
-from functions.dal.tables import ALL_TABLES, TENANTS, TableDefinition
+from functions.dal.tables import ALL_TABLES, TENANTS
 from functions.registry import TASKS
 from functions.stack_names import STACK_NAME, event_bus_name, state_machine_name
+from infra.local import event_rules
 from infra.local.aws_calls import RECORDER
 from infra.local.gateway import Gateway
 from infra.local.lambdas import LambdaRuntime, invoke
 from infra.local.moto_process import RETRY_DELAY_SCALE_PATH, MotoProcess
 from infra.local.servers import Server
 from infra.local.standins import OpenAIStandIn, TwilioStandIn
+from infra.local.tables import create_table_request
 from infra.statemachine import definition_substitutions, render
 from infra.tenants import Names, TenantAdmin
 
@@ -255,14 +257,16 @@ class LocalStack:
         secrets.create_secret(
             Name=settings.openai_secret_name, SecretString=json.dumps({"api_key": c.openai_api_key})
         )
-        self.tenants = TenantAdmin(
+        self.openai.add_key(c.openai_api_key)  # the stand-ins accept what the stack hands out
+        self.tenants = LocalTenantAdmin(
             Names(
                 TENANTS.logical_id, settings.twilio_tenant_secret_prefix, settings.openai_tenant_secret_prefix
             ),
             secrets,
+            self,
         )
         self.tenants.add(c.twilio_account_sid, c.twilio_auth_token, list(c.twilio_numbers))
-        self.client("events").create_event_bus(Name=settings.event_bus_name)
+        event_rules.provision(self.client("events"), settings.event_bus_name)
         arns = {f.logical_id: f"arn:aws:lambda:{REGION}:{ACCOUNT}:function:{f.logical_id}" for f in TASKS}
         definition = render(definition_substitutions({t.logical_id: t.logical_id for t in ALL_TABLES}, arns))
         self.client("stepfunctions").create_state_machine(
@@ -273,28 +277,22 @@ class LocalStack:
         )
 
 
-def create_table_request(table: TableDefinition) -> dict[str, Any]:
-    """A CreateTable request for the table definition (on-demand capacity)."""
+class LocalTenantAdmin(TenantAdmin):
+    """`python -m infra.tenants`, as the local stack's tests and demo use it, with the
+    stand-ins told of what exists at the vendors: a new tenant's account and token at
+    Twilio (an account the Twilio stand-in knows keeps its token: rotating it there is the
+    stand-in's `set_account`, apart from the secret), a tenant's own key at OpenAI."""
 
-    def key_schema(partition: str, sort: str | None) -> list[dict[str, str]]:
-        schema = [{"AttributeName": partition, "KeyType": "HASH"}]
-        if sort:
-            schema.append({"AttributeName": sort, "KeyType": "RANGE"})
-        return schema
+    def __init__(self, names: Names, secretsmanager: Any, stack: LocalStack) -> None:
+        super().__init__(names, secretsmanager)
+        self.stack = stack
 
-    request: dict[str, Any] = {
-        "TableName": table.logical_id,
-        "BillingMode": "PAY_PER_REQUEST",
-        "KeySchema": key_schema(table.partition_key, table.sort_key),
-        "AttributeDefinitions": [{"AttributeName": n, "AttributeType": "S"} for n in table.key_attributes()],
-    }
-    if table.indexes:
-        request["GlobalSecondaryIndexes"] = [
-            {
-                "IndexName": index.name,
-                "KeySchema": key_schema(index.partition_key, index.sort_key),
-                "Projection": {"ProjectionType": "ALL"},
-            }
-            for index in table.indexes
-        ]
-    return request
+    def add(self, account_sid: str, auth_token: str, numbers: list[str]) -> None:
+        super().add(account_sid, auth_token, numbers)
+        if not self.stack.twilio.knows(account_sid):
+            self.stack.twilio.set_account(account_sid, auth_token)
+
+    def set_openai_key(self, account_sid: str, api_key: str, name: str = "") -> str:
+        secret_name = super().set_openai_key(account_sid, api_key, name)
+        self.stack.openai.add_key(api_key)
+        return secret_name

@@ -5,13 +5,14 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
+from typing import Any
 
 import boto3
 import pytest
 
 from functions.config import get_settings
 from functions.dal import dynamo
-from functions.dal.models import Conversation
+from functions.dal.models import Conversation, from_dynamo
 from functions.dal.tables import ALL_TABLES
 from tests.support.fakes import FakeTwilio, InMemoryStore, install
 
@@ -25,10 +26,22 @@ class Store:
 
     def add_conversation(self, conversation: Conversation) -> None:
         if self.fake is not None:
-            self.fake.conversations[conversation.conversation_id] = conversation
+            # A copy, as a table keeps: the fake's writes change the object it holds.
+            self.fake.conversations[conversation.conversation_id] = conversation.model_copy(deep=True)
         else:
             table = dynamo.table(get_settings().conversations_table)
             table.put_item(Item=dynamo.to_dynamo(conversation.to_item()))
+
+    def conversation_attributes(self, conversation_id: str) -> dict[str, Any]:
+        """The conversation's record as stored, with what the model does not read (the
+        totals, the delivery failures, written by expressions only)."""
+        if self.fake is not None:
+            kept = self.fake.conversations[conversation_id].to_item()
+            return {**kept, **self.fake.conversation_totals.get(conversation_id, {})}
+        table = dynamo.table(get_settings().conversations_table)
+        return from_dynamo(
+            table.get_item(Key={"conversation_id": conversation_id}, ConsistentRead=True)["Item"]
+        )
 
 
 @pytest.fixture(params=["in-memory", "dynamodb"])
@@ -40,7 +53,7 @@ def store(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> It
         return
     from moto import mock_aws
 
-    from infra.local.stack import create_table_request
+    from infra.local.tables import create_table_request
 
     _settings_for_moto(monkeypatch)
     with mock_aws():

@@ -129,7 +129,7 @@ def test_configured_answers_go_to_a_sender_at_most_once_an_hour(harness, configu
     assert "<Message>" in answers[0] and answers[1:] == [EMPTY_TWIML, EMPTY_TWIML]
     assert "<Message>" in _post(harness, _form(harness, other)).text  # another sender's own hour
     later = time.time() + 3601
-    with patch("functions.logic.rules.clock.now", lambda: datetime.fromtimestamp(later, UTC)):
+    with patch("functions.clock.now", lambda: datetime.fromtimestamp(later, UTC)):
         assert "<Message>" in _post(harness, _form(harness, user, body="an hour on")).text
 
 

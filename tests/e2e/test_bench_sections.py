@@ -7,10 +7,10 @@ from types import SimpleNamespace
 
 import pytest
 
+from functions import clock
 from functions.config import get_settings
 from functions.dal import conversations
 from functions.inbound import Channel
-from functions.logic.rules import clock
 from functions.logic.rules.debounce import due_ms, resolve_rules
 from tests.support.bench import answer_delay
 from tests.support.bench.run import long_windows

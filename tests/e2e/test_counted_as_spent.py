@@ -10,12 +10,12 @@ from datetime import date
 
 import pytest
 
+from functions import clock
 from functions.config import get_settings
 from functions.dal import turns, usage_counters
 from functions.dal.models import Turn
 from functions.dal.usage_counters import Counter
 from functions.integrations.openai_models import DEFAULT_MODEL
-from functions.logic.rules import clock
 from infra.local.webhooks import inbound_form, post_webhook
 from tests.e2e.test_corpus import send_burst
 from tests.support.emf import emf_records

@@ -17,8 +17,8 @@ from dataclasses import dataclass, field
 
 import pytest
 
+from functions import clock
 from functions.dal import projects, staged_messages, turns
-from functions.logic.rules import clock
 
 pytestmark = pytest.mark.e2e
 

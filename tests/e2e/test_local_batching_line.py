@@ -31,6 +31,7 @@ def _batching_line_of_make_local(settings: dict[str, str]) -> str:
         },
         "AWS_PORT": "0",
         "GATEWAY_PORT": "0",
+        "CONSOLE_PORT": "0",
         **settings,
     }
     service = subprocess.Popen(
@@ -59,7 +60,7 @@ def _batching_line_of_make_local(settings: dict[str, str]) -> str:
         ),
         (
             {"BATCH_MODE": "adaptive", "QUIET_SECONDS": "2.5", "MAX_WAIT_SECONDS": "30"},
-            "Batching: adaptive, quiet 2.5s to start (learned within 1s to 12s), at most 30s."
+            "Batching: adaptive, quiet 2.5s to start (learned within 2.5s to 20s), at most 30s."
             " Ctrl-C to stop.",
         ),
     ],

@@ -37,6 +37,7 @@ CONTRACT = [  # in this order; lines are added at the end, never changed
     rf"Status callback: {URL}/twilio/status/\{{conversation\}}/\{{window\}}/\{{message\}}#rc=5&rp=all",
     rf"Paste in Twilio \(WhatsApp\): {URL}/whatsapp#rc=5&rp=all",
     rf"Paste in Twilio \(SMS\): {URL}/sms#rc=5&rp=all",
+    rf"Console: {URL}/",
 ]
 
 
@@ -49,6 +50,7 @@ def test_make_local_prints_its_contract_and_honours_the_twilio_timeout():
         },
         "AWS_PORT": "0",
         "GATEWAY_PORT": "0",
+        "CONSOLE_PORT": "0",
         "BATCH_WINDOW_SECONDS": "1",
         "TWILIO_TIMEOUT_SECONDS": "0.5",
     }
@@ -79,6 +81,9 @@ def test_make_local_prints_its_contract_and_honours_the_twilio_timeout():
         assert run["status"] == "SUCCEEDED" and failed == ["TwilioRetryableError"]  # 0.5 s, not 10 s
         sent = requests.get(f"{twilio}/_control/calls", timeout=3).json()["calls"]
         assert [c["body"] for c in sent] == ["You said: slow Twilio"]  # sent once
+        console = requests.get(printed["Console"], timeout=10)  # it lists the conversation, linked
+        conversation_id = run["name"].rsplit("-", 2)[0]  # the run's name: <conversation>-<window>
+        assert console.status_code == 200 and f'href="/conversations/{conversation_id}"' in console.text
     finally:
         service.send_signal(signal.SIGTERM)
         rest, _ = service.communicate(timeout=20)

@@ -11,8 +11,8 @@ from datetime import timedelta
 import pytest
 import requests
 
+from functions import clock
 from functions.dal import staged_messages, turns
-from functions.logic.rules import clock
 from infra.local.lambdas import invoke
 from infra.local.stack import LocalStack
 

@@ -1,7 +1,7 @@
 """What outsiders cannot do, over HTTP on the local stack: replay a captured request to
 change a person's consent or cost an AI call; make the model read, as the service's own
-words, what a person typed; keep a rotated token working, or flood Secrets Manager with
-forged signatures."""
+words, what a person typed; keep a rotated token working, make us read a secret with
+forged signatures, or delay a rotation with them."""
 
 from __future__ import annotations
 
@@ -13,6 +13,7 @@ import unicodedata
 import botocore.client
 import pytest
 
+from functions.dal import tenants
 from functions.integrations import secrets as credentials
 from infra.local.webhooks import inbound_form, new_message_sid, post_webhook
 from infra.names import SERVICE
@@ -85,6 +86,15 @@ def tenant(harness):
     harness.forget_tenants()
 
 
+def _warm(account_sid: str) -> str:
+    """The tenant's token, as the webhook has cached it (of the version its item names)."""
+    tenant = tenants.find(account_sid)
+    assert tenant is not None
+    cached = credentials.tenant_twilio_credentials(account_sid, tenant.token_version)
+    assert cached is not None
+    return cached.auth_token
+
+
 def test_a_rotated_token_is_taken_at_once_and_forgeries_do_not_flood_secrets_manager(
     harness, tenant, monkeypatch
 ):
@@ -95,8 +105,9 @@ def test_a_rotated_token_is_taken_at_once_and_forgeries_do_not_flood_secrets_man
         form = inbound_form(body, customer, number, account_sid)
         return post_webhook(harness.stack.whatsapp_url, form, token).status_code
 
-    assert credentials.tenant_twilio_credentials(account_sid).auth_token == old_token  # the webhook's cache
+    assert _warm(account_sid) == old_token
     new_token = secrets.token_hex(16)
+    harness.stack.twilio.set_account(account_sid, new_token)  # promoted at Twilio
     harness.stack.tenants.add(account_sid, new_token, [number])  # as `python -m infra.tenants add` does
     reads = _secret_reads(monkeypatch, account_sid)
 
@@ -105,10 +116,57 @@ def test_a_rotated_token_is_taken_at_once_and_forgeries_do_not_flood_secrets_man
 
     assert rotated == 200
     assert refused == [403] * 6
-    assert len(reads) == 1  # one forced read for the new token; the forgeries that follow read nothing
+    # One read: the tenant's item names a new token version. The forgeries read nothing.
+    assert len(reads) == 1
     conversation = harness.conversation_of(customer, number, account_sid)
     harness.wait_until_quiet(conversation.conversation_id, runs=1)
     assert harness.replies_to(customer) == ["You said: with the new token"]
+
+
+def test_a_bad_signature_alone_reads_no_secret(harness, tenant, monkeypatch):
+    """A forger who knows an AccountSid and one of its numbers makes us read nothing: the
+    secret is read again only when the tenant's item names another token version."""
+    account_sid, token, number = tenant
+    _warm(account_sid)
+    reads = _secret_reads(monkeypatch, account_sid)
+
+    forms = [inbound_form("x", harness.new_user(), number, account_sid) for _ in range(3)]
+    refused = [post_webhook(harness.stack.whatsapp_url, form, "forged").status_code for form in forms]
+
+    assert refused == [403] * 3
+    assert reads == []
+
+
+def test_forgeries_during_a_rotation_do_not_delay_the_real_webhooks_after_it(harness, tenant, monkeypatch):
+    """Twilio signs with the new token before the operator has stored it: those webhooks
+    are refused (403) as forgeries are, and neither reads the secret; once the tenant's item
+    names the new version (cached TENANT_CACHE_SECONDS), the next real webhook is accepted."""
+    account_sid, old_token, number = tenant
+    customer = harness.new_user()
+
+    def post(token: str, body: str) -> int:
+        form = inbound_form(body, customer, number, account_sid)
+        return post_webhook(harness.stack.whatsapp_url, form, token).status_code
+
+    _warm(account_sid)
+    new_token = secrets.token_hex(16)
+    harness.stack.twilio.set_account(account_sid, new_token)  # Twilio now signs with the new token
+    reads = _secret_reads(monkeypatch, account_sid)
+    during = [post(new_token, "too early")] + [post("forged", "x") for _ in range(5)]
+    read_during = list(reads)
+    harness.stack.tenants.add(account_sid, new_token, [number])  # the operator stores it
+    harness.forget_tenants()  # the webhook's tenant cache expires
+    read_before = len(reads)  # the CLI's own read of the secret
+
+    after = post(new_token, "after the rotation")
+
+    assert during == [403] * 6
+    assert read_during == []  # no signature made us read
+    assert after == 200
+    assert len(reads) - read_before == 1  # for the new version
+    conversation = harness.conversation_of(customer, number, account_sid)
+    harness.wait_until_quiet(conversation.conversation_id, runs=1)
+    assert harness.replies_to(customer) == ["You said: after the rotation"]
 
 
 def test_a_reply_twilio_refuses_for_a_rotated_token_is_sent_with_the_new_one(harness, tenant, monkeypatch):
@@ -116,8 +174,9 @@ def test_a_reply_twilio_refuses_for_a_rotated_token_is_sent_with_the_new_one(har
     customer = harness.new_user()
     form = inbound_form("are you there?", customer, number, account_sid)
     assert post_webhook(harness.stack.whatsapp_url, form, old_token).status_code == 200  # the old one cached
-    harness.stack.tenants.add(account_sid, secrets.token_hex(16), [number])  # rotated meanwhile
-    harness.stack.twilio.inject({"status": 401, "code": 20003})  # Twilio: the old token no longer works
+    new_token = secrets.token_hex(16)
+    harness.stack.twilio.set_account(account_sid, new_token)  # Twilio refuses the old token from now on
+    harness.stack.tenants.add(account_sid, new_token, [number])  # and the secret holds the new one
     reads = _secret_reads(monkeypatch, account_sid)
 
     conversation = harness.conversation_of(customer, number, account_sid)

@@ -18,6 +18,13 @@ checked, the OpenAI conversations included (each batch is one user turn and one 
 there, never two), and the run reports duplicate sends (0) and the undelivered replies
 recorded (as many as Twilio reported).
 
+The checks rest on the stand-ins' own records, not on what the system wrote down: every
+kind of fault is injected at least once (the first calls meet each kind, then chaos
+draws), and the stand-ins' records show each kind injected; a reply part sent again counts
+once only when the Twilio stand-in itself failed the first one with an injected 63018;
+and every status callback the stand-in made was taken (2xx) or retried until it was, so
+that a failure reported to an endpoint that never took it fails the test.
+
 Size and seed: CHAOS_CONVERSATIONS (default 6), CHAOS_SEED, and CHAOS_AT_ONCE (how many
 conversations type at the same time; default all). `make chaos` runs a larger one.
 """
@@ -42,7 +49,7 @@ from functions.logic.entry_points.status_callback import NOT_DELIVERED
 from infra.local.webhooks import inbound_form
 from tests.support.local_stack import OUR_WHATSAPP
 from tests.support.twilio_delivery import deliver_as_twilio, given_to_twilio
-from tests.support.twilio_replies import parts_resent, replies_delivered
+from tests.support.twilio_replies import callbacks_given_up, replies_delivered, resends
 
 pytestmark = pytest.mark.e2e
 
@@ -66,11 +73,23 @@ TWILIO_FAULTS = [
     {"status": 400, "code": 63018},  # WhatsApp's rate limit at create: retried
     {"outcome": "failed", "error_code": 63018, "after": 0.2},  # by callback: the part is sent again
 ]
-FIRST_TWILIO_FAULTS = [
-    {"delay": 1.0},
-    {"status": 400, "code": 63018},
-    {"outcome": "failed", "error_code": 63018, "after": 0.2},
-]
+
+
+def each_once(faults: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Each distinct fault of `faults`, once, in order."""
+    return [dict(f) for f in {repr(f): f for f in faults}.values()]
+
+
+# The first creates meet every kind of fault once, whatever the draw (then chaos): a late
+# success the list does not show, 63018 at create and by callback first.
+FIRST_TWILIO_FAULTS = each_once(
+    [
+        {"delay": 1.0},
+        {"status": 400, "code": 63018},
+        {"outcome": "failed", "error_code": 63018, "after": 0.2},
+        *TWILIO_FAULTS,
+    ]
+)
 LIST_LAG_SECONDS = 60  # the Messages list shows nothing within the run
 OPENAI_ATTEMPT_SECONDS = "1"  # a response that takes longer is a late success
 OPENAI_FAULTS = [
@@ -85,21 +104,35 @@ OPENAI_FAULTS = [
 
 
 class Flaky:
-    """Makes calls fail at random, before or after doing their work."""
+    """Makes calls fail at random, before or after doing their work; and each wrapped call
+    once each way, whatever the draw: before its FORCED[0]-th call, after its FORCED[1]-th."""
+
+    FORCED = (2, 4)
 
     def __init__(self, seed: int, rate: float) -> None:
         self.rng, self.rate, self.lock = random.Random(seed), rate, threading.Lock()
         self.injected: Counter[str] = Counter()
+        self.calls: Counter[str] = Counter()
+        self.names: list[str] = []
 
-    def _draw(self) -> str | None:
+    def _draw(self, name: str) -> str | None:
         with self.lock:
+            self.calls[name] += 1
+            if self.calls[name] in self.FORCED:
+                return "before" if self.calls[name] == self.FORCED[0] else "after"
             if self.rng.random() >= self.rate:
                 return None
             return self.rng.choice(["before", "after"])
 
+    def kinds(self) -> list[str]:
+        """Every kind of fault it injects."""
+        return [f"{name} {how}" for name in self.names for how in ("failed", "done, answer lost")]
+
     def wrap(self, name: str, call: Any) -> Any:
+        self.names.append(name)
+
         def flaky(*args: Any, **kwargs: Any) -> Any:
-            when = self._draw()
+            when = self._draw(name)
             if when == "before":
                 self.injected[f"{name} failed"] += 1
                 raise ConnectionError(f"injected: {name} failed")
@@ -154,9 +187,8 @@ def test_random_traffic_with_faults_loses_and_duplicates_nothing(harness, config
     )
     rng = random.Random(SEED)
     harness.stack.twilio.list_lag(LIST_LAG_SECONDS)
+    harness.stack.openai.inject(*each_once(OPENAI_FAULTS))  # each kind once, then chaos
     harness.stack.openai.chaos(API_FAULT_RATE, OPENAI_FAULTS, SEED)
-    # The first creates meet, whatever the draw: a late success the list does not show, and
-    # 63018 at create and by callback; then chaos.
     harness.stack.twilio.inject(*FIRST_TWILIO_FAULTS)
     harness.stack.twilio.chaos(API_FAULT_RATE, TWILIO_FAULTS, SEED + 1)
     flaky = Flaky(SEED + 2, AWS_FAULT_RATE)
@@ -258,10 +290,25 @@ def test_random_traffic_with_faults_loses_and_duplicates_nothing(harness, config
 
     undelivered, recorded, untold = _undelivered(harness, conversation_ids.values())
     templates = _templates_sent_once(harness, conversation_ids.values())
+    given_up_callbacks = callbacks_given_up(harness)
 
+    # The faults, as the stand-ins record injecting them (a fault drawn for a call that
+    # was answered otherwise, say refused for a busy conversation, does not count).
     faults = Counter(flaky.injected)
-    faults.update(describe(c) for c in harness.stack.openai.calls if c["fault"])
-    faults.update(_twilio_fault(c) for c in harness.stack.twilio.calls if c["fault"])
+    faults.update(describe(c) for c in harness.stack.openai.calls if _openai_fault_injected(c))
+    messages = {m["sid"]: m for m in harness.stack.twilio.messages}
+    faults.update(_twilio_fault(c) for c in harness.stack.twilio.calls if _twilio_fault_injected(c, messages))
+    meant = [
+        *flaky.kinds(),
+        *map(_twilio_fault, _calls(TWILIO_FAULTS)),
+        *map(describe, _calls(OPENAI_FAULTS)),
+    ]
+    not_injected = sorted(kind for kind in set(meant) if not faults[kind])
+    good_resends, other_resends = {}, {}
+    for cid in conversation_ids.values():
+        good, other = resends(harness, cid)
+        good_resends |= good
+        other_resends |= other
     statuses = Counter(r["status"] for r in runs)
     answered = sum(
         len([t for t in turns.list_of(cid) if t.status == "answered"]) for cid in conversation_ids.values()
@@ -280,11 +327,17 @@ def test_random_traffic_with_faults_loses_and_duplicates_nothing(harness, config
             f"duplicate user turns in OpenAI conversations {openai_duplicates}, "
             f"duplicate sends {duplicate_sends}, undelivered replies {len(recorded)} recorded "
             f"(Twilio reported {len(undelivered)}, gave up telling us {len(untold)}), "
-            f"templates {templates}, parts sent again after 63018 {parts_resent(conversation_ids.values())}, "
-            f"Twilio list lag {LIST_LAG_SECONDS}s, {elapsed:.0f}s"
+            f"status callbacks given up {len(given_up_callbacks)}, templates {templates}, "
+            f"parts sent again after an injected 63018 {len(good_resends)} (other resends "
+            f"{len(other_resends)}), Twilio list lag {LIST_LAG_SECONDS}s, {elapsed:.0f}s"
         )
+    assert not_injected == [], f"faults meant and not injected: {not_injected}"
     assert lost == 0 and duplicated == 0 and openai_duplicates == 0 and duplicate_sends == 0
-    assert recorded == {sid: code for sid, code in undelivered.items() if sid not in untold}
+    assert other_resends == {}, "a part sent again without the 63018 that justifies it"
+    # Every status callback Twilio made was taken (2xx), or retried until it was: a failure
+    # reported to an endpoint that never took it is a failure nobody saw.
+    assert given_up_callbacks == [] and untold == set()
+    assert recorded == undelivered
 
 
 def openai_turns(harness: Any, conversation_id: str) -> list[tuple[str, str]]:
@@ -317,6 +370,37 @@ def count_duplicate_turns(exchanges: list[tuple[str, str]]) -> int:
         duplicates += bool(lines & seen)
         seen |= lines
     return duplicates
+
+
+def _calls(faults: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Each fault as the call record that carries it."""
+    return [{"fault": fault} for fault in faults]
+
+
+def _openai_fault_injected(call: dict[str, Any]) -> bool:
+    """Whether the OpenAI stand-in answered the call as its fault said: with the fault's
+    status, or accepted it (to complete late, or to fail after acceptance)."""
+    fault = call["fault"]
+    if not fault:
+        return False
+    return call["status"] == (fault.get("status") or 200)
+
+
+def _twilio_fault_injected(call: dict[str, Any], messages: dict[str, dict[str, Any]]) -> bool:
+    """Whether the Twilio stand-in answered the create as its fault said: with the fault's
+    status, or accepted it (to answer late), or accepted it and then reported the message
+    with the fault's outcome and error code."""
+    fault = call["fault"]
+    if not fault:
+        return False
+    if fault.get("status"):
+        return call["status"] == fault["status"]
+    message = messages.get(call["sid"] or "")
+    if message is None:
+        return False
+    if fault.get("outcome"):
+        return (message["status"], message["error_code"]) == (fault["outcome"], fault["error_code"])
+    return True
 
 
 def describe(call: dict[str, Any]) -> str:

@@ -10,7 +10,8 @@ import secrets
 
 import pytest
 
-from functions.dal import tenants, turns
+from functions.dal import conversations, tenants, turns
+from functions.inbound import Channel, address_key
 from infra.local.webhooks import inbound_form, post_webhook
 from infra.names import NAMESPACE, SERVICE
 from tests.support.emf import emf_records
@@ -66,17 +67,10 @@ def _tenants_counted(printed: str, metric: str) -> list[str]:
     return tenants
 
 
-@pytest.mark.parametrize(
-    ("setting", "limit"),
-    [
-        ("MAX_AI_CALLS_PER_HOUR_PER_TENANT", "ai_calls_per_hour_per_tenant"),
-        ("MAX_NEW_CONVERSATIONS_PER_HOUR_PER_TENANT", "new_conversations_per_hour_per_tenant"),
-    ],
-)
 def test_a_tenants_invented_senders_stop_at_its_ceiling_and_another_tenant_is_still_answered(
-    harness, two_tenants, configure, monkeypatch, capfd, setting, limit
+    harness, two_tenants, configure, monkeypatch, capfd
 ):
-    configure(**{setting: "2"}, AUTO_CREATE_CONVERSATIONS="true")
+    configure(MAX_AI_CALLS_PER_HOUR_PER_TENANT="2", AUTO_CREATE_CONVERSATIONS="true")
     harness.wait_until_no_run_is_running()
     monkeypatch.setenv("POWERTOOLS_METRICS_DISABLED", "false")
     a, b = two_tenants
@@ -87,6 +81,33 @@ def test_a_tenants_invented_senders_stop_at_its_ceiling_and_another_tenant_is_st
     customer = _write(harness, b, b_number, harness.new_user(), "a real question")
     outcomes = sorted(str(_limits_of_last_batch(harness, c)) for c in invented)
 
-    assert outcomes == ["None", "None", limit]
+    assert outcomes == ["None", "None", "ai_calls_per_hour_per_tenant"]
+    assert _limits_of_last_batch(harness, customer) is None
+    assert _tenants_counted(capfd.readouterr().out, "TenantCeilingReached") == [a[0]]
+
+
+def test_past_its_new_conversations_ceiling_an_invented_sender_costs_no_conversation_and_no_run(
+    harness, two_tenants, configure, monkeypatch, capfd
+):
+    """Checked by the webhook, before the conversation is created or a run started."""
+    configure(MAX_NEW_CONVERSATIONS_PER_HOUR_PER_TENANT="2", AUTO_CREATE_CONVERSATIONS="true")
+    harness.wait_until_no_run_is_running()
+    monkeypatch.setenv("POWERTOOLS_METRICS_DISABLED", "false")
+    a, b = two_tenants
+    a_number, b_number = (_number_of(sid) for sid, _ in two_tenants)
+    capfd.readouterr()
+
+    admitted = [_write(harness, a, a_number, harness.new_user(), f"spam {i}") for i in range(2)]
+    invented = harness.new_user()
+    response = post_webhook(
+        harness.stack.whatsapp_url, inbound_form("spam 2", invented, a_number, a[0]), a[1]
+    )
+    customer = _write(harness, b, b_number, harness.new_user(), "a real question")
+
+    assert response.status_code == 200 and response.text.endswith("<Response/>")
+    assert harness.conversation_of(invented, a_number, a[0]) is None
+    would_be = conversations.new_conversation_id(a[0], address_key(Channel.WHATSAPP, invented, a_number))
+    assert (harness.staged(would_be), harness.runs(would_be)) == ([], [])
+    assert [_limits_of_last_batch(harness, c) for c in admitted] == [None, None]
     assert _limits_of_last_batch(harness, customer) is None
     assert _tenants_counted(capfd.readouterr().out, "TenantCeilingReached") == [a[0]]

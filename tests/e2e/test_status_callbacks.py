@@ -226,7 +226,7 @@ def test_a_template_send_that_fails_is_retried_with_the_callback_and_sent_once(
 
 
 def test_the_fallback_reply_carries_its_status_callback_and_is_reported_on_the_user_turn(harness):
-    harness.stack.openai.inject({"status": 401, "code": "invalid_api_key"})
+    harness.stack.openai.inject({"status": 400, "code": "invalid_prompt"})  # refused for good
     user = harness.new_user()
     assert harness.send(user, "anyone?").status_code == 200
     conversation_id = harness.conversation_of(user).conversation_id

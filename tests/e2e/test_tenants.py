@@ -216,6 +216,7 @@ def test_the_cli_registers_lists_moves_and_removes_on_the_local_stack_with_no_ot
         assert token not in result.stdout + result.stderr
         return result
 
+    harness.stack.twilio.set_account(account_sid, token)  # the account, as opened at Twilio
     added = cli("add", account_sid, "--number", number, stdin=token + "\n")
     assert added.returncode == 0, added.stderr
     assert f"{account_sid}  {number}" in cli("list").stdout

@@ -41,7 +41,7 @@ def test_one_typing_indicator_per_whatsapp_burst_before_its_reply_and_none_on_sm
 
 def test_a_refused_indicator_does_not_hold_the_reply_up(harness, configure):
     """A run started by hand for a message the stand-in never received: Twilio refuses
-    the indicator (404), and the batch is answered all the same."""
+    the indicator (400), and the batch is answered all the same."""
     configure(TYPING_INDICATOR="true")
     user = harness.new_user()
     conversation_id = harness.stage_directly(user, ["anyone there?"])
@@ -51,4 +51,4 @@ def test_a_refused_indicator_does_not_hold_the_reply_up(harness, configure):
 
     assert run["status"] == "SUCCEEDED"
     assert harness.replies_to(user) == ["You said: anyone there?"]
-    assert [i["status"] for i in _indicators(harness, [sid])] == [404]
+    assert [i["status"] for i in _indicators(harness, [sid])] == [400]

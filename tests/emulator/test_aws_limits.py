@@ -8,8 +8,8 @@ import time
 
 import pytest
 
+from functions import clock
 from functions.dal import batch_windows, staged_messages
-from functions.logic.rules import clock
 from functions.logic.rules.debounce import BatchingRules
 from functions.logic.shared.windows import new_window
 

@@ -7,9 +7,9 @@ from __future__ import annotations
 
 import pytest
 
+from functions import clock
 from functions.dal import conversations, staged_messages, turns, usage_counters
 from functions.inbound import Channel, InboundMessage
-from functions.logic.rules import clock
 from infra.local.webhooks import inbound_form
 
 pytestmark = pytest.mark.emulator

@@ -9,11 +9,11 @@ from datetime import timedelta
 
 import pytest
 
+from functions import clock
 from functions.dal import batch_windows, staged_messages, turns
 from functions.dal.models import BatchWindow
 from functions.logic.entry_points import reconciler as reconcile_module
 from functions.logic.entry_points.reconciler import redrive
-from functions.logic.rules import clock
 from functions.logic.shared.windows import execution_name
 from infra.local.lambdas import invoke
 from tests.support.waiting import wait_until

@@ -7,6 +7,7 @@ from __future__ import annotations
 import pytest
 
 from functions.config import get_settings
+from functions.dal import staged_messages, turns
 
 pytestmark = pytest.mark.emulator
 
@@ -15,7 +16,8 @@ pytestmark = pytest.mark.emulator
     "field",
     ["twilio_credentials_secret", "openai_api_key_secret"],
 )
-def test_a_conversation_naming_another_tenants_secret_is_not_answered_with_it(harness, field):
+def test_a_conversation_naming_another_tenants_secret_is_not_answered_with_it(harness, configure, field):
+    configure(MAX_BATCH_ATTEMPTS="2")
     other_sid, _ = harness.add_tenant()
     settings = get_settings()
     prefix = (
@@ -31,6 +33,20 @@ def test_a_conversation_naming_another_tenants_secret_is_not_answered_with_it(ha
 
     assert run["status"] == "FAILED"
     assert "SecretOutsideTenant" in harness.failures_in(run["executionArn"])
+    assert len(staged_messages.pending(conversation_id)) == 1  # kept for another attempt
+    assert not [t for t in turns.list_of(conversation_id) if t.status == "dead_lettered"]
+
+    again = harness.wait_for_run(harness.start_run(conversation_id))  # the second of two attempts
+
+    assert again["status"] == "FAILED"
+    assert "SecretOutsideTenant" in harness.failures_in(again["executionArn"])
+    assert staged_messages.pending(conversation_id) == []  # set aside
+    (dead,) = [t for t in turns.list_of(conversation_id) if t.status == "dead_lettered"]
+    assert (dead.error, dead.dead_letter_reason, dead.message_count) == (
+        "SecretOutsideTenant",
+        "max_batch_attempts",
+        1,
+    )
     assert harness.replies_to(user) == []
     assert [c for c in harness.stack.twilio.calls if c["to"] == user] == []
     assert "lock_owner" not in harness.conversation_item(conversation_id)

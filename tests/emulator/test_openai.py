@@ -11,11 +11,11 @@ import httpx2
 import openai
 import pytest
 
+from functions import clock
 from functions.config import get_settings
 from functions.dal import staged_messages, turns
 from functions.errors import AIRetryableError
 from functions.integrations import openai_responses, twilio_messages
-from functions.logic.rules import clock
 
 pytestmark = pytest.mark.emulator
 

@@ -102,13 +102,15 @@ def test_openai_503_twice_then_success_is_retried_visibly(harness):
 def test_openai_permanent_failure_sends_the_fallback_and_sets_the_batch_aside(harness):
     user = harness.new_user()
     conversation_id = harness.stage_directly(user, ["one", "two"])
-    harness.stack.openai.inject({"status": 401, "code": "invalid_api_key"})
+    # A request OpenAI refuses for good (a 401 is the key's fault instead: kept, see
+    # tests/e2e/test_stale_credentials.py).
+    harness.stack.openai.inject({"status": 400, "code": "invalid_prompt"})
 
     run = harness.wait_for_run(harness.start_run(conversation_id))
 
     assert run["status"] == "FAILED"
     assert run["error"] == "AIPermanentError"
-    assert "OpenAI HTTP 401" in run["cause"]
+    assert "OpenAI HTTP 400 invalid_prompt" in run["cause"]
     assert harness.failures_in(run["executionArn"]) == ["AIPermanentError"]  # not retried
     assert "Record Failed Batch" in harness.states_entered(run["executionArn"])
     assert "lock_owner" not in harness.conversation_item(conversation_id)

@@ -23,6 +23,15 @@ def _recorded(conversation_id: str) -> list[str]:
     return assistant.message_sids
 
 
+def _failure_causes(harness, execution_arn: str) -> list[str]:
+    """Why each failed task attempt failed (its error's message), in order."""
+    return [
+        e["taskFailedEventDetails"].get("cause", "")
+        for e in harness.history(execution_arn)
+        if e["type"] == "TaskFailed"
+    ]
+
+
 def test_a_reply_accepted_after_the_clients_timeout_is_sent_once(harness, configure):
     configure(TWILIO_TIMEOUT_SECONDS="0.5")
     user = harness.new_user()
@@ -41,14 +50,21 @@ def test_a_middle_part_accepted_after_the_timeout_is_sent_once_and_the_rest_in_o
     configure(TWILIO_TIMEOUT_SECONDS="0.5")
     user = harness.new_user()
     conversation_id = harness.stage_directly(user, [THREE_PARTS])
-    harness.stack.twilio.inject({}, {"delay": 1.5})
+    harness.stack.twilio.inject({}, {"delay": 1.5})  # part 2: accepted at once, answered after 1.5 s
 
     run = harness.wait_for_run(harness.start_run(conversation_id))
 
     assert run["status"] == "SUCCEEDED"
+    # The client gave up on part 2 before its answer: one attempt failed, on a timeout.
+    assert harness.failures_in(run["executionArn"]) == ["TwilioRetryableError"]
+    assert "Timeout" in _failure_causes(harness, run["executionArn"])[0]
     parts = harness.replies_to(user)
     assert len(parts) == 3 and " ".join(parts) == "You said: " + THREE_PARTS
     assert _recorded(conversation_id) == [m["sid"] for m in _sent_to(harness, user)]
+    # The part kept is the one the stand-in accepted with the late answer, not a new one.
+    creates = [c for c in harness.stack.twilio.calls if c["to"] == user]
+    assert [c["fault"] for c in creates] == [None, {"delay": 1.5}, None]
+    assert [c["sid"] for c in creates] == _recorded(conversation_id)
 
 
 def test_a_task_that_dies_after_twilio_accepted_a_part_does_not_send_it_again(harness, monkeypatch):
@@ -78,7 +94,7 @@ def test_a_fallback_reply_accepted_after_the_clients_timeout_is_sent_once(harnes
     configure(TWILIO_TIMEOUT_SECONDS="0.5")
     user = harness.new_user()
     conversation_id = harness.stage_directly(user, ["hello?"])
-    harness.stack.openai.inject({"status": 401, "code": "invalid_api_key"})
+    harness.stack.openai.inject({"status": 400, "code": "invalid_prompt"})  # refused for good
     harness.stack.twilio.inject({"delay": 1.5})  # the fallback: accepted, answered too late
 
     run = harness.wait_for_run(harness.start_run(conversation_id))

@@ -55,6 +55,7 @@ def test_the_dashboard_shows_how_the_burst_feels_and_the_existing_metrics(synthe
         *("TwilioLatency", "TwilioErrors", "UndeliveredReplies", "FallbackReplies"),
         *("WebhooksRefused", "DeadLetteredBatches", "OldestPendingMessageAge"),
         *("CostLimitReached", "ReplyPartsCapped"),
+        *("HandedOff", "HandedOffBatches", "PersonReplies"),
     ):
         assert emitted(name) in graphed, name
     assert set(BURST_END_REASONS) == {"fixed", "quiet", "cap", "flush", "max_messages"}

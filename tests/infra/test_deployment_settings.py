@@ -41,6 +41,7 @@ def _file_with_every_setting(tmp_path: Path) -> tuple[Path, dict[str, str]]:
     chosen = {
         name.upper(): _other_value(name) for name in Settings.model_fields if name.upper() not in SET_BY_STACK
     }
+    chosen["WHATSAPP_TEMPLATE_VARIABLES"] = '{"1": "there"}'  # a JSON object of strings
     chosen["TWILIO_CONNECTION_OVERRIDES"] = "rc=3&rp=all"
     chosen["WEBHOOK_BASE_URL"] = "https://hooks.example.com/burst"
     read_settings({**{n: "x" for n in SET_BY_STACK}, **chosen})  # every value valid

@@ -18,7 +18,7 @@ from functions.dal.tables import ALL_TABLES
 from functions.registry import ALL_FUNCTIONS, TASKS
 from infra.iam.requests import resource_types
 from infra.local import gateway
-from infra.local.stack import create_table_request
+from infra.local.tables import create_table_request
 from infra.names import NAMESPACE, SERVICE, StackSettings
 from infra.statemachine import DEFINITION_FILE, placeholders
 
@@ -176,7 +176,7 @@ def test_the_state_machine_is_standard_traced_and_logged(template):
 def test_secrets_alarms_bus_and_outputs_exist(template):
     template.resource_count_is("AWS::SecretsManager::Secret", 1)  # the tenants' are not the stack's
     template.resource_count_is("AWS::Events::EventBus", 1)
-    template.resource_count_is("AWS::CloudWatch::Alarm", 18)
+    template.resource_count_is("AWS::CloudWatch::Alarm", 21)
     for name in (
         "UndeliveredReplies",
         "FailedRuns",
@@ -189,6 +189,8 @@ def test_secrets_alarms_bus_and_outputs_exist(template):
         "OldestPendingMessage",
         "AIQuotaExhausted",
         "AIModelUnavailable",
+        "AICredentialsRefused",
+        "TwilioCredentialsRefused",
         "DeadLetteredBatches",
         "TenantCeilingReached",
         "AICallsCeilingReached",
@@ -434,7 +436,7 @@ def test_the_webhook_checks_signatures_against_the_apis_own_url(synthesized):
     assert stack_json["Outputs"]["WebhookBaseUrl"]["Value"] == base
 
 
-def test_only_the_announcing_function_may_put_events_on_the_bus(synthesized):
+def test_only_the_announcing_function_may_put_the_services_own_events_on_the_bus(synthesized):
     stack_json = synthesized[1]
     (policy,) = resources(stack_json, "AWS::Events::EventBusPolicy").values()
     statement = policy["Properties"]["Statement"]
@@ -444,7 +446,10 @@ def test_only_the_announcing_function_may_put_events_on_the_bus(synthesized):
         "events:PutEvents",
         {"AWS": "*"},
     )
-    assert statement["Condition"] == {"ArnNotEquals": {"aws:PrincipalArn": {"Fn::GetAtt": [role, "Arn"]}}}
+    assert statement["Condition"] == {
+        "ArnNotEquals": {"aws:PrincipalArn": {"Fn::GetAtt": [role, "Arn"]}},
+        "StringEquals": {"events:source": "burst-reply"},  # a helpdesk's commands are its own
+    }
     bus = logical_id_of(stack_json, "AWS::Events::EventBus", "/Events/")
     assert statement["Resource"] == {"Fn::GetAtt": [bus, "Arn"]}
 
@@ -524,10 +529,28 @@ def test_the_local_tables_match_the_deployed_ones(synthesized, table):
 
 def test_the_reconciler_runs_every_minute(synthesized):
     stack_json = synthesized[1]
-    (rule,) = resources(stack_json, "AWS::Events::Rule").values()
+    (rule,) = [
+        r
+        for r in resources(stack_json, "AWS::Events::Rule").values()
+        if "ScheduleExpression" in r["Properties"]
+    ]
     assert rule["Properties"]["ScheduleExpression"] == "rate(1 minute)"
     reconciler = logical_id_of(stack_json, "AWS::Lambda::Function", "/Functions/Reconciler/")
     assert rule["Properties"]["Targets"][0]["Arn"] == {"Fn::GetAtt": [reconciler, "Arn"]}
+
+
+def test_a_helpdesks_commands_on_the_bus_go_to_their_function(synthesized):
+    stack_json = synthesized[1]
+    (rule,) = [
+        r for r in resources(stack_json, "AWS::Events::Rule").values() if "EventPattern" in r["Properties"]
+    ]
+    commands = logical_id_of(stack_json, "AWS::Lambda::Function", "/Functions/ConversationCommands/")
+    bus = logical_id_of(stack_json, "AWS::Events::EventBus", "/Events/")
+    assert rule["Properties"]["EventBusName"] == {"Ref": bus}
+    assert rule["Properties"]["EventPattern"] == {
+        "detail-type": ["conversation.pause", "conversation.resume", "conversation.reply"]
+    }
+    assert rule["Properties"]["Targets"][0]["Arn"] == {"Fn::GetAtt": [commands, "Arn"]}
 
 
 def _environment(stack_json: dict[str, Any], function: str) -> dict[str, Any]:

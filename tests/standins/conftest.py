@@ -19,6 +19,7 @@ from infra.local.standins import OpenAIStandIn, TwilioStandIn
 
 ACCOUNT_SID = "AC" + "1" * 32
 AUTH_TOKEN = "standin-test-auth-token"
+OPENAI_KEY = "local-openai-key"
 
 
 class Served:
@@ -57,6 +58,7 @@ class Receiver:
 @pytest.fixture
 def openai_standin() -> Iterator[tuple[OpenAIStandIn, str]]:
     standin = OpenAIStandIn()
+    standin.add_key(OPENAI_KEY)
     served = Served(standin)
     yield standin, served.url
     served.stop()
@@ -65,14 +67,13 @@ def openai_standin() -> Iterator[tuple[OpenAIStandIn, str]]:
 @pytest.fixture
 def ai(openai_standin: tuple[OpenAIStandIn, str]) -> openai.OpenAI:
     """The SDK as the service configures it: no retries of its own."""
-    return openai.OpenAI(
-        api_key="local-openai-key", base_url=openai_standin[1] + "/v1", max_retries=0, timeout=3
-    )
+    return openai.OpenAI(api_key=OPENAI_KEY, base_url=openai_standin[1] + "/v1", max_retries=0, timeout=3)
 
 
 @pytest.fixture
 def twilio_standin() -> Iterator[tuple[TwilioStandIn, str]]:
     standin = TwilioStandIn()
+    standin.set_account(ACCOUNT_SID, AUTH_TOKEN)
     served = Served(standin)
     yield standin, served.url
     served.stop()

@@ -9,10 +9,11 @@ from typing import Any
 import requests
 
 from functions.integrations.openai_models import DEFAULT_MODEL as MODEL
-from tests.standins.conftest import ACCOUNT_SID, AUTH_TOKEN
+from tests.standins.conftest import ACCOUNT_SID, AUTH_TOKEN, OPENAI_KEY
 from tests.support.waiting import wait_until
 
 OURS, USER = "+15550000001", "+15557654321"
+KEY = {"Authorization": f"Bearer {OPENAI_KEY}"}
 
 
 def create_message(url: str, **form: str) -> requests.Response:
@@ -28,6 +29,7 @@ def create_response(url: str, conversation: str | None = None, **body: Any) -> r
     return requests.post(
         f"{url}/v1/responses",
         json={"model": MODEL, "input": "hi", "conversation": conversation, **body},
+        headers=KEY,
         timeout=3,
     )
 
@@ -63,7 +65,7 @@ def test_chaos_over_http_may_use_outcome_faults(twilio_standin):
 
 def test_the_context_window_and_conversations_over_http(openai_standin):
     standin, url = openai_standin
-    conversation = requests.post(f"{url}/v1/conversations", json={}, timeout=3).json()["id"]
+    conversation = requests.post(f"{url}/v1/conversations", json={}, headers=KEY, timeout=3).json()["id"]
     assert create_response(url, conversation).status_code == 200
 
     shown = requests.get(f"{url}/_control/conversations/{conversation}", timeout=3).json()

@@ -13,7 +13,7 @@ import pytest
 import requests
 
 from functions.integrations.openai_models import DEFAULT_MODEL as MODEL
-from tests.standins.conftest import ACCOUNT_SID, AUTH_TOKEN
+from tests.standins.conftest import ACCOUNT_SID, AUTH_TOKEN, OPENAI_KEY
 from tests.support.media import PDF, PHOTO, VOICE_NOTE
 
 # --- Twilio: media ------------------------------------------------------------------------
@@ -116,6 +116,7 @@ def test_a_transcription_refuses_formats_and_sizes_it_does_not_take(ai, openai_s
         f"{url}/v1/audio/transcriptions",
         files={"file": ("v.ogg", VOICE_NOTE)},
         data={"model": "gpt-transcribe"},
+        headers={"Authorization": f"Bearer {OPENAI_KEY}"},
         timeout=3,
     )
     assert answer.json() == {"text": "hi"}

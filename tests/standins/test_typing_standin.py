@@ -46,9 +46,11 @@ def test_an_indicator_is_shown_only_for_a_whatsapp_message_of_the_account_it_rec
             sdk(url, account).create(channel=channel, message_id=message_id)
         refusals.append(refused.value.status)
 
-    assert refusals == [404, 404, 404, 400, 400]
+    # Twilio answers 400 for a message it holds no inbound WhatsApp record of
+    # (https://github.com/twilio/twilio-python/issues/894).
+    assert refusals == [400, 400, 400, 400, 400]
     listed = requests.get(f"{url}/_control/indicators", timeout=3).json()["indicators"]
-    assert [(i["message_id"], i["status"]) for i in listed][:2] == [(whatsapp, 200), (never, 404)]
+    assert [(i["message_id"], i["status"]) for i in listed][:2] == [(whatsapp, 200), (never, 400)]
     standin.reset()
     assert requests.get(f"{url}/_control/indicators", timeout=3).json() == {"indicators": []}
     with pytest.raises(TwilioRestException):  # forgotten too
@@ -64,10 +66,33 @@ def test_the_projects_request_is_the_one_twilio_documents(twilio_standin, config
     credentials = TwilioCredentials(account_sid=ACCOUNT_SID, auth_token=AUTH_TOKEN)
 
     twilio_typing.show_typing(credentials, sid)
-    with pytest.raises(twilio_typing.TypingIndicatorFailed, match="HTTP 404 code 20404"):
+    with pytest.raises(twilio_typing.TypingIndicatorFailed, match="HTTP 400"):
         twilio_typing.show_typing(credentials, new_message_sid())
 
     assert [(i["message_id"], i["channel"], i["status"]) for i in standin.indicators] == [
         (sid, "whatsapp", 200),
-        (standin.indicators[1]["message_id"], "whatsapp", 404),
+        (standin.indicators[1]["message_id"], "whatsapp", 400),
     ]
+
+
+def test_an_outbound_message_is_refused_as_an_unknown_one(sms, twilio_standin):
+    standin, url = twilio_standin
+    ours = sms.messages.create(from_=OURS, to=USER, body="our reply").sid  # outbound
+    with pytest.raises(TwilioRestException) as refused:
+        sdk(url).create(channel="whatsapp", message_id=ours)
+    assert refused.value.status == 400
+
+
+def test_an_answer_without_success_true_is_not_an_indicator_shown(twilio_standin, configure):
+    # The resource's one field, `success` (https://www.twilio.com/docs/whatsapp/api/typing-indicators-resource).
+    standin, url = twilio_standin
+    tables = {t.env_var: t.logical_id for t in ALL_TABLES}
+    configure(TWILIO_API_BASE_URL=url, EVENT_BUS_NAME="bus", **tables)
+    sid = new_message_sid()
+    standin.receive(inbound_form("hi", USER, OURS, ACCOUNT_SID, sid))
+    credentials = TwilioCredentials(account_sid=ACCOUNT_SID, auth_token=AUTH_TOKEN)
+    requests.post(f"{url}/_control/typing", json={"success": False}, timeout=3).raise_for_status()
+
+    with pytest.raises(twilio_typing.TypingIndicatorFailed, match="success"):
+        twilio_typing.show_typing(credentials, sid)
+    assert [i["status"] for i in standin.indicators] == [200]

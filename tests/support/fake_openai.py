@@ -35,7 +35,10 @@ class FakeOpenAI:
     `fail` complete with that error code and no reply; those in `running` are still in
     progress when first waited for, and complete (adding their exchange) unless the wait
     is stopped and they are cancelled. `forgotten`: response ids that retrieve no longer
-    finds."""
+    finds. Those in `reasoning` reason before their reply (a reasoning item, then the
+    reply); those in `out_of_room` spend their max_output_tokens on reasoning (a reasoning
+    item, no reply: `incomplete`); those in `cancel_keeps_input` leave their input when
+    cancelled."""
 
     items: list[ConversationItem] = field(default_factory=list)  # oldest first
     responses: dict[str, ResponseState] = field(default_factory=dict)
@@ -48,6 +51,11 @@ class FakeOpenAI:
     forgotten: set[str] = field(default_factory=set)
     running: set[int] = field(default_factory=set)
     cancelled: list[str] = field(default_factory=list)
+    reasoning: set[int] = field(default_factory=set)
+    out_of_room: set[int] = field(default_factory=set)
+    cancel_keeps_input: set[int] = field(default_factory=set)
+    # The options each creation was asked with (max_output_tokens, reasoning_effort, ...).
+    asked_with: list[dict[str, Any]] = field(default_factory=list)
     # A deletion deletes this many items, then its attempt's time is up (None: all of them).
     time_out_after_deleting: int | None = None
     # The user texts the conversation held when each creation was asked (what it read).
@@ -56,12 +64,20 @@ class FakeOpenAI:
 
     def exchange(self, number: int, user_text: str, reply_text: str | None = None) -> ResponseState:
         """Add an exchange to the conversation; the response it stands for."""
-        reply_id = f"msg_reply_{number}"
+        reply_id, thought = f"msg_reply_{number}", f"rs_{number}"
         self.items += [ConversationItem(f"msg_user_{number}", "user", user_text)]
+        if number in self.reasoning | self.out_of_room and reply_text is not None:
+            self.items += [ConversationItem(thought, "", "")]
+        if number in self.out_of_room and reply_text is not None:
+            self.responses[f"resp_{number}"] = ResponseState(
+                f"resp_{number}", "incomplete", incomplete_reason="max_output_tokens", item_ids=(thought,)
+            )
+            return self.responses[f"resp_{number}"]
         if reply_text is not None:
             self.items += [ConversationItem(reply_id, "assistant", reply_text)]
+        reasoned = (thought,) if number in self.reasoning else ()
         state = ResponseState(
-            id=f"resp_{number}", status="completed", text=reply_text or "", item_ids=(reply_id,)
+            id=f"resp_{number}", status="completed", text=reply_text or "", item_ids=(*reasoned, reply_id)
         )
         self.responses[state.id] = state
         return state
@@ -71,6 +87,7 @@ class FakeOpenAI:
     ) -> ResponseState:
         number, self.created = self.created, self.created + 1
         self.read_at_creation.append(self.user_texts())
+        self.asked_with.append(options)
         if number in self.refuse:
             raise self.refuse[number]
         if number in self.fail:
@@ -83,6 +100,7 @@ class FakeOpenAI:
             self._unfinished[state.id] = (number, str(user_turn))
             return state
         state = self.exchange(number, str(user_turn), f"reply {number}")
+        state = self.responses[state.id] = replace(state, max_output_tokens=options.get("max_output_tokens"))
         if number in self.lose_answer:
             raise answer_lost()
         return replace(state, status="queued")
@@ -92,8 +110,10 @@ class FakeOpenAI:
         return None if response_id in self.forgotten else self.responses.get(response_id)
 
     def cancel_response(self, client: Any, response_id: str, budget: Any) -> ResponseState | None:
-        if response_id in self._unfinished:  # a cancelled response adds nothing
-            del self._unfinished[response_id]
+        if response_id in self._unfinished:  # a cancelled response adds nothing (or its input)
+            number, user_text = self._unfinished.pop(response_id)
+            if number in self.cancel_keeps_input:
+                self.items += [ConversationItem(f"msg_user_{number}", "user", user_text)]
             self.cancelled.append(response_id)
             self.responses[response_id] = replace(self.responses[response_id], status="cancelled")
         return self.responses.get(response_id)

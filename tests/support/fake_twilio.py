@@ -41,6 +41,7 @@ class FakeTwilio:
         content_sid: str | None = None,
         status_callback: str | None = None,
         messaging_service_sid: str | None = None,
+        content_variables: str | None = None,
     ) -> str:
         number, self.attempts = self.attempts, self.attempts + 1
         if number in self.refuse:
@@ -55,6 +56,7 @@ class FakeTwilio:
                 "content_sid": content_sid,
                 "status_callback": status_callback,
                 "messaging_service_sid": messaging_service_sid,
+                "content_variables": content_variables,
                 "at": time.monotonic(),
             }
         )

@@ -13,13 +13,13 @@ from typing import Any
 import pytest
 from botocore.exceptions import ClientError
 
+from functions import clock
 from functions.dal import batch_windows, conversations, reply_sending, staged_messages, turns
 from functions.dal.models import BatchWindow, Conversation, Turn
 from functions.dal.reply_sending import SendingAttempt
 from functions.errors import ConversationNotFound, TwilioPermanentError, TwilioRetryableError
 from functions.inbound import Channel, address_key
 from functions.integrations import secrets, twilio_messages, twilio_typing
-from functions.logic.rules import clock
 from tests.support.fake_staged_messages import InMemoryStagedMessages
 from tests.support.fake_twilio import FakeTwilio
 
@@ -46,6 +46,9 @@ class InMemoryStore(InMemoryStagedMessages):
     # conversation id → (owner, lease's end in epoch seconds)
     locks: dict[str, tuple[str, int]] = field(default_factory=dict)
     delivery_failures: list[tuple[str, int | None]] = field(default_factory=list)
+    # What the conversation's record holds that its model does not read, written by
+    # expressions only: the totals and status of the answered batches, the delivery failures.
+    conversation_totals: dict[str, dict[str, Any]] = field(default_factory=dict)
     # Calls to fail once, after doing their work: name → the exception to raise.
     die_after: dict[str, Exception] = field(default_factory=dict)
 
@@ -184,8 +187,8 @@ class InMemoryStore(InMemoryStagedMessages):
         limited: bool = False,
         ended_by: str | None = None,
     ) -> bool:
-        """The transaction: the turns' statuses, and the lock released, if `owner` holds it
-        (the conversation's totals are not kept here)."""
+        """The transaction: the turns' statuses, the conversation's totals and status, and
+        the lock released, if `owner` holds it."""
         if self.locks.get(conversation_id, ("", 0))[0] != owner:
             return False
         user = self._turn(conversation_id, user_turn_id, "user")
@@ -193,6 +196,14 @@ class InMemoryStore(InMemoryStagedMessages):
         user.answered_at, user.burst_ended_by = answered_at, ended_by
         if last_message_sid and conversation_id in self.conversations:
             self.conversations[conversation_id].last_reply_at = answered_at
+        status = "awaiting_agent" if assistant_turn_id is None else ("limited" if limited else "reply_sent")
+        totals = self.conversation_totals.setdefault(conversation_id, {})
+        totals |= {"updated_at": answered_at, "conversation_status": status}
+        totals["last_assistant_message_sid"] = last_message_sid or ""
+        added = {k: tokens.get(k, 0) for k in ("prompt_tokens", "completion_tokens", "total_tokens")}
+        added["turn_count"] = 1 if assistant_turn_id is None else 2
+        for name, value in added.items():
+            totals[name] = totals.get(name, 0) + value
         if assistant_turn_id is not None:
             assistant = self._turn(conversation_id, assistant_turn_id, "assistant")
             assistant.status, assistant.sent_at = ("limited" if limited else "sent"), answered_at
@@ -242,6 +253,9 @@ class InMemoryStore(InMemoryStagedMessages):
 
     def record_delivery_failure(self, conversation_id: str, code: int | None, at: str) -> None:
         self.delivery_failures.append((conversation_id, code))
+        kept = self.conversation_totals.setdefault(conversation_id, {})
+        kept |= {"last_delivery_error": code if code is not None else 0, "last_delivery_error_at": at}
+        kept["delivery_failures"] = kept.get("delivery_failures", 0) + 1
 
     def claim_template(self, conversation_id: str, turn_id: str, owner: str, now: str) -> Turn:
         turn = self.turns[(conversation_id, turn_id)]

@@ -10,10 +10,10 @@ from typing import Any
 
 import requests
 
+from functions import clock
 from functions.dal import batch_windows, conversations, staged_messages, tenants
 from functions.inbound import Channel, InboundMessage
 from functions.logic.entry_points.reconciler import open_window_due_now
-from functions.logic.rules import clock
 from functions.logic.shared.windows import execution_name
 from infra.local.stack import LocalConfig, LocalStack
 from infra.local.webhooks import inbound_form, post_webhook
@@ -44,11 +44,14 @@ class Harness:
         form = inbound_form(body, user, OUR_WHATSAPP, config.twilio_account_sid, message_sid)
         return post_webhook(url or self.stack.whatsapp_url, form, config.twilio_auth_token)
 
-    def send_while_generating(self, user: str, first: str, newer: str, seconds: float = 3) -> str:
+    def send_while_generating(
+        self, user: str, first: str, newer: str, seconds: float = 3, fault: dict[str, Any] | None = None
+    ) -> str:
         """Send `first`, wait until its reply is being generated (the OpenAI stand-in slowed
-        to `seconds` through its /_control API), then send `newer`; the conversation's id."""
+        to `seconds` through its /_control API, with `fault` too), then send `newer`; the
+        conversation's id."""
         control = f"{(self.stack.openai_url or '').removesuffix('/v1')}/_control"
-        faults = {"faults": [{"delay": seconds}]}
+        faults = {"faults": [{"delay": seconds, **(fault or {})}]}
         assert requests.post(f"{control}/faults", json=faults, timeout=5).status_code == 200
         assert self.send(user, first).status_code == 200
         conversation_id = self.conversation_of(user).conversation_id  # type: ignore[union-attr]

@@ -9,11 +9,11 @@ from datetime import UTC, datetime
 
 import pytest
 
+from functions import clock
 from functions.contract import AcquireInput, BatchSummary, CloseInput, RunInput
 from functions.dal.models import BatchWindow
 from functions.inbound import InboundMessage
 from functions.logic.entry_points.reconciler import open_window_due_now
-from functions.logic.rules import clock
 from functions.logic.rules.adaptive import Learned, after_burst, for_new_window, is_split
 from functions.logic.rules.debounce import BatchingRules, due_ms
 from functions.logic.states.acquire_processing_lock import acquire_processing_lock
@@ -22,6 +22,10 @@ from tests.support.fake_runs import FakeRuns, install_runs
 from tests.support.fakes import InMemoryStore, store_with_conversation
 
 ADAPTIVE = BatchingRules(mode="adaptive", quiet_seconds=3, quiet_min_seconds=1, quiet_max_seconds=10)
+# The expected values below are worked out by hand from the rule as documented
+# (functions/logic/rules/adaptive.py, docs/how-it-works.md): after a burst with g gaps of
+# mean m, quiet += (1 - 0.75**g) * (1.75 * m - quiet); a split burst by a gap of G moves it
+# half way to max(quiet, 1.25 * G); then bounded, and kept in whole milliseconds.
 US, USER = "whatsapp:+15550000001", "whatsapp:+15550001111"
 NOW = datetime(2026, 11, 26, 12, 1, 0, tzinfo=UTC)
 NOW_MS = clock.epoch_ms(NOW)
@@ -43,15 +47,17 @@ def test_a_conversation_starts_from_quiet_seconds_and_other_modes_keep_their_rul
 def test_quick_gaps_shorten_the_quiet_period_and_slow_ones_lengthen_it_within_the_bounds():
     quick = after_burst(ADAPTIVE, opened_ms=0, last_ms=1_500, count=4, closed_ms=5_000)  # 0.5 s gaps
     slow = after_burst(ADAPTIVE, opened_ms=0, last_ms=12_000, count=4, closed_ms=20_000)  # 4 s gaps
-    assert quick.quiet_ms is not None and 1_000 <= quick.quiet_ms < 3_000
-    assert slow.quiet_ms is not None and 3_000 < slow.quiet_ms <= 10_000
+    # 3 gaps: weight 1 - 0.75**3 = 0.578125. Quick: 3 + 0.578125 * (0.875 - 3) = 1.7715 s;
+    # slow: 3 + 0.578125 * (7 - 3) = 5.3125 s.
+    assert quick.quiet_ms == 1_771
+    assert slow.quiet_ms == 5_312
     assert (quick.last_burst_ms, quick.burst_closed_ms) == (1_500, 5_000)
     rules = ADAPTIVE
     for _ in range(30):  # a person who keeps typing fast ends at the lower bound, not below
         rules = for_new_window(ADAPTIVE, after_burst(rules, 0, 300, 4, 1_000), 0)
     assert rules.quiet_seconds == 1
     far = after_burst(ADAPTIVE, 0, 60_000, 2, 70_000)
-    assert far.quiet_ms == 10_000  # the upper bound
+    assert far.quiet_ms == 10_000  # 3 + 0.25 * (105 - 3) = 28.5 s: the upper bound
 
 
 def test_a_single_fragment_teaches_nothing_about_gaps():
@@ -63,7 +69,7 @@ def test_a_fragment_soon_after_the_answer_is_a_split_burst_and_lengthens_the_nex
 
     assert is_split(ADAPTIVE, answered, 14_000)
     nudged = for_new_window(ADAPTIVE, answered, 14_000).quiet_seconds  # a 4 s gap split it
-    assert 2 < nudged <= 4 * 1.25
+    assert nudged == 3.5  # half way from 2 s to 1.25 * 4 s
     assert not is_split(ADAPTIVE, answered, 20_001)  # more than quiet_max after: a new burst
     assert for_new_window(ADAPTIVE, answered, 20_001).quiet_seconds == 2
     assert not is_split(ADAPTIVE, Learned(quiet_ms=2_000), 14_000)  # nothing answered yet
@@ -99,9 +105,9 @@ def test_the_lock_of_an_adaptive_burst_keeps_what_it_taught(store):
     ).over
 
     kept = store.conversations["c1"]
-    expected = after_burst(ADAPTIVE, NOW_MS - 5_000, NOW_MS - 3_500, 4, NOW_MS)
+    # 3 gaps of 0.5 s: 3 + (1 - 0.75**3) * (1.75 * 0.5 - 3) = 1.7715 s
     assert (kept.learned_quiet_ms, kept.last_burst_ms, kept.burst_closed_ms) == (
-        expected.quiet_ms,
+        1_771,
         NOW_MS - 3_500,
         NOW_MS,
     )
@@ -135,10 +141,9 @@ def test_messages_that_came_while_the_batch_was_answered_open_a_window_that_wait
         last_received_ms=NOW_MS - 3_000,
     )
 
-    # What Acquire Processing Lock kept with the lock when the burst was declared over.
-    taught = after_burst(ADAPTIVE, NOW_MS - 4_000, NOW_MS - 3_000, 2, NOW_MS - 2_000)
-    learned = {"learned_quiet_ms": taught.quiet_ms, "last_burst_ms": taught.last_burst_ms}
-    learned["burst_closed_ms"] = taught.burst_closed_ms
+    # What Acquire Processing Lock kept with the lock when the burst (one gap of 1 s) was
+    # declared over: 3 + 0.25 * (1.75 - 3) = 2.6875 s.
+    learned = {"learned_quiet_ms": 2_687, "last_burst_ms": NOW_MS - 3_000, "burst_closed_ms": NOW_MS - 2_000}
     store.conversations["c1"] = store.conversations["c1"].model_copy(update=learned)
 
     close_batch_window(
@@ -147,8 +152,8 @@ def test_messages_that_came_while_the_batch_was_answered_open_a_window_that_wait
 
     [started] = runs.started.values()
     next_rules = RunInput.model_validate(json.loads(started)).rules
-    assert taught.quiet_ms is not None and next_rules.quiet_seconds > taught.quiet_ms / 1000
-    assert next_rules.quiet_seconds == for_new_window(ADAPTIVE, taught, NOW_MS).quiet_seconds
+    # A split by a 3 s gap: half way from 2.687 s to 1.25 * 3 = 3.75 s.
+    assert next_rules.quiet_seconds == pytest.approx(3.2185)
 
 
 def test_a_window_the_reconciler_opens_waits_the_learned_quiet_period(monkeypatch, runs):

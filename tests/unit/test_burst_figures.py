@@ -9,11 +9,11 @@ from datetime import UTC, datetime
 
 import pytest
 
+from functions import clock
 from functions.contract import BatchSummary, RecordInput, ReplySummary, SendInput, SentSummary
 from functions.dal.models import BatchWindow, Turn
 from functions.inbound import Channel, InboundMessage
 from functions.logic.entry_points import webhook
-from functions.logic.rules import clock
 from functions.logic.rules.debounce import BatchingRules, burst_end_reason, splits_a_burst
 from functions.logic.shared import batch_metrics
 from functions.logic.states.record_turns_and_release_lock import record_turns_and_release_lock

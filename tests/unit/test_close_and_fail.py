@@ -9,10 +9,10 @@ from datetime import UTC, datetime
 
 import pytest
 
+from functions import clock
 from functions.contract import BatchSummary, CloseInput, ErrorInfo, FailedInput, FailedRun, MergedOrQueried
 from functions.dal.models import BatchWindow
 from functions.inbound import InboundMessage
-from functions.logic.rules import clock
 from functions.logic.rules.debounce import BatchingRules
 from functions.logic.states import record_failed_batch as record_failed_batch_module
 from functions.logic.states.close_batch_window import close_batch_window

@@ -8,7 +8,9 @@ import inspect
 import re
 import typing
 from datetime import UTC, date, datetime
+from pathlib import Path
 
+import openai
 import pytest
 from openai.types.shared import chat_model
 
@@ -85,3 +87,56 @@ def test_served_follows_the_shutdown_date_and_fine_tuned_models_follow_their_bas
     assert shutdown_of("ft:gpt-4o-mini-2024-07-18:acme::abc123") == date(2027, 1, 14)
     assert served("ft:gpt-4.1-mini-2025-04-14:acme::abc123", DEPLOY_DAY)
     assert warn_if_retiring("some-model-of-our-own", DEPLOY_DAY) is None
+
+
+NOTE = r'-\s+((?:"[^"]+",?\s*)+):\s*Announced\s+shutdown\s+date:\s*([\d-]{10})'
+
+
+def _every_sdk_shutdown() -> dict[str, date]:
+    """Every `"a", "b": Announced shutdown date: YYYY-MM-DD` note in the SDK's docstrings
+    (chat models, the Responses-only models, speech to text, realtime, speech)."""
+    root = Path(openai.__file__).parent
+    found: dict[str, date] = {}
+    for path in root.rglob("*.py"):
+        text = path.read_text()
+        if "shutdown date" not in text:
+            continue
+        flat = re.sub(r"\n\s*(#\s*)?", " ", text)
+        for names, day in re.findall(
+            r'-\s+((?:"[^"]+",?\s*)+):\s*Announced\s+shutdown\s+date:\s*([\d-]{10})', flat
+        ):
+            found.update(dict.fromkeys(re.findall(r'"([^"]+)"', names), date.fromisoformat(day)))
+    return found
+
+
+def test_every_shutdown_the_sdk_notes_anywhere_is_in_the_list_with_its_date():
+    announced = _every_sdk_shutdown()
+    assert (
+        announced["whisper-1"] == announced["gpt-4o-transcribe"] == date(2027, 2, 26)
+    )  # the notes were read
+    assert {"o1-pro", "o3-deep-research", "gpt-5-codex", "computer-use-preview"} <= set(announced)
+    assert {m: SHUTDOWNS.get(m) for m in announced} == announced
+
+
+def test_the_default_transcription_model_is_served_and_not_retiring():
+    model = read_settings(TABLES).transcription_model
+    assert served(model, DEPLOY_DAY) and warn_if_retiring(model, DEPLOY_DAY) is None
+
+
+@pytest.mark.parametrize(
+    ("model", "takes_one"),
+    [
+        (openai_models.DEFAULT_MODEL, True),
+        ("gpt-5-mini", True),
+        ("o4-mini", True),
+        ("ft:gpt-5-mini-2025-08-07:acme::abc123", True),
+        ("gpt-4.1", False),  # does not reason
+        ("gpt-4o", False),
+        ("gpt-5-chat-latest", False),  # no effort of ours to choose
+        ("gpt-5-pro", False),  # `high` only
+        ("o3-deep-research", False),
+        ("gpt-transcribe", False),
+    ],
+)
+def test_the_reasoning_effort_goes_only_to_models_that_take_one(model, takes_one):
+    assert openai_models.takes_reasoning_effort(model) is takes_one

@@ -9,10 +9,10 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
+from functions import clock
 from functions.dal.models import BatchWindow
 from functions.inbound import InboundMessage
 from functions.logic.entry_points.reconciler import reconcile
-from functions.logic.rules import clock
 from tests.support.fake_runs import FakeRuns, install_runs
 from tests.support.fakes import InMemoryStore, store_with_conversation
 

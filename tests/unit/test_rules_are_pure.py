@@ -1,15 +1,62 @@
 """The rules (functions/logic/rules) are pure: they read and write nothing, so they can be
 read and tested without any I/O. Importing every one of them loads no AWS SDK, no vendor
-SDK, no integration and no data access besides the item models (plain data)."""
+SDK, no integration and no data access besides the item models (plain data); and no rule
+reads the world itself: each imports only modules that compute (no `time`, `os`,
+`random`...) and calls nothing that reads the clock or the environment (`now()`,
+`sleep()`, `os.environ`). The time a rule needs is given to it (functions/clock.py reads
+it, outside the rules)."""
 
+from __future__ import annotations
+
+import ast
 import subprocess
 import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent.parent
-RULES = sorted(p.stem for p in (ROOT / "functions" / "logic" / "rules").glob("*.py") if p.stem != "__init__")
-IO = ("boto3", "botocore", "openai", "twilio", "requests", "functions.integrations", "functions.dal.")
+RULES_DIR = ROOT / "functions" / "logic" / "rules"
+RULES = sorted(p.stem for p in RULES_DIR.glob("*.py") if p.stem != "__init__")
+IO = (
+    "boto3",
+    "botocore",
+    "openai",
+    "twilio",
+    "requests",
+    "functions.integrations",
+    "functions.dal.",
+    "functions.observability",
+)
 ALLOWED = ("functions.dal.models",)
+# What a rule may import: the standard library's modules that compute and read nothing,
+# `regex`, the project's own plain models and other rules, and functions/clock.py for its
+# conversions (iso, parse, epoch_ms): its `now()` and `sleep()` are refused below.
+PURE_MODULES = {
+    "__future__",
+    "bisect",
+    "collections",
+    "dataclasses",
+    "datetime",  # the types and their arithmetic; `now()` and `today()` are refused below
+    "enum",
+    "functools",
+    "itertools",
+    "math",
+    "re",
+    "regex",
+    "statistics",
+    "string",
+    "typing",
+    "unicodedata",
+}
+PROJECT_MODULES = (
+    "functions.logic.rules",
+    "functions.dal.models",
+    "functions.batching_rules",
+    "functions.inbound",
+    "functions.openai_items",
+    "functions.clock",
+)
+# Calls that read the clock, the environment or chance, whatever module they come from.
+READS = {"now", "today", "utcnow", "time", "monotonic", "perf_counter", "sleep", "getenv", "random", "uuid4"}
 
 
 def test_importing_the_rules_loads_no_io():
@@ -22,3 +69,54 @@ def test_importing_the_rules_loads_no_io():
     assert result.returncode == 0, result.stderr
     assert result.stdout.strip() == "[]"
     assert len(RULES) >= 7
+
+
+def reads_of(source: str) -> list[str]:
+    """What a module's source imports that is not pure, and the calls in it that read."""
+    found = []
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.Import):
+            names = [alias.name for alias in node.names]
+        elif isinstance(node, ast.ImportFrom) and not node.level:
+            module = node.module or ""
+            names = [module] if _pure(module) else [f"{module}.{alias.name}" for alias in node.names]
+        else:
+            names = []
+        found += [f"imports {name}" for name in names if not _pure(name)]
+        if isinstance(node, ast.Call):
+            called = node.func.attr if isinstance(node.func, ast.Attribute) else getattr(node.func, "id", "")
+            if called in READS:
+                found.append(f"calls {called}()")
+        if isinstance(node, ast.Attribute) and node.attr == "environ":
+            found.append("reads environ")
+    return found
+
+
+def _pure(module: str) -> bool:
+    return module.split(".")[0] in PURE_MODULES or module.startswith(PROJECT_MODULES)
+
+
+def test_no_rule_reads_the_clock_or_the_environment():
+    reads = {rule: reads_of((RULES_DIR / f"{rule}.py").read_text()) for rule in RULES}
+
+    assert {rule: found for rule, found in reads.items() if found} == {}
+
+
+def test_the_check_sees_a_rule_that_reads():
+    """The check itself, on made-up rules that read the world."""
+    source = (
+        "import os, time\n"
+        "from datetime import UTC, datetime\n"
+        "from functions.config import get_settings\n"
+        "from functions import clock\n"
+        "def due(): return datetime.now(UTC), time.monotonic(), os.environ['X'], clock.now()\n"
+    )
+    assert sorted(reads_of(source)) == [
+        "calls monotonic()",
+        "calls now()",
+        "calls now()",
+        "imports functions.config.get_settings",
+        "imports os",
+        "imports time",
+        "reads environ",
+    ]

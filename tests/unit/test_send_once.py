@@ -5,7 +5,6 @@ which uses it. Whatever fails, the user gets the message once and its SID is rec
 
 from __future__ import annotations
 
-import time
 from dataclasses import dataclass, field
 from datetime import datetime
 
@@ -15,11 +14,20 @@ from functions.contract import ErrorInfo, FailedInput, FailedRun, MergedOrQuerie
 from functions.dal import staged_messages, turns
 from functions.dal.models import Conversation
 from functions.inbound import Channel
-from functions.logic.shared.send_once import Claim, send_once
+from functions.logic.shared import send_once as send_once_module
+from functions.logic.shared.send_once import RECEIPT_POLL_SECONDS, Claim, send_once
 from functions.logic.states import record_failed_batch
+from tests.support.fake_clock import FakeMonotonic
 from tests.support.fakes import FakeTwilio, InMemoryStore, TwilioPermanentError, TwilioRetryableError, install
 
 US, USER = "whatsapp:+15550000001", "whatsapp:+15550001111"
+
+
+def on_a_fake_clock(monkeypatch: pytest.MonkeyPatch) -> FakeMonotonic:
+    """The wait for a delivery receipt, on a fake clock: how long it waited, and how often."""
+    clock = FakeMonotonic()
+    monkeypatch.setattr(send_once_module, "time", clock)
+    return clock
 
 
 @dataclass
@@ -137,7 +145,9 @@ def test_another_owners_claim_sends_nothing(twilio):
     assert twilio.sent == [] and twilio.attempts == 1 and twilio.lookups == 0
 
 
-def test_a_message_the_list_does_not_show_yet_is_found_by_its_receipt_not_sent_again(twilio, configure):
+def test_a_message_the_list_does_not_show_yet_is_found_by_its_receipt_not_sent_again(
+    twilio, configure, monkeypatch
+):
     configure(DELIVERY_RECEIPT_WAIT_SECONDS="5")
     note = Note(twilio, reported_after_reads=3)  # its status callback comes during the wait
     twilio.list_lags = True
@@ -145,15 +155,18 @@ def test_a_message_the_list_does_not_show_yet_is_found_by_its_receipt_not_sent_a
     with pytest.raises(TwilioRetryableError):
         send_once(note)
 
-    started = time.monotonic()
+    clock = on_a_fake_clock(monkeypatch)
     sid = send_once(note)
 
     assert [m["sid"] for m in twilio.sent] == [sid] and note.record_item["sid"] == sid
     assert twilio.attempts == 1 and note.reads == 4
-    assert time.monotonic() - started < 2  # it stopped waiting once the receipt came
+    # It stopped waiting once the receipt came: three polls, not the 5 s bound.
+    assert clock.sleeps == [RECEIPT_POLL_SECONDS] * 3
 
 
-def test_a_message_in_doubt_without_a_receipt_is_sent_again_after_the_bounded_wait(twilio, configure):
+def test_a_message_in_doubt_without_a_receipt_is_sent_again_after_the_bounded_wait(
+    twilio, configure, monkeypatch
+):
     configure(DELIVERY_RECEIPT_WAIT_SECONDS="0.6")
     note = Note(twilio)  # no callback ever (a message that never left Twilio's queue)
     twilio.list_lags = True
@@ -161,10 +174,11 @@ def test_a_message_in_doubt_without_a_receipt_is_sent_again_after_the_bounded_wa
     with pytest.raises(TwilioRetryableError):
         send_once(note)
 
-    started = time.monotonic()
+    clock = on_a_fake_clock(monkeypatch)
     send_once(note)
 
-    assert 0.6 <= time.monotonic() - started < 2
+    assert clock.elapsed == pytest.approx(0.6)  # waited the bound out, no more
+    assert note.reads == 1 + len(clock.sleeps)  # read again after each poll, for nothing
     assert twilio.attempts == 2  # the bound passed: sent again (the risk the bound takes)
 
 

@@ -1,7 +1,5 @@
 """Send Reply as a use case, on in-memory fakes: each reply part goes out once, in order."""
 
-import time
-
 import pytest
 
 from functions.contract import ReplySummary, SendInput
@@ -10,7 +8,9 @@ from functions.errors import TwilioPermanentError, TwilioRetryableError
 from functions.inbound import Channel
 from functions.logic.entry_points import status_callback
 from functions.logic.rules.replies import split_reply
+from functions.logic.shared import send_once
 from functions.logic.states import send_reply
+from tests.support.fake_clock import FakeMonotonic
 from tests.support.fakes import FakeTwilio, InMemoryStore, install
 
 TASK = SendInput(
@@ -141,18 +141,21 @@ def test_a_retry_after_a_part_in_doubt_looks_once_then_sends_it(world):
     assert twilio.lookups == 1 and twilio.attempts == 4  # part 3: failed, looked up, sent
 
 
-def test_a_retry_after_twilio_refused_a_part_sends_it_without_looking_or_waiting(world, configure):
+def test_a_retry_after_twilio_refused_a_part_sends_it_without_looking_or_waiting(
+    world, configure, monkeypatch
+):
     configure(REPLY_PART_INTERVAL_SECONDS="0", DELIVERY_RECEIPT_WAIT_SECONDS="20")
     _, twilio = world
     twilio.refuse[2] = TwilioRetryableError("Twilio HTTP 400 code 63018", refused=True)
 
     with pytest.raises(TwilioRetryableError):
         send_reply.send_reply(TASK)
-    started = time.monotonic()
+    clock = FakeMonotonic()
+    monkeypatch.setattr(send_once, "time", clock)  # the wait for a receipt, on a fake clock
     send_reply.send_reply(TASK)
 
     assert [m["body"] for m in twilio.sent] == split_reply(LONG_REPLY)
-    assert twilio.lookups == 0 and twilio.attempts == 4 and time.monotonic() - started < 1
+    assert twilio.lookups == 0 and twilio.attempts == 4 and clock.sleeps == []
 
 
 def test_a_part_the_list_does_not_show_yet_is_found_by_its_status_callback(world):
@@ -276,3 +279,14 @@ def test_a_template_without_a_messaging_service_is_not_sent_and_said_so(world, t
     assert [m["content_sid"] for m in twilio.sent] == []
     said = [r for r in caplog.records if "TWILIO_MESSAGING_SERVICE_SID" in r.getMessage()]
     assert [r.levelname for r in said] == ["ERROR"]  # once, however many sends
+
+
+def test_the_template_carries_the_configured_variables(world, template, configure):
+    # Without ContentVariables Twilio fills in the template's sample values
+    # (https://www.twilio.com/docs/content/using-variables-with-content-api).
+    store, twilio = world
+    configure(WHATSAPP_TEMPLATE_VARIABLES='{"1": "our shop"}')
+
+    status_callback.send_template_once(store.conversations["c1"], "w1", owner="SM-part-1")
+
+    assert [m["content_variables"] for m in twilio.sent] == ['{"1": "our shop"}']

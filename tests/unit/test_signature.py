@@ -36,8 +36,9 @@ TENANTS = {
 @pytest.fixture(autouse=True)
 def known_accounts(monkeypatch):
     monkeypatch.setattr(tenants, "find", TENANTS.get)
-    monkeypatch.setattr(secrets, "tenant_twilio_credentials", CREDENTIALS.get)
-    monkeypatch.setattr(secrets, "refetched_tenant_twilio_credentials", CREDENTIALS.get)  # not rotated
+    monkeypatch.setattr(
+        secrets, "tenant_twilio_credentials", lambda sid, token_version="": CREDENTIALS.get(sid)
+    )
 
 
 def _signed(form: dict[str, str], token: str, url: str = URL, algorithm: str | None = None) -> str:
@@ -88,7 +89,9 @@ def test_nothing_is_looked_up_for_a_malformed_account(monkeypatch):
 
 
 def test_no_credentials_are_read_for_a_number_the_account_does_not_own(monkeypatch):
-    monkeypatch.setattr(secrets, "tenant_twilio_credentials", lambda sid: pytest.fail("read a token"))
+    monkeypatch.setattr(
+        secrets, "tenant_twilio_credentials", lambda sid, version="": pytest.fail("read a token")
+    )
     assert admit(_form(OURS, TENANT_NUMBER), URL, Signature("anything")) is Refusal.NOT_ITS_NUMBER
 
 

@@ -5,11 +5,9 @@ transcripts, and every failure a line that says so, never an error."""
 from __future__ import annotations
 
 import base64
-import time
 
 import pytest
 
-from functions.config import get_settings
 from functions.dal import turns
 from functions.dal.models import Conversation, StagedMessage, Turn
 from functions.dal.tables import user_turn_id
@@ -18,6 +16,7 @@ from functions.integrations.openai_audio import TranscriptionFailed
 from functions.integrations.twilio_media import Media, MediaUnavailable
 from functions.logic.rules.content import render
 from functions.logic.shared import media, turn_input
+from tests.support.fake_clock import FakeMonotonic
 from tests.support.media import PDF, PHOTO, STICKER, VOICE_NOTE
 
 ACCOUNT = "AC" + "a" * 32
@@ -67,6 +66,7 @@ class FakeVendors:
         self.files: dict[str, Media | Exception] = {}
         self.says: dict[bytes, str | Exception] = {}
         self.fetched: list[str] = []
+        self.downloaded = 0  # bytes
         self.transcribed: list[tuple[str, str, str]] = []
         self.recorded: list[dict[str, str]] = []
         monkeypatch.setattr(
@@ -80,13 +80,18 @@ class FakeVendors:
             turns, "record_transcripts", lambda c, t, transcripts: self.recorded.append(transcripts)
         )
 
-    def fetch(self, media_url, credentials, max_bytes, deadline):
+    def fetch(self, media_url, credentials, max_bytes, deadline, budget=None):
+        """As Twilio's media fetch: the file's bytes, announced (Content-Length), reserved
+        from the batch's budget before they are downloaded."""
         self.fetched.append(media_url)
         found = self.files.get(media_url, MediaUnavailable("HTTP 404"))
         if isinstance(found, Exception):
             raise found
         if len(found.data) > max_bytes:
             raise MediaUnavailable("larger than the media size limit")
+        if budget is not None:
+            budget.reserve(len(found.data))
+        self.downloaded += len(found.data)
         return found
 
     def transcribe(self, client, audio, name, content_type, model, timeout):
@@ -211,13 +216,15 @@ def test_each_setting_turns_its_media_off(vendors, configure):
     assert vendors.fetched == []
 
 
-def test_the_batch_has_a_media_size_budget(vendors, configure):
+def test_the_batch_has_a_media_size_budget_reserved_before_a_download(vendors, configure):
     configure(MEDIA_MAX_BATCH_BYTES=str(len(PHOTO) + 10))
     vendors.serve(10, "image/jpeg", PHOTO)
     vendors.serve(11, "image/jpeg", PHOTO)
     turn = user_turn(staged(1, "", "image", "image/jpeg", "image/jpeg"))
 
     built = turn_input.for_model(CONVERSATION, turn, client=None)
+
+    assert vendors.downloaded == len(PHOTO)  # the second photo is not downloaded at all
 
     content = built[0]["content"]
     assert [p["type"] for p in content].count("input_image") == 1
@@ -261,24 +268,35 @@ def test_images_are_told_by_their_first_bytes(data, kind):
 
 
 def test_the_media_time_budget_is_shared_by_the_batch(vendors, configure, monkeypatch):
+    """Each fetch, like Twilio's media fetch (twilio_media.fetch), makes no request once its
+    deadline has passed, and otherwise waits out the time it was given: one deadline for
+    the batch lets one request spend the budget and the other photos get none; a deadline
+    per item would let each of the six spend a budget of its own."""
     configure(MEDIA_TIME_BUDGET_SECONDS="0.2")
+    clock = FakeMonotonic()
+    requests: list[str] = []
 
-    def slow(media_url, credentials, max_bytes, deadline):
-        time.sleep(max(0.0, deadline - time.monotonic()))
+    def slow(media_url, credentials, max_bytes, deadline, budget=None):
+        with clock.lock:
+            if clock.now >= deadline:
+                raise MediaUnavailable("out of time")
+            requests.append(media_url)
+            clock.sleep(deadline - clock.now)
         raise MediaUnavailable("out of time")
 
+    monkeypatch.setattr(media, "time", clock)
     monkeypatch.setattr(twilio_media, "fetch", slow)
-    started = time.monotonic()
     turn = user_turn(staged(1, "", "image", *["image/jpeg"] * 6))
 
-    turn_input.for_model(CONVERSATION, turn, client=None)
+    built = turn_input.for_model(CONVERSATION, turn, client=None)
 
-    assert time.monotonic() - started < 1.0
-    assert get_settings().media_time_budget_seconds == 0.2
+    assert len(requests) == 1
+    assert clock.elapsed == pytest.approx(0.2)  # the batch's budget, spent once
+    assert built == "\n".join(f"[photo {n} (image/jpeg), which could not be loaded]" for n in range(1, 7))
 
 
 def test_an_unexpected_error_loading_a_media_is_a_line_too(vendors, monkeypatch):
-    def broken(media_url, credentials, max_bytes, deadline):
+    def broken(media_url, credentials, max_bytes, deadline, budget=None):
         raise RuntimeError("a bug")
 
     monkeypatch.setattr(twilio_media, "fetch", broken)

@@ -30,9 +30,11 @@ def _client(*messages: SimpleNamespace) -> SimpleNamespace:
     return SimpleNamespace(messages=FakeMessages(*messages))
 
 
-def _message(sid: str, body: str | None, seconds_after: float) -> SimpleNamespace:
+def _message(
+    sid: str, body: str | None, seconds_after: float, status: str = "sent", error_code: int | None = None
+) -> SimpleNamespace:
     created = (SINCE + timedelta(seconds=seconds_after)).replace(microsecond=0)
-    return SimpleNamespace(sid=sid, body=body, date_created=created)
+    return SimpleNamespace(sid=sid, body=body, date_created=created, status=status, error_code=error_code)
 
 
 def test_one_page_of_the_list_by_to_and_from_newest_first_no_date_sent_filter():
@@ -61,6 +63,18 @@ def test_twilios_seconds_and_a_little_clock_skew_are_allowed_for():
 def test_sids_already_recorded_are_not_taken_again_and_the_oldest_match_wins():
     client = _client(_message("SM3", "same", 3), _message("SM2", "same", 2), _message("SM1", "same", 1))
     assert find_sent(client, US, USER, "same", SINCE, exclude=["SM1"]) == "SM2"
+
+
+@pytest.mark.parametrize(("status", "error_code"), [("queued", None), ("accepted", None), ("failed", 30036)])
+def test_a_message_still_in_twilios_queue_or_expired_there_is_not_found(status, error_code):
+    # It may never leave the queue (30036): its receipt decides, once it has left it.
+    waiting = _message("SM1", "the part", 1, status=status, error_code=error_code)
+    assert find_sent(_client(waiting), US, USER, "the part", SINCE) is None
+
+
+def test_a_message_that_left_the_queue_is_found_whatever_became_of_it_after():
+    undelivered = _message("SM1", "the part", 1, status="undelivered", error_code=30003)
+    assert find_sent(_client(undelivered), US, USER, "the part", SINCE) == "SM1"
 
 
 def test_without_a_body_any_message_since_counts_a_template_has_twilios_own_text():

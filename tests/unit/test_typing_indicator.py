@@ -1,5 +1,5 @@
 """WhatsApp's typing indicator (functions/logic/shared/typing_indicator.py) on in-memory
-fakes: once per batch however often Generate Reply is attempted, refreshed once 20 s
+fakes: once per batch however often Generate Reply is attempted, refreshed once 26 s
 later, none on SMS or when turned off, and a failure that never fails the batch."""
 
 from __future__ import annotations
@@ -8,10 +8,10 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
+from functions import clock
 from functions.dal.models import Turn
 from functions.dal.tables import user_turn_id
 from functions.inbound import Channel
-from functions.logic.rules import clock
 from functions.logic.shared import typing_indicator
 from functions.logic.shared.typing_indicator import TypingIndicator
 from tests.support.fakes import FakeTwilio, InMemoryStore, install
@@ -71,12 +71,14 @@ def test_none_when_turned_off(world, configure):
     assert world["twilio"].typing == []
 
 
-def test_shown_again_once_if_the_reply_is_still_written_twenty_seconds_later(world):
+def test_shown_again_once_if_the_reply_is_still_written_after_twilios_25_seconds(world):
+    # WhatsApp shows it 25 s at most (https://www.twilio.com/docs/whatsapp/api/typing-indicators-resource):
+    # sent again sooner, it is reported ignored.
     typing = attempt(world)
-    world["now"] = NOW + timedelta(seconds=19)
+    world["now"] = NOW + timedelta(seconds=25)
     typing.refresh_if_due()
     assert world["twilio"].typing == [SIDS[-1]]
-    world["now"] = NOW + timedelta(seconds=20)
+    world["now"] = NOW + timedelta(seconds=26)
     typing.refresh_if_due()
     typing.refresh_if_due()
     later = attempt(world)  # the next attempt polls the same response

@@ -7,12 +7,12 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
+from functions import clock
 from functions.contract import AcquireInput, ParkInput
 from functions.dal.models import BatchWindow, Conversation
 from functions.errors import ConversationNotFound, ProcessingLockHeld
 from functions.inbound import Channel
 from functions.integrations import stepfunctions
-from functions.logic.rules import clock
 from functions.logic.rules.debounce import BatchingRules, seconds_until_due
 from functions.logic.states.acquire_processing_lock import acquire_processing_lock
 from functions.logic.states.wait_for_the_burst_to_end import wait_for_the_burst_to_end

@@ -9,13 +9,13 @@ from datetime import UTC, datetime
 import pytest
 from twilio.request_validator import RequestValidator
 
+from functions import clock
 from functions.dal import tenants
 from functions.dal.models import Conversation, Tenant
 from functions.inbound import Channel
 from functions.integrations import secrets
 from functions.integrations.secrets import TwilioCredentials
 from functions.logic.entry_points.webhook import MessageOutcome, accept_message
-from functions.logic.rules import clock
 from functions.logic.shared.admission import Signature
 from tests.support.fake_runs import FakeRuns, install_runs
 from tests.support.fakes import FakeTwilio, InMemoryStore, install
@@ -42,7 +42,9 @@ def store(monkeypatch) -> InMemoryStore:
     install(monkeypatch, store, FakeTwilio())
     monkeypatch.setattr(tenants, "find", {ACCOUNT: Tenant(account_sid=ACCOUNT, numbers=[US])}.get)
     credentials = {ACCOUNT: TwilioCredentials(account_sid=ACCOUNT, auth_token="token")}
-    monkeypatch.setattr(secrets, "tenant_twilio_credentials", lambda sid, fresh=False: credentials.get(sid))
+    monkeypatch.setattr(
+        secrets, "tenant_twilio_credentials", lambda sid, token_version="": credentials.get(sid)
+    )
     monkeypatch.setattr(clock, "now", lambda: NOW)
     return store
 

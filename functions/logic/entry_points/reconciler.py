@@ -16,11 +16,12 @@ from typing import Any
 
 from aws_lambda_powertools.metrics import MetricUnit
 
+from functions import clock
 from functions.config import get_settings
 from functions.dal import batch_windows, conversations, staged_messages
 from functions.integrations import stepfunctions
 from functions.logic.entry_points.webhook import window_rules
-from functions.logic.rules import clock, failures
+from functions.logic.rules import failures
 from functions.logic.shared.windows import open_batch_window
 from functions.observability import logger, metrics
 

@@ -19,17 +19,17 @@ from functools import cached_property
 
 from twilio.rest import Client
 
+from functions import clock
 from functions.config import get_settings
 from functions.dal import conversations, turns
 from functions.dal.models import Conversation, Delivery, Turn
 from functions.dal.tables import assistant_turn_id, user_turn_id
 from functions.inbound import Channel, ascii_count
 from functions.integrations import secrets, twilio_messages
-from functions.logic.rules import clock
 from functions.logic.shared import part_resend
 from functions.logic.shared.admission import Refusal, Signature, admit
 from functions.logic.shared.callback_urls import FALLBACK, TEMPLATE, status_callback_url
-from functions.logic.shared.send_once import Claim, send_once
+from functions.logic.shared.send_once import Claim, receipt_of, send_once
 from functions.observability import count, logger
 from functions.registry import STATUS_CALLBACK
 
@@ -167,7 +167,7 @@ class _Template:
     def reported(self) -> str | None:
         """Its status callback names it (`template`): recorded on the assistant turn."""
         turn = turns.get(self.conversation.conversation_id, self.turn_id) or self.turn
-        return next((sid for sid, d in turn.deliveries.items() if d.message == TEMPLATE), None)
+        return receipt_of(turn.deliveries, TEMPLATE)
 
     def refused(self) -> None:
         """Nothing kept: a retry waits for a receipt first."""
@@ -186,6 +186,7 @@ class _Template:
             content_sid=self.content_sid,
             status_callback=status_callback_url(self.conversation.conversation_id, self.window_id, TEMPLATE),
             messaging_service_sid=self.messaging_service_sid,
+            content_variables=get_settings().whatsapp_template_variables or None,
         )
 
     def record(self, sid: str) -> None:

@@ -8,15 +8,16 @@ from urllib.parse import urlsplit
 
 from pydantic import ValidationError
 
+from functions import clock
 from functions.batching_rules import BatchingRules
 from functions.config import get_settings
 from functions.dal import conversations, projects, staged_messages
 from functions.dal.models import Conversation
 from functions.dal.staged_messages import Staging
-from functions.inbound import Channel, InboundMessage
-from functions.logic.rules import clock
+from functions.inbound import Channel, InboundMessage, address_key, is_typed_text
 from functions.logic.rules.adaptive import Learned, for_new_window
 from functions.logic.rules.debounce import is_flush_keyword, resolve_rules, splits_a_burst
+from functions.logic.shared import handoff, limits
 from functions.logic.shared.admission import Refusal, Signature, admit
 from functions.logic.shared.windows import count_in_window, open_batch_window
 from functions.observability import count, count_about, logger
@@ -26,6 +27,7 @@ class MessageOutcome(StrEnum):
     FORBIDDEN = "forbidden"  # not a tenant, not its number, or not its signature
     MALFORMED = "malformed"  # signed, but not a message we can stage
     UNKNOWN_SENDER = "unknown_sender"  # no conversation, and auto-create is off
+    TENANT_CEILING = "tenant_ceiling"  # no conversation, and the tenant's new ones are at its ceiling
     PROJECT_INACTIVE = "project_inactive"  # the conversation's project is not active
     CHANNEL_NOT_ALLOWED = "channel_not_allowed"  # not on this conversation's channels
     DUPLICATE = "duplicate"  # this MessageSid was staged before
@@ -83,6 +85,11 @@ def accept_message(channel: Channel, form: dict[str, str], url: str, signature: 
         if not get_settings().auto_create_conversations:
             logger.warning("No conversation for this sender; message not staged")
             return answer_to(MessageOutcome.UNKNOWN_SENDER, message)
+        key = address_key(channel, message.from_address, message.to_address)
+        if not limits.admit_new_conversation(
+            tenant.account_sid, conversations.new_conversation_id(tenant.account_sid, key)
+        ):
+            return Accepted(MessageOutcome.TENANT_CEILING)  # not staged: counted and alarmed
         conversation = conversations.create(
             channel, message.from_address, message.to_address, received_at, tenant.account_sid
         )
@@ -91,7 +98,7 @@ def accept_message(channel: Channel, form: dict[str, str], url: str, signature: 
     if refused:
         logger.warning("Message refused by the conversation's rules", extra={"outcome": refused.value})
         return answer_to(refused, message)
-    return Accepted(_stage(conversation, channel, message, received_at))
+    return Accepted(_stage(conversation, channel, message, received_at, is_typed_text(form)))
 
 
 def answer_to(outcome: MessageOutcome, message: InboundMessage) -> Accepted:
@@ -117,13 +124,20 @@ def answer_to(outcome: MessageOutcome, message: InboundMessage) -> Accepted:
 
 
 def _stage(
-    conversation: Conversation, channel: Channel, message: InboundMessage, received_at: str
+    conversation: Conversation,
+    channel: Channel,
+    message: InboundMessage,
+    received_at: str,
+    typed: bool = False,
 ) -> MessageOutcome:
     """Stage the message (once per MessageSid) and count it in its conversation's batch
-    window, opening the window if none is open."""
+    window, opening the window if none is open; typed text that asks for a person hands the
+    conversation off first (handoff.py)."""
     staging = staged_messages.stage(conversation.conversation_id, message, received_at)
     received_ms = clock.iso_to_ms(received_at)
     rules = window_rules(conversation, channel, received_ms)
+    if staging is not Staging.DUPLICATE_DONE:
+        handoff.on_keyword(conversation, rules, message, typed)
     if staging is Staging.STAGED:
         flush = is_flush_keyword(rules, message.body)
         opened = count_in_window(conversation.conversation_id, rules, received_ms, flush)

@@ -10,9 +10,10 @@ nothing a person sent is lost on the way to the model:
   [location: 37.787933, -122.393746; label: Twilio; address: 101 Spear St, San Francisco]
   [tapped the button "Yes, confirm" (payload: confirm_yes)]
   [a message of type "order" that cannot be shown here]
-Only these lines begin with a bracket: in what a person wrote (their text, and the names,
-labels and quotes inside these lines), brackets and backslashes are escaped with a
-backslash.
+Only these lines begin with a bracket: in every text that is not the service's own (what a
+person wrote, and the types, names, labels, addresses, buttons and quotes inside these
+lines), brackets and backslashes are escaped with a backslash (sanitize.escaped, the one
+escaping step; a voice note's transcript goes through it too).
 A media line stands where the media is: Generate Reply puts the photo itself after its
 line, and a voice note's transcript in its place (functions/logic/shared/turn_input.py)."""
 
@@ -79,7 +80,7 @@ def media_kind(message_type: str | None, content_type: str) -> MediaKind:
 
 
 def media_line(kind: str, number: int, content_type: str) -> str:
-    mime = mime_type(content_type) or "type unknown"
+    mime = escaped(mime_type(content_type)) or "type unknown"
     if kind == MediaKind.DOCUMENT:
         return f"[document {number}: {_DOCUMENT_NAMES.get(mime, 'file')} ({mime})]"
     return f"[{kind} {number} ({mime})]"
@@ -113,7 +114,7 @@ def message_lines(message: MessageContent, quoted: str | None = None) -> list[st
     lines += [MediaSlot(a, media_kind(message.message_type, a.content_type)) for a in message.media]
     if message.location:
         place = message.location
-        details = [f"{place.latitude}, {place.longitude}"]
+        details = [f"{escaped(place.latitude)}, {escaped(place.longitude)}"]
         details += [f"label: {escaped(place.label)}"] if place.label else []
         details += [f"address: {escaped(place.address)}"] if place.address else []
         lines.append(f"[location: {'; '.join(details)}]")
@@ -123,7 +124,8 @@ def message_lines(message: MessageContent, quoted: str | None = None) -> list[st
     if message.body.strip() and message.body != message.button_text:
         lines.append(escaped(message.body))  # the person's text: no line of it reads like ours
     if not lines:
-        lines.append(f'[a message of type "{message.message_type or "unknown"}" that cannot be shown here]')
+        kind = escaped(message.message_type or "unknown")
+        lines.append(f'[a message of type "{kind}" that cannot be shown here]')
     return lines
 
 

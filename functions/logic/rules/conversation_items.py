@@ -45,6 +45,16 @@ def exchanges(newest_first: list[ConversationItem]) -> list[Exchange]:
     return found
 
 
+def deletion_order(stray: list[Exchange]) -> list[str]:
+    """The item ids of `stray`, in the order to delete them one at a time: each exchange's
+    replies oldest first, then its user message. Wherever the deletions stop, what is left
+    of an exchange is its user message and its newest replies: never a reasoning item
+    without the reply that followed it (OpenAI refuses a conversation holding one:
+    github.com/openai/openai-agents-js/issues/929), and a user message whose replies are
+    gone is still recognised by its text as the batch's copy."""
+    return [item.id for exchange in stray for item in (*exchange.replies, exchange.user)]
+
+
 def exchange_of(
     found: list[Exchange], item_ids: Iterable[str], user_text: str | None, reply_text: str
 ) -> Exchange | None:

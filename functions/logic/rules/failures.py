@@ -5,7 +5,9 @@ caught (`$.error`: its name and cause). Four kinds:
 
 - PERMANENT: the vendor refused this batch for good (AIPermanentError, TwilioPermanentError):
   set aside at once.
-- CONFIGURATION: the deployment is at fault (AIModelUnavailable): kept, nothing counted.
+- CONFIGURATION: the deployment is at fault (AIModelUnavailable; AICredentialsRefused and
+  TwilioCredentialsRefused, a key or token the vendor refused even after it was read
+  again): kept, nothing counted, retried by the reconciler until it is fixed.
 - TRANSIENT: the outage, not the batch (timeouts, throttling, 5xx, a vendor unreachable,
   the state machine's retries exhausted on any of them): kept and retried by the reconciler
   with growing delays, until the batch has been pending MAX_PENDING_SECONDS.
@@ -28,7 +30,7 @@ class FailureKind(StrEnum):
 
 
 PERMANENT_ERRORS = frozenset({"AIPermanentError", "TwilioPermanentError"})
-CONFIGURATION_ERRORS = frozenset({"AIModelUnavailable"})
+CONFIGURATION_ERRORS = frozenset({"AIModelUnavailable", "AICredentialsRefused", "TwilioCredentialsRefused"})
 TRANSIENT_ERRORS = frozenset(
     {
         # Step Functions: a task's own timeout; Lambda reports an invocation stopped at its

@@ -20,12 +20,16 @@ tombstone drops it once the batch is answered.
 - An image OpenAI refused (a 400 or a failed response with an image error code): asked
   again at once, once, without the batch's images, each photo's line saying it could not
   be shown; the request kept on the batch says so, so later attempts ask the same way.
+- A response that spent its max_output_tokens on reasoning, with no text: its turn removed,
+  asked again at once, once, with twice the room (rules/output_room.py).
 - What it spends is counted once (shared/limits.py): a request asked otherwise than admitted
-  (without images, of the fallback model) as one more AI call; each response's tokens.
+  (without images, of the fallback model, with more room) as one more AI call; each
+  response's tokens.
 - A reply the content filter cut: its turn removed, and a permanent error (the user gets
   the fallback reply, not the cut text).
 - Newer fragments while it is generated (`newer`, asked while it is polled and once it is
-  done): the response is cancelled if it still runs, the turn it left removed, the kept
+  done): the response is cancelled if it still runs, the turn it left removed (whatever
+  its final status: a cancelled response may have kept its input), the kept
   request dropped, and NewerFragments raised; the run merges again and asks again.
 See docs/decisions.md for what this costs in API calls."""
 
@@ -35,24 +39,29 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from functions import clock
 from functions.config import get_settings
 from functions.dal import staged_messages, turns
 from functions.dal.models import AIRequest
-from functions.dal.tables import assistant_turn_id, user_turn_id
+from functions.dal.tables import assistant_turn_id
 from functions.errors import AIModelUnavailable, AIPermanentError, AIRetryableError, NewerFragments
+from functions.integrations import openai_models
 from functions.integrations import openai_responses as ai
+from functions.integrations.openai_image_errors import IMAGE_ERRORS
 from functions.integrations.openai_responses import Budget, OpenAIConversationGone, ResponseState
-from functions.logic.rules import clock
-from functions.logic.rules.conversation_items import Exchange, exchange_of, exchanges, unanswered_copies
+from functions.logic.rules.conversation_items import exchange_of
+from functions.logic.rules.output_room import more_room
+from functions.logic.shared.stray_turns import StrayTurns
 from functions.observability import count, logger
 
 if TYPE_CHECKING:
     import openai
     from openai.types.responses import ResponseInputParam
+    from openai.types.shared import ReasoningEffort
 
 
 @dataclass
-class BatchRequest:
+class BatchRequest(StrayTurns):
     """Asking OpenAI for one batch's reply, within one attempt's time."""
 
     conversation_id: str
@@ -79,6 +88,7 @@ class BatchRequest:
 
     def __post_init__(self) -> None:
         self.admitted_as = self.model  # the model the batch's AI call was counted for
+        self.first_max_output_tokens = self.max_output_tokens
 
     @property
     def key(self) -> str:
@@ -91,7 +101,7 @@ class BatchRequest:
         try:
             return self._reply()
         except AIPermanentError as error:
-            if self.images_left_out or self.without_images is None or error.code not in ai.IMAGE_ERRORS:
+            if self.images_left_out or self.without_images is None or error.code not in IMAGE_ERRORS:
                 raise
             count("AIImagesRefused")
             logger.warning("OpenAI refused an image: asking without the images", extra={"code": error.code})
@@ -163,6 +173,7 @@ class BatchRequest:
                 max_output_tokens=self.max_output_tokens,
                 budget=self.budget,
                 context_tokens=get_settings().openai_max_context_tokens,
+                reasoning_effort=_reasoning_effort(self.model),
             )
         except (AIRetryableError, AIPermanentError, AIModelUnavailable, OpenAIConversationGone) as error:
             if not recovered and not ai.outcome_unknown(error):  # refused: nothing was asked
@@ -194,6 +205,8 @@ class BatchRequest:
         own = exchange_of(self._exchanges(), state.item_ids, self.body, state.text)
         self._delete([own] if own else [])
         staged_messages.drop_ai_request(self.conversation_id, self.key)
+        if self._room_for_reasoning(state):
+            return self._ask(recovered=False)
         reason = state.error_code or state.incomplete_reason
         described = f"OpenAI response {state.id} {state.status} ({reason})"
         if state.status == "cancelled" or state.error_code in ai.RETRYABLE_FAILURES:
@@ -202,6 +215,22 @@ class BatchRequest:
             count("AIRepliesFiltered")
             logger.warning("Reply stopped by OpenAI's content filter: not sent")
         raise AIPermanentError(described, state.error_code or state.incomplete_reason)
+
+    def _room_for_reasoning(self, state: ResponseState) -> bool:
+        """Whether to ask once more, with more output tokens, after a response that spent
+        them all on reasoning and has no text (its turn removed): once, counted as one more
+        AI call; a reasoning model's reasoning counts in max_output_tokens."""
+        room = more_room(self.first_max_output_tokens)
+        if state.text or state.incomplete_reason != ai.MAX_OUTPUT_TOKENS:
+            return False
+        if state.max_output_tokens is None or state.max_output_tokens >= room:
+            return False
+        count("AIRepliesOutOfRoom")
+        logger.warning("No text: the output tokens went to reasoning; asking with more", extra={"room": room})
+        self.max_output_tokens = room
+        if self.asked_again_as is not None:
+            self.asked_again_as(f"asked of {self.model} with {room} output tokens")
+        return True
 
     def _discard(self, request: AIRequest, state: ResponseState) -> None:
         """Stop the response if it still runs and remove the turn it left (its input and
@@ -216,7 +245,7 @@ class BatchRequest:
         staged_messages.keep_ai_request(self.conversation_id, self.key, forgotten)
         if request.recovered:
             self._remove_copies()
-        elif state.status in ("completed", "incomplete"):
+        else:  # whatever its final status: even a cancelled response may have kept its input
             found = self._exchanges()
             own = exchange_of(found, state.item_ids, self.body, state.text)
             # Not whole: an earlier attempt removed its reply and ran out of time before its
@@ -244,54 +273,8 @@ class BatchRequest:
             total_tokens=turn.total_tokens,
         )
 
-    # --- the turns earlier requests left ---------------------------------------------
 
-    def _withdraw(self, request: AIRequest) -> None:
-        """An earlier window asked for some of these messages only: stop that response if
-        it still runs and remove its turn; this batch is asked for as a whole."""
-        earlier = turns.get(self.conversation_id, user_turn_id(request.window_id))
-        text = earlier.body if earlier else None
-        state = None
-        if request.response_id:
-            state = ai.retrieve_response(self.client, request.response_id, self.budget)
-        if state is not None and not state.finished:
-            state = ai.cancel_response(self.client, state.id, self.budget) or state
-        found = self._exchanges()
-        own = None
-        if state is not None and state.status in ("completed", "incomplete"):
-            own = exchange_of(found, state.item_ids, text, state.text)
-        if own is not None:
-            self._delete([own])
-        elif text is not None:  # its copies, or what a removal cut short left of it (_discard)
-            self._delete(self._copies(found, text))
-        logger.info("Earlier request withdrawn", extra={"messages": len(request.message_sids)})
-
-    def _remove_copies(self, keep: ResponseState | None = None) -> None:
-        """Remove this batch's turns that a lost request left, newer than the last reply
-        sent; `keep`: this batch's own response, kept (if its items cannot be told apart,
-        nothing is removed)."""
-        found = self._exchanges()
-        own = exchange_of(found, keep.item_ids, None, "") if keep else None
-        if keep is not None and own is None:
-            return
-        self._delete(self._copies(found, self.body, own))
-
-    def _copies(self, found: list[Exchange], text: str, keep: Exchange | None = None) -> list[Exchange]:
-        last = turns.last_reply(self.conversation_id)
-        if last is None:
-            return unanswered_copies(found, text, None, None, keep)
-        return unanswered_copies(found, text, last.item_ids, last.body, keep)
-
-    def _exchanges(self) -> list[Exchange]:
-        return exchanges(ai.newest_items(self.client, self.openai_conversation, self.budget))
-
-    def _delete(self, stray: list[Exchange]) -> None:
-        if not stray:
-            return
-        # Replies before the user message they answer: if the attempt's time runs out
-        # between two deletions, what is left is a user message without its reply, which a
-        # retry recognises as this batch's copy; a reply without its message it would not.
-        item_ids = [item_id for exchange in stray for item_id in reversed(exchange.item_ids)]
-        ai.delete_items(self.client, self.openai_conversation, item_ids, self.budget)
-        count("AIStrayTurnsRemoved", len(stray))
-        logger.warning("Stray turns removed from the OpenAI conversation", extra={"turns": len(stray)})
+def _reasoning_effort(model: str) -> ReasoningEffort:
+    """OPENAI_REASONING_EFFORT for a model that takes one (None: the model's own)."""
+    effort = get_settings().openai_reasoning_effort
+    return (effort or None) if openai_models.takes_reasoning_effort(model) else None

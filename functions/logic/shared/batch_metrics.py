@@ -13,9 +13,9 @@ from __future__ import annotations
 
 from aws_lambda_powertools.metrics import MetricUnit
 
+from functions import clock
 from functions.contract import RecordInput
 from functions.dal.models import Turn
-from functions.logic.rules import clock
 from functions.observability import count_about, count_by
 
 

@@ -18,12 +18,12 @@ from __future__ import annotations
 
 from enum import StrEnum
 
+from functions import clock
 from functions.config import get_settings
 from functions.contract import BatchRef
 from functions.dal import conversations
 from functions.dal.models import Conversation, Turn
 from functions.inbound import Channel
-from functions.logic.rules import clock
 from functions.logic.shared import limits
 from functions.observability import count, logger
 
@@ -62,3 +62,16 @@ def record_consent(conversation: Conversation, user_turn: Turn) -> ConsentState:
     logger.info("Opted out: batch recorded, not answered")
     changed_here = not conversation.opted_out or conversation.opted_out_by == user_turn.turn_id
     return ConsentState.OPTED_OUT_NOW if changed_here and keyword == "opt_out" else ConsentState.HOLD_BACK
+
+
+def unsubscribed_at_twilio(conversation: Conversation, user_turn_id: str) -> None:
+    """Twilio refused a message because the person unsubscribed from our number (21610:
+    they sent Twilio an opt-out keyword, on SMS or through a Messaging Service's opt-out,
+    https://www.twilio.com/docs/api/errors/21610). The conversation is marked opted out, as
+    if that batch had carried the keyword, so that later bursts are recorded without an AI
+    call; an opt-in keyword opens it again, as it does at Twilio."""
+    if conversation.opted_out:
+        return
+    conversations.set_opted_out(conversation.conversation_id, True, clock.iso(clock.now()), user_turn_id)
+    logger.info("Conversation opted out: Twilio says the person unsubscribed (21610)")
+    count("OptOuts")

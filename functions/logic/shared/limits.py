@@ -1,10 +1,14 @@
 """Cost limits: what one conversation, one sender, one tenant, or all of them may cost per hour.
 
+- New conversations per hour per tenant (MAX_NEW_CONVERSATIONS_PER_HOUR_PER_TENANT, when
+  set): counted by the webhook before it creates a conversation for a sender it does not
+  know (admit_new_conversation), so that past the ceiling an invented sender costs neither
+  a conversation item nor a run; the message is acknowledged and not staged, and the
+  metrics below are emitted.
 - AI calls per hour, per conversation, per sender (the user's address, across every
-  conversation it has with one tenant's numbers), per tenant and for all tenants, and new
-  conversations per hour per tenant (a conversation's first AI call: it has no OpenAI
-  conversation yet); tokens per hour (as OpenAI reports each response's usage) per tenant
-  and for all tenants. Counted on the UsageCounters table (hourly counters, removed by TTL;
+  conversation it has with one tenant's numbers), per tenant and for all tenants; tokens per
+  hour (as OpenAI reports each response's usage) per tenant and for all tenants. Counted on
+  the UsageCounters table (hourly counters, removed by TTL;
   a tenant's and everyone's spread over shards: functions/dal/usage_counters.py) before each
   batch's AI call, in two transactions: first the tenant's own counters (its conversation's,
   its sender's, its shards), then everyone's shards, so that a tenant at its ceiling stops
@@ -39,12 +43,13 @@ import hashlib
 from enum import StrEnum
 from typing import TYPE_CHECKING
 
+from functions import clock
 from functions.config import get_settings
 from functions.contract import BatchRef
 from functions.dal import conversations, turns, usage_counters
 from functions.dal.models import Conversation, Turn
 from functions.dal.usage_counters import Count, Counter, Mark
-from functions.logic.rules import clock
+from functions.logic.rules import handoff
 from functions.logic.rules.replies import split_reply
 from functions.observability import count, count_by_tenant, logger
 
@@ -65,6 +70,8 @@ class Limit(StrEnum):
     REPLY_PARTS = "reply_parts"
     # Not a cost limit: the user opted out (functions/logic/shared/consent.py); answered the same way.
     OPTED_OUT = "opted_out"
+    # Nor this: the person asked for a person (functions/logic/shared/handoff.py).
+    HANDED_OFF = handoff.HANDED_OFF
 
 
 _TENANT_CEILINGS = (Limit.TENANT_AI_CALLS, Limit.NEW_CONVERSATIONS, Limit.TENANT_AI_TOKENS)
@@ -73,7 +80,7 @@ _TOKEN_CEILINGS = (Limit.TENANT_AI_TOKENS, Limit.ALL_AI_TOKENS)
 
 def admit_ai_call(conversation: Conversation, message_sids: list[str]) -> Limit | None:
     """Count the batch's AI call for the conversation, its sender, its tenant and everyone
-    (and a new conversation for its tenant, on its first AI call), unless one of them has
+    (a new conversation was counted by the webhook that created it), unless one of them has
     reached its hourly limit: then that limit is returned (and nothing is counted on that
     side). Counted once per batch (`message_sids`), however often it is asked."""
     counters = _Counters(conversation)
@@ -83,8 +90,6 @@ def admit_ai_call(conversation: Conversation, message_sids: list[str]) -> Limit 
         (Limit.TENANT_AI_CALLS, Count(counters.tenant_calls)),
         (Limit.TENANT_AI_TOKENS, Count(counters.tenant_tokens, 0, "check")),
     ]
-    if not conversation.openai_conversation_id:  # its first AI call: a new conversation
-        tenant_side.append((Limit.NEW_CONVERSATIONS, Count(counters.new_conversations)))
     everyones = [
         (Limit.ALL_AI_CALLS, Count(counters.all_calls)),
         (Limit.ALL_AI_TOKENS, Count(counters.all_tokens, 0, "check")),
@@ -109,6 +114,24 @@ def admit_ai_call(conversation: Conversation, message_sids: list[str]) -> Limit 
     if reached in _TOKEN_CEILINGS:
         count("TokenCeilingReached")
     return reached
+
+
+def admit_new_conversation(tenant_account_sid: str, conversation_id: str) -> bool:
+    """Count a conversation about to be created for a sender the tenant's numbers do not
+    know yet, unless the tenant has reached MAX_NEW_CONVERSATIONS_PER_HOUR_PER_TENANT this
+    hour (then False, nothing counted, and the limit's metrics). Off (0): True, no call.
+    Two webhooks of one new sender racing each count one (the ceiling errs on the safe side)."""
+    limit = get_settings().max_new_conversations_per_hour_per_tenant
+    if limit <= 0:
+        return True
+    hour = int(clock.now().timestamp()) // _HOUR
+    counter = Counter.sharded(f"new_conversations#{tenant_account_sid}#{hour}", limit, conversation_id)
+    if usage_counters.count([Count(counter)], (hour + 2) * _HOUR) is None:
+        return True
+    logger.warning("Cost limit reached: no new conversation", extra={"limit": Limit.NEW_CONVERSATIONS.value})
+    count("CostLimitReached")
+    count_by_tenant("TenantCeilingReached", tenant_account_sid)
+    return False
 
 
 def count_request_again(conversation: Conversation, message_sids: list[str], what: str) -> None:
@@ -168,9 +191,6 @@ class _Counters:
         # A tenant signs its own webhooks, so it chooses `From`: its senders may be invented.
         self.tenant_calls = Counter.sharded(
             f"tenant#{tenant}#{hour}", settings.max_ai_calls_per_hour_per_tenant, cid
-        )
-        self.new_conversations = Counter.sharded(
-            f"new_conversations#{tenant}#{hour}", settings.max_new_conversations_per_hour_per_tenant, cid
         )
         self.tenant_tokens = Counter.sharded(
             f"tenant_tokens#{tenant}#{hour}", settings.max_ai_tokens_per_hour_per_tenant, cid, "tokens"

@@ -14,7 +14,6 @@ call (functions/logic/shared/limits.py)."""
 
 from __future__ import annotations
 
-import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -111,15 +110,13 @@ class _Loader:
     def __init__(self, credentials: TwilioCredentials, client: openai.OpenAI, settings: Settings) -> None:
         self.credentials, self.client, self.settings = credentials, client, settings
         self.deadline = time.monotonic() + settings.media_time_budget_seconds
-        self.bytes_left = settings.media_max_batch_bytes
-        self._lock = threading.Lock()
+        self.budget = twilio_media.ByteBudget(settings.media_max_batch_bytes)  # reserved before a read
 
     def load(self, media: TurnMedia) -> Loaded:
         try:
             fetched = twilio_media.fetch(
-                media.url, self.credentials, self.settings.media_max_bytes, self.deadline
+                media.url, self.credentials, self.settings.media_max_bytes, self.deadline, budget=self.budget
             )
-            self._take(len(fetched.data))
             if media.kind == MediaKind.PHOTO:
                 image_type = sniff_image(fetched.data)
                 if image_type is None:
@@ -140,12 +137,6 @@ class _Loader:
             return Loaded(failure=str(error))
         except Exception as error:  # whatever it is, a media item never fails the batch
             return Loaded(failure=f"unexpected {type(error).__name__}")
-
-    def _take(self, size: int) -> None:
-        with self._lock:
-            if size > self.bytes_left:
-                raise MediaUnavailable("over the batch's media size limit")
-            self.bytes_left -= size
 
 
 def sniff_image(data: bytes) -> str | None:

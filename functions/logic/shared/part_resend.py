@@ -21,7 +21,7 @@ from functions.dal.tables import assistant_turn_id
 from functions.integrations import secrets, twilio_messages
 from functions.logic.rules.replies import split_reply
 from functions.logic.shared.callback_urls import status_callback_url
-from functions.logic.shared.send_once import Claim, send_once
+from functions.logic.shared.send_once import Claim, receipt_of, send_once
 from functions.observability import count, logger
 
 RESENT = "r"  # a resend's status callback names its part so: `1r`
@@ -77,7 +77,7 @@ class _Resend:
 
     def reported(self) -> str | None:
         turn = turns.get(self.conversation.conversation_id, self.turn.turn_id) or self.turn
-        return next((sid for sid, d in turn.deliveries.items() if d.message == self.label), None)
+        return receipt_of(turn.deliveries, self.label)
 
     def find(self, since: datetime) -> str | None:
         ours = [*self.turn.message_sids, *self.turn.deliveries]

@@ -14,7 +14,10 @@ template) follows one protocol, `send_once`:
    Twilio's Messages list
    (https://www.twilio.com/docs/messaging/api/message-resource#read-multiple-message-resources),
    and when neither shows it, wait a bounded time (DELIVERY_RECEIPT_WAIT_SECONDS) for a
-   receipt: the list promises nothing about how soon a created message appears in it;
+   receipt: the list promises nothing about how soon a created message appears in it
+   (every create carries a ValidityPeriod shorter than that wait, so that the message has
+   left Twilio's queue, sent or expired with 30036, before the wait ends; a receipt of an
+   expired message does not count as sent);
 3. send: create it, if not found;
 4. record: keep its SID, found or sent.
 
@@ -25,17 +28,22 @@ and the decisions are here, once (docs/decisions.md, "One send-once protocol")."
 from __future__ import annotations
 
 import time
+from collections.abc import Collection, Mapping
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Protocol
 
+from functions import clock
 from functions.config import get_settings
+from functions.dal.models import Delivery
 from functions.errors import TwilioPermanentError, TwilioRetryableError
-from functions.logic.rules import clock
 from functions.observability import count, logger
 
 # How often the turn is read again for a delivery receipt while waiting for one.
 RECEIPT_POLL_SECONDS = 0.25
+# A receipt `failed` with 30036: Twilio's queue kept the message past its ValidityPeriod and
+# never sent it (https://www.twilio.com/docs/api/errors/30036; twilio_messages.py).
+VALIDITY_PERIOD_EXPIRED = 30036
 
 
 @dataclass(frozen=True)
@@ -62,7 +70,8 @@ class OnceMessage(Protocol):
         ...
 
     def reported(self) -> str | None:
-        """The SID of the message if a status callback for it is recorded, else None."""
+        """The SID of the message if a status callback for it is recorded, else None
+        (receipt_of: not for a message Twilio's queue expired)."""
         ...
 
     def find(self, since: datetime) -> str | None:
@@ -82,6 +91,20 @@ class OnceMessage(Protocol):
         """Twilio refused this attempt's create with a 4xx (it created nothing): keep that,
         if the next attempt can use it to send without waiting for a receipt."""
         ...
+
+
+def receipt_of(deliveries: Mapping[str, Delivery], message: str, exclude: Collection[str] = ()) -> str | None:
+    """The SID of message `message` of a turn (a reply part's index, `template`, ...) whose
+    delivery receipt is recorded, `exclude`d SIDs aside; a receipt that says Twilio's queue
+    expired it (30036) is not one: that message was never sent."""
+    found = (
+        sid
+        for sid, delivery in deliveries.items()
+        if delivery.message == message
+        and sid not in exclude
+        and not (delivery.status == "failed" and delivery.error_code == VALIDITY_PERIOD_EXPIRED)
+    )
+    return next(found, None)
 
 
 def send_once(message: OnceMessage, receipt_wait: float | None = None) -> str | None:

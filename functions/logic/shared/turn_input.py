@@ -8,7 +8,9 @@ line of the turn (functions/logic/rules/content.py) is kept in its place, and:
     "a fully qualified URL or base64 encoded image in a data URL",
     https://platform.openai.com/docs/api-reference/responses/create), so that the input
     is one user message whose text and images alternate in arrival order;
-  - a voice note transcribed is replaced by `[voice note 2, transcribed] <what it says>`;
+  - a voice note transcribed is replaced by `[voice note 2, transcribed] <what it says>`,
+    its brackets escaped as a person's text is (sanitize.escaped): a transcript never reads
+    like one of the service's lines;
   - a media item that could not be loaded keeps its line, which then says so.
 Only a turn with images becomes a list; text and transcripts alone stay a string. A turn
 with images also has a text-only input, each photo's line saying it could not be shown:
@@ -22,7 +24,7 @@ from typing import TYPE_CHECKING, Any, cast
 import openai
 
 from functions.dal.models import Conversation, Turn, TurnMedia
-from functions.logic.rules.sanitize import model_input
+from functions.logic.rules.sanitize import escaped, model_input
 from functions.logic.shared import media
 from functions.logic.shared.media import VOICE, Loaded
 
@@ -62,7 +64,7 @@ def assemble(
         if got is None:
             pieces.append(line)
         elif got.transcript is not None:
-            pieces.append(f"[{item.kind} {item.number}, transcribed] {got.transcript}")
+            pieces.append(f"[{item.kind} {item.number}, transcribed] {escaped(got.transcript)}")
         elif got.image is not None and not images:
             pieces.append(f"{line[:-1]}, which could not be shown]")
         elif got.image is not None:

@@ -1,8 +1,9 @@
 """WhatsApp's "typing…" indicator: once per burst, on its last message, when the reply is
-asked for; shown again once if the reply is still being written 20 s later.
+asked for; shown again once if the reply is still being written 26 s later.
 
 Twilio marks the message read and shows the indicator until the reply is delivered or for
-25 s (https://www.twilio.com/docs/whatsapp/api/typing-indicators-resource); Meta asks to
+25 s (https://www.twilio.com/docs/whatsapp/api/typing-indicators-resource), and one sent
+again within those 25 s is reported ignored, so it is refreshed only after; Meta asks to
 show one only when a reply will follow
 (https://developers.facebook.com/documentation/business-messaging/whatsapp/typing-indicators/),
 so Generate Reply shows it after the checks that may leave a batch unanswered (a human
@@ -15,16 +16,17 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import timedelta
 
+from functions import clock
 from functions.config import get_settings
 from functions.dal import turns
 from functions.dal.models import Conversation, Turn
 from functions.inbound import Channel
 from functions.integrations import secrets, twilio_typing
-from functions.logic.rules import clock
 from functions.observability import count, logger
 
-# Twilio's indicator lasts 25 s: shown again 20 s after, while the reply is still written.
-REFRESH_AFTER = timedelta(seconds=20)
+# Twilio's indicator lasts 25 s, and a repeat within them is ignored: shown again 26 s
+# after, while the reply is still written.
+REFRESH_AFTER = timedelta(seconds=26)
 
 
 @dataclass
@@ -38,7 +40,7 @@ class TypingIndicator:
             self._claim_and_send("typing_shown_at")
 
     def refresh_if_due(self) -> None:
-        """While the reply is being written: show it again, once, 20 s after it was shown."""
+        """While the reply is being written: show it again, once, 26 s after it was shown."""
         shown = self.user_turn.typing_shown_at
         if not self._wanted() or not shown or self.user_turn.typing_refreshed_at:
             return

@@ -7,13 +7,13 @@ import re
 import secrets
 from datetime import datetime
 
+from functions import clock
 from functions.batching_rules import BatchingRules
 from functions.config import get_settings
 from functions.contract import BurstStatus, RunInput
 from functions.dal import batch_windows
 from functions.dal.models import BatchWindow
 from functions.integrations import stepfunctions
-from functions.logic.rules import clock
 from functions.logic.rules.debounce import is_due_now, seconds_until_due
 from functions.observability import count, logger
 

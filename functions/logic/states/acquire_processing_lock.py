@@ -7,13 +7,13 @@ from __future__ import annotations
 
 from datetime import datetime
 
+from functions import clock
 from functions.batching_rules import BatchingRules, BurstEnd
 from functions.config import get_settings
 from functions.contract import AcquireInput, BurstStatus
 from functions.dal import batch_windows, conversations
 from functions.dal.models import BatchWindow
 from functions.errors import ProcessingLockHeld
-from functions.logic.rules import clock
 from functions.logic.rules.adaptive import after_burst
 from functions.logic.rules.debounce import burst_end_reason, hold_ms, seconds_until_due
 

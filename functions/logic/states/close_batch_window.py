@@ -3,10 +3,10 @@ run's last step."""
 
 from __future__ import annotations
 
+from functions import clock
 from functions.batching_rules import BatchingRules
 from functions.contract import CloseInput, CloseOutput
 from functions.dal import batch_windows, conversations, staged_messages
-from functions.logic.rules import clock
 from functions.logic.rules.adaptive import Learned, for_new_window
 from functions.logic.shared.windows import open_batch_window
 from functions.observability import logger

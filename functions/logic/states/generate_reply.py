@@ -5,17 +5,18 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Literal
 
+from functions import clock
 from functions.config import get_settings
 from functions.contract import GenerateInput, ReplySummary
 from functions.dal import batch_windows, conversations, turns
 from functions.dal.models import Conversation, Turn
-from functions.errors import AIModelUnavailable, AIPermanentError
+from functions.errors import AICredentialsRefused, AIModelUnavailable, AIPermanentError
 from functions.inbound import Channel
 from functions.integrations import openai_responses, secrets
 from functions.integrations.openai_responses import Budget, OpenAIConversationGone, ResponseState
-from functions.logic.rules import clock, sms_segments
+from functions.logic.rules import sms_segments
 from functions.logic.rules.debounce import may_answer_again, newer_fragments_arrived
-from functions.logic.shared import consent, limits, turn_input
+from functions.logic.shared import consent, handoff, limits, turn_input
 from functions.logic.shared.ai_requests import BatchRequest
 from functions.logic.shared.typing_indicator import TypingIndicator
 from functions.observability import count, logger
@@ -33,6 +34,8 @@ def generate_reply(task: GenerateInput) -> ReplySummary:
     if task.batch.message_count == 0 or task.rules.answer == "human":
         return _no_reply(task, "nobody" if task.batch.message_count == 0 else "human")
     turn = turns.get(task.conversation_id, task.assistant_turn_id) or _new_assistant_turn(task)
+    if turn is None:  # the conversation waits for a person (handoff.py)
+        return _no_reply(task, "human")
     return ReplySummary(
         answered_by="limited" if turn.status == "limited" else "ai",
         reply_chars=len(turn.body),
@@ -73,24 +76,20 @@ def newer_fragments_check(task: GenerateInput, merged_at: str) -> Callable[[], b
     return newer
 
 
-def _new_assistant_turn(task: GenerateInput) -> Turn:
-    settings = get_settings()
+def _new_assistant_turn(task: GenerateInput) -> Turn | None:
     conversation = conversations.require(task.conversation_id)
     user_turn = turns.require(task.conversation_id, task.user_turn_id)
     held_back = consent.held_back_turn(task, conversation, user_turn)
     if held_back is not None:
         return held_back  # no AI call
+    if handoff.waits_for_a_person(conversation):
+        return handoff.handoff_turn(task, conversation)  # no AI call
     limited = limits.admit_ai_call(conversation, task.batch.message_sids)  # counted once per batch
     if limited is not None:
         return limits.store_limited_turn(task, limited, limits.notice_of(conversation))  # no AI call
     typing = TypingIndicator(conversation, user_turn)
     typing.show()  # a reply will follow: "typing…" on WhatsApp while it is written
-    request = _batch_request(task, conversation, user_turn)
-    request.while_waiting = typing.refresh_if_due
-    limits.count_what_it_spends(request, conversation)  # a request asked again, tokens
-    if not request.openai_conversation:
-        request.openai_conversation = _start_conversation(request)
-    reply = _reply_with_a_served_model(request, settings.openai_fallback_model)
+    reply = _reply_with_a_fresh_key_if_refused(task, conversation, user_turn, typing)
     text, cut_by = _capped(conversation, reply.text)
     turn = Turn(
         conversation_id=task.conversation_id,
@@ -136,11 +135,48 @@ def _max_output_tokens(conversation: Conversation) -> int:
     return settings.openai_max_output_tokens
 
 
-def _batch_request(task: GenerateInput, conversation: Conversation, user_turn: Turn) -> BatchRequest:
+def _reply_with_a_fresh_key_if_refused(
+    task: GenerateInput, conversation: Conversation, user_turn: Turn, typing: TypingIndicator
+) -> ResponseState:
+    """The batch's reply (_ask). If OpenAI refuses the key we hold (401: it may have been
+    rotated since it was cached), the key is read again and the batch asked once more with
+    it (safe: the request kept on the batch, ai_requests.py). Refused again, or the same key
+    read: AICredentialsRefused, counted (alarmed); the batch is kept (failures.py)."""
+    key = secrets.openai_api_key_for(conversation)
+    try:
+        return _ask(task, conversation, user_turn, typing, key)
+    except AICredentialsRefused:
+        fresh = secrets.openai_api_key_for(conversation, fresh=True)
+        if fresh == key:
+            count("AICredentialsRefused")
+            logger.error("OpenAI refused the key, and its secret holds no other")
+            raise
+    try:
+        return _ask(task, conversation, user_turn, typing, fresh)
+    except AICredentialsRefused:
+        count("AICredentialsRefused")
+        logger.error("OpenAI refused the key, also as its secret holds it now")
+        raise
+
+
+def _ask(
+    task: GenerateInput, conversation: Conversation, user_turn: Turn, typing: TypingIndicator, api_key: str
+) -> ResponseState:
+    request = _batch_request(task, conversation, user_turn, api_key)
+    request.while_waiting = typing.refresh_if_due
+    limits.count_what_it_spends(request, conversation)  # a request asked again, tokens
+    if not request.openai_conversation:
+        request.openai_conversation = _start_conversation(request)
+    return _reply_with_a_served_model(request, get_settings().openai_fallback_model)
+
+
+def _batch_request(
+    task: GenerateInput, conversation: Conversation, user_turn: Turn, api_key: str
+) -> BatchRequest:
     """The batch's one request to OpenAI: its input (within its own time budget, and the
     same turn without its images, if it has any), model and instructions."""
     settings = get_settings()
-    client = openai_responses.client_for(secrets.openai_api_key_for(conversation))
+    client = openai_responses.client_for(api_key)
     model_input, without_images = turn_input.inputs_for_model(conversation, user_turn, client)
     return BatchRequest(
         conversation_id=task.conversation_id,

@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
+from functions import clock
 from functions.config import get_settings
 from functions.contract import BatchSummary, MergeInput
 from functions.dal import staged_messages, turns
 from functions.dal.models import StagedMessage, Turn
-from functions.logic.rules import clock
 from functions.logic.rules.merge import arrival_order, last_consent, merged_turn, within_bytes
 from functions.logic.rules.replies import split_reply
 from functions.observability import count, logger

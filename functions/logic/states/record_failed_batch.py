@@ -8,16 +8,17 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import TYPE_CHECKING
 
+from functions import clock
 from functions.config import get_settings
 from functions.contract import BatchRef, FailedInput, FailedOutput
 from functions.dal import conversations, staged_messages, turns
 from functions.dal.models import Conversation, PendingKey, Turn
 from functions.errors import TwilioRetryableError
 from functions.integrations import secrets
-from functions.logic.rules import clock, failures
+from functions.logic.rules import failures
 from functions.logic.rules.failures import FailureKind
 from functions.logic.shared.callback_urls import FALLBACK, status_callback_url
-from functions.logic.shared.send_once import Claim, send_once
+from functions.logic.shared.send_once import Claim, receipt_of, send_once
 from functions.observability import count, logger
 
 if TYPE_CHECKING:
@@ -168,7 +169,7 @@ class _Fallback:
         """Its status callback names it (`fallback`): recorded on the user turn."""
         turn = turns.get(self.ref.conversation_id, self.ref.user_turn_id)
         deliveries = turn.deliveries if turn else {}
-        return next((sid for sid, d in deliveries.items() if d.message == FALLBACK), None)
+        return receipt_of(deliveries, FALLBACK)
 
     def refused(self) -> None:
         """Nothing kept: a retry waits for a receipt first (a fallback is rarely retried)."""

@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+from functions import clock
 from functions.config import get_settings
 from functions.contract import BatchRef, RecordInput, RecordOutput
 from functions.dal import conversations, staged_messages, turns
 from functions.dal.models import Turn
 from functions.errors import ProcessingLockLost
 from functions.integrations import event_bus
-from functions.logic.rules import clock
+from functions.logic.shared import limits
 from functions.logic.shared.batch_metrics import count_answered_batch
 from functions.observability import count, logger
 
@@ -55,19 +56,31 @@ def record_turns_and_release_lock(task: RecordInput) -> RecordOutput:
 
 def _measure_and_announce(task: RecordInput) -> bool:
     """Count how the batch felt to the person (batch_metrics.py), then publish it for other
-    services: keys and counts; the texts and the user's address only when
-    EVENT_INCLUDES_TEXTS is on (they are personal data). The batch is answered already: a
-    failure is logged and counted, never raised."""
+    services (`batch.handed_off` when it is for a person to answer): keys and counts; the
+    texts and the user's address only when EVENT_INCLUDES_TEXTS is on (they are personal
+    data). The batch is answered already: a failure is logged and counted, never raised."""
     try:
         user_turn = turns.get(task.conversation_id, task.user_turn_id)
         assistant_turn = turns.get(task.conversation_id, task.assistant_turn_id)
         count_answered_batch(task, user_turn, assistant_turn)
-        event_bus.publish_batch_answered(_answered_batch(task, user_turn, assistant_turn))
+        detail = _answered_batch(task, user_turn, assistant_turn)
+        if _handed_off(task, assistant_turn):  # for a person to answer: a helpdesk shows it
+            count("HandedOffBatches")
+            event_bus.publish(event_bus.BATCH_HANDED_OFF, detail | {"user_turn_id": task.user_turn_id})
+        else:
+            event_bus.publish_batch_answered(detail)
     except Exception:
-        logger.exception("batch.answered not published")
+        logger.exception("batch event not published")
         count("AnnounceFailures")
         return False
     return True
+
+
+def _handed_off(task: RecordInput, assistant_turn: Turn | None) -> bool:
+    """Recorded for a person: not answered (`answer: human`, or a paused conversation), or
+    answered only with HANDOFF_REPLY (the batch that asked for a person)."""
+    asked = assistant_turn is not None and assistant_turn.limited == limits.Limit.HANDED_OFF.value
+    return task.reply.answered_by == "human" or asked
 
 
 def _answered_batch(ref: BatchRef, user_turn: Turn | None, assistant_turn: Turn | None) -> dict[str, object]:

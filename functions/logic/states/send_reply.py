@@ -22,17 +22,18 @@ from datetime import datetime
 
 from twilio.rest import Client
 
+from functions import clock
 from functions.config import get_settings
 from functions.contract import SendInput, SentSummary
 from functions.dal import conversations, reply_sending, turns
 from functions.dal.models import Conversation, Turn
-from functions.errors import TwilioPermanentError
+from functions.errors import TwilioCredentialsRefused, TwilioPermanentError
 from functions.integrations import secrets, twilio_messages
 from functions.logic.entry_points import status_callback
-from functions.logic.rules import clock
 from functions.logic.rules.replies import split_reply
+from functions.logic.shared import consent
 from functions.logic.shared.callback_urls import status_callback_url
-from functions.logic.shared.send_once import Claim, send_once
+from functions.logic.shared.send_once import Claim, receipt_of, send_once
 from functions.observability import count, logger
 
 
@@ -44,7 +45,7 @@ def send_reply(task: SendInput) -> SentSummary:
     instead, once. Nothing to send unless the AI answered, or a limited turn carries a
     message of its own (an opt-out's confirmation, consent.py)."""
     notice = task.reply.answered_by == "limited" and task.reply.reply_chars > 0
-    if task.reply.answered_by != "ai" and not notice:
+    if task.reply.answered_by not in ("ai", "person") and not notice:
         return SentSummary(message_sids=[], parts=0)
     conversation = conversations.require(task.conversation_id)
     turn = turns.require(task.conversation_id, task.assistant_turn_id)
@@ -55,8 +56,12 @@ def send_reply(task: SendInput) -> SentSummary:
     if len(sent) < len(parts):
         try:
             _send_missing_parts_with_fresh_credentials(task, conversation, turn, parts, sent)
+        except TwilioCredentialsRefused:
+            raise  # the tenant's token, not the person: kept for the reconciler (failures.py)
         except TwilioPermanentError as error:
             conversations.record_delivery_failure(task.conversation_id, error.code, clock.iso(clock.now()))
+            if error.code == twilio_messages.UNSUBSCRIBED:  # no later burst costs an AI call
+                consent.unsubscribed_at_twilio(conversation, task.user_turn_id)
             if notice:  # a courtesy, not the answer to the batch: the batch stands
                 logger.warning("Notice not sent: Twilio refused it", extra={"error_code": error.code})
                 return SentSummary(message_sids=[], parts=0)
@@ -75,19 +80,27 @@ def send_reply(task: SendInput) -> SentSummary:
 def _send_missing_parts_with_fresh_credentials(
     task: SendInput, conversation: Conversation, turn: Turn, parts: list[str], sent: list[str]
 ) -> None:
-    """Send the parts not yet recorded; if Twilio refuses the token we hold (20003: it may
-    have been rotated since it was cached), read the secret again, within its bounds
-    (secrets.may_refetch), and try once more with what it holds now."""
+    """Send the parts not yet recorded; if Twilio refuses the token we hold (401, 20003: it
+    may have been rotated since it was cached), read the secret again and try once more
+    with what it holds now. Refused again, or the same token read: TwilioCredentialsRefused,
+    counted (alarmed). Twilio's 401 cannot be forged, so the read is not rate-bounded; a
+    refused run is not retried by the state machine, so it costs one read per run."""
     credentials = secrets.twilio_credentials_for(conversation)
     try:
         _send_missing_parts(task, conversation, turn, parts, sent, twilio_messages.client_for(credentials))
-    except TwilioPermanentError as error:
-        fresh = None
-        if error.code == twilio_messages.AUTHENTICATION_FAILED:
-            fresh = secrets.refetched_twilio_credentials_for(conversation)
-        if fresh is None or fresh == credentials:
+        return
+    except TwilioCredentialsRefused:
+        fresh = secrets.twilio_credentials_for(conversation, fresh=True)
+        if fresh == credentials:
+            count("TwilioCredentialsRefused")
+            logger.error("Twilio refused the tenant's token, and its secret holds no other")
             raise
+    try:
         _send_missing_parts(task, conversation, turn, parts, sent, twilio_messages.client_for(fresh))
+    except TwilioCredentialsRefused:
+        count("TwilioCredentialsRefused")
+        logger.error("Twilio refused the tenant's token, also as its secret holds it now")
+        raise
 
 
 def _send_missing_parts(
@@ -142,12 +155,11 @@ class _ReplyPart:
         """A part's status callback names it (its index): recorded on the turn."""
         turn = turns.get(self.task.conversation_id, self.task.assistant_turn_id)
         deliveries = turn.deliveries if turn else {}
-        part = str(self.index)
-        found = [sid for sid, d in deliveries.items() if d.message == part and sid not in self.sent]
+        found = receipt_of(deliveries, str(self.index), exclude=self.sent)
         if found:
             count("ReplyPartsFoundReported")
-            logger.info("Part found reported", extra={"part": self.index, "message_sid": found[0]})
-        return found[0] if found else None
+            logger.info("Part found reported", extra={"part": self.index, "message_sid": found})
+        return found
 
     def refused(self) -> None:
         task, began = self.task, self.attempt.began

@@ -3,10 +3,10 @@ is due (Acquire Processing Lock re-checks the window next)."""
 
 from __future__ import annotations
 
+from functions import clock
 from functions.contract import ParkInput, ParkOutput
 from functions.dal import batch_windows
 from functions.integrations import stepfunctions
-from functions.logic.rules import clock
 from functions.logic.rules.debounce import hold_ms, is_due_now
 
 

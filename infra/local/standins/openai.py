@@ -25,7 +25,9 @@ Faults (see base.py for the queue) are used by `POST /v1/responses`:
     with `"failed": true` it is accepted and then ends `failed` with that code, as `fail`
     does. A request without an image spends the fault and is answered as usual;
   - `{"incomplete": "content_filter"}`: the response ends `incomplete` with that reason,
-    its reply cut after a few words, and its input and output added to its conversation.
+    its reply cut after a few words, and its input and output added to its conversation;
+  - `{"reasoning_tokens": N}`, `{"cancel_keeps_input": true}`: openai_reasoning.py (with
+    what a request on a reasoning model, or after its reasoning, is refused for).
 `context_management` compacts a long conversation as OpenAI does (openai_compaction.py).
 A model OpenAI does not serve (one past its shutdown date by the stand-in's `today`, or one
 not in functions/integrations/openai_models.py) is refused with 404 `model_not_found`, as
@@ -59,11 +61,10 @@ from infra.local.standins.openai_model import (
     item_text,
     model_not_found,
     not_found,
-    output_message,
     response_resource,
-    usage,
     words,
 )
+from infra.local.standins.openai_reasoning import effort_refusal, finish, orphan_reasoning
 from infra.local.standins.openai_transcriptions import TranscriptionsStandIn
 
 _UNFINISHED = ("queued", "in_progress")
@@ -85,10 +86,13 @@ class OpenAIStandIn(TranscriptionsStandIn):
         self.background_seconds = background_seconds
         # The day the served models are judged by (their shutdown dates).
         self.today: Callable[[], date] = _utc_today
+        # Response id → the input items its cancellation leaves (`cancel_keeps_input`).
+        self.kept_on_cancel: dict[str, list[dict[str, Any]]] = {}
 
     def _reset(self) -> None:
         super()._reset()
         self.responses.clear()
+        self.kept_on_cancel.clear()
         self.today = _utc_today
 
     # --- responses ------------------------------------------------------------------------
@@ -108,6 +112,7 @@ class OpenAIStandIn(TranscriptionsStandIn):
             "truncation": body.get("truncation"),
             "context_management": body.get("context_management"),
             "max_output_tokens": body.get("max_output_tokens"),
+            "reasoning": body.get("reasoning"),
             "response_id": None,
             "at": time.time(),
             "fault": fault or None,  # what the stand-in was told to do with it
@@ -160,6 +165,8 @@ class OpenAIStandIn(TranscriptionsStandIn):
             if conversation.busy_with:
                 return error(400, "conversation_locked")
             history = rendered(conversation.items)
+        if (unsupported := effort_refusal(body) or orphan_reasoning(history)) is not None:
+            return unsupported
         if body.get("truncation") != "auto" and not self.context_window.fits(history + inputs):
             return error(400, "context_length_exceeded")
         return image_refusal(inputs)
@@ -176,10 +183,12 @@ class OpenAIStandIn(TranscriptionsStandIn):
         conversation (even if its client has gone), unless it was cancelled meanwhile, or
         end it `failed` with the fault's error code `fail` (nothing added), or `incomplete`
         with its reason `incomplete`."""
-        fail, cut = fault.get("fail"), fault.get("incomplete")
+        fail = fault.get("fail")
         with self._lock:
             if response["status"] == "queued":
                 response["status"] = "in_progress"
+            if fault.get("cancel_keeps_input"):
+                self.kept_on_cancel[response["id"]] = inputs
         time.sleep(seconds)
         with self._lock:
             if self._epoch != epoch or response["status"] not in _UNFINISHED:
@@ -189,13 +198,13 @@ class OpenAIStandIn(TranscriptionsStandIn):
             if fail:
                 fail_response(response, fail, conversation)
                 return
-            self._complete(response, inputs, conversation, cut)
+            self._complete(response, inputs, conversation, fault)
 
     def _complete(
-        self, response: dict[str, Any], inputs: list[dict[str, Any]], conversation: Any, cut: Any
+        self, response: dict[str, Any], inputs: list[dict[str, Any]], conversation: Any, fault: Fault
     ) -> None:
-        """The response done: its reply (cut if asked to), its usage, and its items added
-        to its conversation."""
+        """The response done: its reasoning and reply (cut if asked to, or by
+        max_output_tokens), its usage, and its items added to its conversation."""
         history = rendered(conversation.items) if conversation else []
         seen = history + inputs
         if response["truncation"] == "auto":
@@ -206,23 +215,9 @@ class OpenAIStandIn(TranscriptionsStandIn):
         if threshold is not None and input_tokens > threshold:
             compacted = [compaction_item(seen, threshold)]
         reply = "You said: " + "\n".join(item_text(item) for item in inputs)
-        status, limit = "completed", response["max_output_tokens"]
-        if cut:  # stopped by the content filter (or another reason), after a few words
-            status, reply = "incomplete", " ".join(reply.split()[:3])
-            response["incomplete_details"] = {"reason": cut}
-        elif limit is not None and words(reply) > int(limit):
-            # Cut at max_output_tokens: status "incomplete", reason given.
-            status, reply = "incomplete", " ".join(reply.split()[: int(limit)])
-            response["incomplete_details"] = {"reason": "max_output_tokens"}
-        output = output_message(reply, status)
-        response.update(
-            status=status,
-            output=[*compacted, output],
-            completed_at=int(time.time()),
-            usage=usage(input_tokens, words(reply)),
-        )
+        output = finish(response, reply, input_tokens, compacted, fault)
         if conversation is not None:
-            conversation.items.extend([*inputs, *compacted, output])
+            conversation.items.extend([*inputs, *output])
             if conversation.busy_with == response["id"]:
                 conversation.busy_with = None
 
@@ -236,18 +231,22 @@ class OpenAIStandIn(TranscriptionsStandIn):
     def cancel_response(self, request: Request, response_id: str) -> Response:
         """Only a background response can be cancelled; cancelling a finished one returns
         it as it is (https://platform.openai.com/docs/guides/background#cancelling-a-background-response).
-        A cancelled response never completes, so it adds nothing to its conversation."""
+        A cancelled response never completes, so it adds nothing to its conversation (but its
+        input, with the fault `cancel_keeps_input`)."""
         with self._lock:
             response = self.responses.get(response_id)
             if response is None:
                 return not_found("Response", response_id)
             if not response["background"]:
                 return error(400, None, "Only responses created with background=true can be cancelled.")
+            kept = self.kept_on_cancel.pop(response_id, [])
             if response["status"] in _UNFINISHED:
                 response["status"] = "cancelled"
                 conversation = self.conversations.get((response["conversation"] or {}).get("id", ""))
                 if conversation is not None and conversation.busy_with == response_id:
                     conversation.busy_with = None
+                if conversation is not None:
+                    conversation.items.extend(kept)
             return json_response(copy.deepcopy(response))
 
     def control_today(self, request: Request) -> Response:

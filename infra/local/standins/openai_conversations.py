@@ -14,7 +14,8 @@ from typing import Any
 from werkzeug.routing import Rule
 from werkzeug.wrappers import Request, Response
 
-from infra.local.standins.base import StandIn, json_response
+from infra.local.standins.base import json_response
+from infra.local.standins.openai_keys import OpenAIKeysStandIn
 from infra.local.standins.openai_model import (
     ContextWindow,
     Conversation,
@@ -26,7 +27,7 @@ from infra.local.standins.openai_model import (
 )
 
 
-class ConversationsStandIn(StandIn):
+class ConversationsStandIn(OpenAIKeysStandIn):  # every API request needs a key it accepts
     rules = [
         Rule("/v1/conversations", endpoint="create_conversation", methods=["POST"]),
         Rule("/v1/conversations/<cid>", endpoint="conversation_api", methods=["GET", "POST", "DELETE"]),

@@ -193,12 +193,13 @@ def response_resource(body: dict[str, Any], conversation: str | None, status: st
     }
 
 
-def usage(input_tokens: int, output_tokens: int) -> dict[str, Any]:
+def usage(input_tokens: int, output_tokens: int, reasoning_tokens: int = 0) -> dict[str, Any]:
+    """`output_tokens` counts the reasoning tokens too."""
     return {
         "input_tokens": input_tokens,
         "input_tokens_details": {"cached_tokens": 0, "cache_write_tokens": 0},
         "output_tokens": output_tokens,
-        "output_tokens_details": {"reasoning_tokens": 0},
+        "output_tokens_details": {"reasoning_tokens": reasoning_tokens},
         "total_tokens": input_tokens + output_tokens,
     }
 

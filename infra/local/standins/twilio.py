@@ -1,7 +1,9 @@
 """The Twilio stand-in: create, list and fetch Messages under `/2010-04-01/Accounts/<sid>/`,
 with the status progression and signed status callbacks of twilio_delivery.py, the list
 filters and paging of twilio_listing.py, the media people sent (twilio_media.py) and
-WhatsApp's typing indicator (twilio_typing.py).
+WhatsApp's typing indicator (twilio_typing.py). Messages are created, listed and fetched
+only with an account's SID and one of its tokens (twilio_accounts.py; 401, code 20003,
+otherwise), and their status callbacks are signed with the account's token of the moment.
 
 `messages.create` takes no idempotency key (none among its parameters in
 https://www.twilio.com/docs/messaging/api/message-resource#create-a-message-resource), and
@@ -17,6 +19,9 @@ Faults (see base.py for the queue) are used by the message create:
   - `{"outcome": "undelivered", "error_code": 63016, "after": 0.5}`: accepted (201, queued),
     then reported `undelivered` with that ErrorCode 0.5 s later. Outcomes: `delivered` (SMS
     default), `read` (WhatsApp default), `sent`, `undelivered`, `failed`. Combines with `delay`.
+  - `{"queued_seconds": 12}`: accepted, then kept `queued` 12 s (no callback, not sent)
+    before it is sent, or failed with 30036 once its ValidityPeriod has passed
+    (twilio_queue.py). Combines with `delay` and `outcome`.
 Without `after`, each status step takes `step_seconds` (0.05 s by default).
 `GET /_control/callbacks` lists the status callbacks POSTed, with their answers.
 `POST /_control/signing` `{"url_fragment": false}` signs callbacks without the URL's
@@ -32,7 +37,6 @@ callback (`"callback"`). Seconds 0 turns it off (the default).
 
 from __future__ import annotations
 
-import secrets
 import threading
 import time
 from typing import Any
@@ -41,19 +45,25 @@ from werkzeug.routing import Rule
 from werkzeug.wrappers import Request, Response
 
 from infra.local.standins.base import Fault, json_response
+from infra.local.standins.twilio_accepting import API, twilio_error
+from infra.local.standins.twilio_accepting import new_message as _new_message
+from infra.local.standins.twilio_accepting import refusal as _refusal
 from infra.local.standins.twilio_delivery import (
     apply_status,
     callback_params,
-    now_rfc2822,
     post_callback,
     statuses_after_acceptance,
 )
 from infra.local.standins.twilio_listing import matcher, newest_first, page_of
+from infra.local.standins.twilio_queue import (
+    INVALID_VALIDITY_PERIOD,
+    VALIDITY_PERIOD_EXPIRED,
+    queued,
+    validity_period,
+)
 from infra.local.standins.twilio_rate import CHANNEL_RATE_LIMITED, RecipientRate
 from infra.local.standins.twilio_typing import TypingStandIn
 
-API = "/2010-04-01/Accounts"
-MAX_BODY_UTF16_UNITS = 1600
 # Kept with each message for tests, but not part of Twilio's Message resource.
 _NOT_IN_RESOURCE = ("content_sid", "status_callback", "created_monotonic")
 
@@ -97,14 +107,14 @@ class TwilioStandIn(TypingStandIn):
     # --- the API --------------------------------------------------------------------------
 
     def messages_api(self, request: Request, account_sid: str) -> Response:
-        if request.authorization is None or request.authorization.username != account_sid:
+        if not self.authenticates(account_sid, request.authorization):  # twilio_accounts.py
             return twilio_error(401, 20003, "Authenticate")
         if request.method == "GET":
             return self._list(request, account_sid)
-        return self._create(request, account_sid, request.authorization.password or "")
+        return self._create(request, account_sid)
 
     def message_api(self, request: Request, account_sid: str, sid: str) -> Response:
-        if request.authorization is None or request.authorization.username != account_sid:
+        if not self.authenticates(account_sid, request.authorization):
             return twilio_error(401, 20003, "Authenticate")
         with self._lock:
             found = [m for m in self.messages if m["sid"] == sid and m["account_sid"] == account_sid]
@@ -127,7 +137,7 @@ class TwilioStandIn(TypingStandIn):
             ]
             return json_response(page_of(newest_first(listed), args, request.path))
 
-    def _create(self, request: Request, account_sid: str, auth_token: str) -> Response:
+    def _create(self, request: Request, account_sid: str) -> Response:
         form = request.form
         fault = self._next_fault()
         call: dict[str, Any] = {
@@ -156,6 +166,14 @@ class TwilioStandIn(TypingStandIn):
             return self._answer(call, error)
         if refused == "callback":
             fault = {**fault, "outcome": "failed", "error_code": CHANNEL_RATE_LIMITED}
+        validity = validity_period(form)
+        if validity is None:
+            error = twilio_error(400, INVALID_VALIDITY_PERIOD, "Invalid validity period value")
+            return self._answer(call, error)
+        held = queued(fault, validity)  # twilio_queue.py: kept queued, then sent or expired
+        fault = {**fault, "queued_seconds": held.seconds}
+        if held.expires:
+            fault = {**fault, "outcome": "failed", "error_code": VALIDITY_PERIOD_EXPIRED}
         message = _new_message(account_sid, form)
         statuses = statuses_after_acceptance(message, fault.get("outcome"))
         with self._lock:
@@ -163,7 +181,7 @@ class TwilioStandIn(TypingStandIn):
             created, epoch = resource(message), self._epoch
         call["sid"] = message["sid"]
         self._answer(call, json_response(created, 201))
-        args = (message, statuses, fault, auth_token, epoch)
+        args = (message, statuses, fault, epoch)
         threading.Thread(target=self._deliver, args=args, daemon=True).start()
         time.sleep(delay)  # accepted already: a client that gives up meanwhile has still sent it
         return json_response(created, 201)
@@ -175,13 +193,11 @@ class TwilioStandIn(TypingStandIn):
 
     # --- after acceptance -----------------------------------------------------------------
 
-    def _deliver(
-        self, message: dict[str, Any], statuses: list[str], fault: Fault, auth_token: str, epoch: int
-    ) -> None:
+    def _deliver(self, message: dict[str, Any], statuses: list[str], fault: Fault, epoch: int) -> None:
         """Move the message through its statuses, reporting each to its StatusCallback."""
         after = fault.get("after")
         steps = len(statuses)
-        started = time.monotonic()
+        started = time.monotonic() + float(fault.get("queued_seconds") or 0)  # in Twilio's queue
         for n, status in enumerate(statuses, start=1):
             at = float(after) * n / steps if after is not None else self.step_seconds * n
             time.sleep(max(0.0, started + at - time.monotonic()))
@@ -192,7 +208,9 @@ class TwilioStandIn(TypingStandIn):
                 params = callback_params(message)
             url = message["status_callback"]
             if url:
-                attempts = post_callback(url, params, auth_token, self.sign_url_fragment)
+                # Signed with the account's token now, not the one the create was sent with.
+                token = self.signing_token(message["account_sid"])
+                attempts = post_callback(url, params, token, self.sign_url_fragment)
                 with self._lock:
                     if self._current(epoch):
                         self.callbacks.extend(attempts)
@@ -223,75 +241,3 @@ class TwilioStandIn(TypingStandIn):
 def resource(message: dict[str, Any]) -> dict[str, Any]:
     """The Message resource as the API shows it."""
     return {key: value for key, value in message.items() if key not in _NOT_IN_RESOURCE}
-
-
-def utf16_units(text: str) -> int:
-    return len(text.encode("utf-16-le")) // 2
-
-
-def _refusal(form: Any) -> Response | None:
-    """What Twilio refuses at once, with its error code
-    (https://www.twilio.com/docs/api/errors/<code>)."""
-    if not form.get("To"):
-        return twilio_error(400, 21604, "A 'To' phone number is required.")
-    if not form.get("From") and not form.get("MessagingServiceSid"):
-        return twilio_error(400, 21603, "A 'From' phone number is required.")
-    # Content Template Builder templates are sent through a Messaging Service
-    # (https://www.twilio.com/docs/content/send-templates-created-with-the-content-template-builder);
-    # 30124: "MessagingServiceSID cannot be empty or null" (https://www.twilio.com/docs/api/errors/30124).
-    if form.get("ContentSid") and not form.get("MessagingServiceSid"):
-        return twilio_error(400, 30124, "MessagingServiceSID cannot be empty or null")
-    body = form.get("Body") or ""
-    if not body and not form.get("ContentSid") and not form.get("MediaUrl"):
-        return twilio_error(400, 21602, "Message body is required.")
-    # 1,600 characters, where "emojis ... or non-GSM characters will be counted as multiple
-    # characters" (https://www.twilio.com/docs/api/errors/21617): counted here in UTF-16
-    # code units, as UCS-2 encodes them (an emoji outside the BMP is two).
-    if utf16_units(body) > MAX_BODY_UTF16_UNITS:
-        return twilio_error(400, 21617, "The concatenated message body exceeds the 1600 character limit.")
-    return None
-
-
-def _new_message(account_sid: str, form: Any) -> dict[str, Any]:
-    """A message just accepted: `queued`, or `accepted` with a Messaging Service, and no
-    date_sent yet (https://www.twilio.com/docs/messaging/api/message-resource)."""
-    sid = "SM" + secrets.token_hex(16)
-    now = now_rfc2822()
-    uri = f"{API}/{account_sid}/Messages/{sid}"
-    return {
-        "sid": sid,
-        "account_sid": account_sid,
-        "api_version": "2010-04-01",
-        "to": form.get("To"),
-        "from": form.get("From"),
-        "messaging_service_sid": form.get("MessagingServiceSid"),
-        "body": form.get("Body"),
-        "content_sid": form.get("ContentSid"),
-        "status": "accepted" if form.get("MessagingServiceSid") else "queued",
-        "direction": "outbound-api",
-        "num_segments": "1",
-        "num_media": "0",
-        "date_created": now,
-        "date_updated": now,
-        "date_sent": None,
-        "error_code": None,
-        "error_message": None,
-        "price": None,
-        "price_unit": "USD",
-        "uri": uri + ".json",
-        "subresource_uris": {"media": uri + "/Media.json", "feedback": uri + "/Feedback.json"},
-        "status_callback": form.get("StatusCallback"),
-        "created_monotonic": time.monotonic(),
-    }
-
-
-def twilio_error(status: int, code: int, message: str) -> Response:
-    return json_response(
-        {
-            "code": code,
-            "message": message,
-            "more_info": f"https://www.twilio.com/docs/errors/{code}",
-            "status": status,
-        },
-        status,
-    )

@@ -49,6 +49,7 @@ ERROR_MESSAGES = {
     30006: "Landline or unreachable carrier",
     30007: "Message filtered",
     30008: "Unknown error",
+    30036: "Validity Period Expired",
     63016: "Failed to send freeform message because you are outside the allowed window.",
     63018: "Rate limit exceeded for Channel",
     63024: "Invalid message recipient",

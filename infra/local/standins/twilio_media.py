@@ -34,7 +34,8 @@ from typing import Any
 from werkzeug.routing import Rule
 from werkzeug.wrappers import Request, Response
 
-from infra.local.standins.base import Fault, StandIn, json_response
+from infra.local.standins.base import Fault, json_response
+from infra.local.standins.twilio_accounts import TwilioAccountsStandIn
 
 API = "/2010-04-01/Accounts"
 
@@ -47,8 +48,9 @@ class StoredMedia:
     data: bytes
 
 
-class MediaStandIn(StandIn):
+class MediaStandIn(TwilioAccountsStandIn):
     rules = [
+        *TwilioAccountsStandIn.rules,
         Rule(
             f"{API}/<account_sid>/Messages/<message_sid>/Media/<media_sid>",
             endpoint="media_api",

@@ -4,14 +4,19 @@ on Twilio's messaging host (https://messaging.twilio.com), with the form fields
 (https://www.twilio.com/docs/whatsapp/api/typing-indicators-resource). It shows the
 indicator only for a WhatsApp message the stand-in received for that account (the local
 gateway tells it of every webhook it is given, as Twilio would have received the
-message): a malformed id or a channel other than `whatsapp` is refused with 400, an id
-it never received (or another account's) with 404; Twilio's page documents neither
-answer, so both are the stand-in's.
+message), answering `{"success": true}`, the resource's one field. A malformed id, a
+channel other than `whatsapp`, and an id it holds no inbound WhatsApp message of (never
+received, another account's, an SMS, or a message we sent) are refused with 400, as
+Twilio answers an id without inbound data ("Unable to create record: invalid or incomplete
+inbound data in MDR", https://github.com/twilio/twilio-python/issues/894); Twilio's page
+documents no error answer.
 
 Control:
   - `GET /_control/indicators` lists the indicator requests, oldest first: `message_id`,
     `channel`, `account_sid` (the user it authenticated as), `at` (epoch seconds) and the
     answer's `status`.
+  - `POST /_control/typing` `{"success": false}`: answer 200 with `{"success": false}`
+    from now on (until a reset): an indicator Twilio did not show.
 """
 
 from __future__ import annotations
@@ -35,17 +40,20 @@ class TypingStandIn(MediaStandIn):
         *MediaStandIn.rules,
         Rule("/v2/Indicators/Typing.json", endpoint="typing_api", methods=["POST"]),
         Rule("/_control/indicators", endpoint="control_indicators", methods=["GET"]),
+        Rule("/_control/typing", endpoint="control_typing", methods=["POST"]),
     ]
 
     def __init__(self, link_seconds: float = 4 * 3600) -> None:
         super().__init__(link_seconds)
         self.received: dict[str, dict[str, str]] = {}  # inbound messages, by MessageSid
         self.indicators: list[dict[str, Any]] = []
+        self.typing_success = True  # what a 200 says in `success`
 
     def _reset(self) -> None:
         super()._reset()
         self.received.clear()
         self.indicators.clear()
+        self.typing_success = True
 
     def receive(self, form: dict[str, str]) -> None:
         """An inbound message, as Twilio received it before posting its webhook."""
@@ -72,9 +80,11 @@ class TypingStandIn(MediaStandIn):
             or received["account_sid"] != account
             or not received["to"].startswith("whatsapp:")
         ):
-            answer = twilio_error(404, 20404, f"The requested resource {message_id} was not found")
+            answer = twilio_error(
+                400, 400, "Unable to create record: invalid or incomplete inbound data in MDR"
+            )
         else:
-            answer = json_response({"success": True})
+            answer = json_response({"success": self.typing_success})
         record["status"] = answer.status_code
         with self._lock:
             self.indicators.append(record)
@@ -83,3 +93,8 @@ class TypingStandIn(MediaStandIn):
     def control_indicators(self, request: Request) -> Response:
         with self._lock:
             return json_response({"indicators": list(self.indicators)})
+
+    def control_typing(self, request: Request) -> Response:
+        with self._lock:
+            self.typing_success = bool(request.get_json(force=True).get("success", True))
+            return json_response({"success": self.typing_success})

@@ -46,11 +46,11 @@ os.environ.setdefault("POWERTOOLS_METRICS_DISABLED", "true")
 
 from boto3.dynamodb.conditions import Key  # noqa: E402
 
+from functions import clock  # noqa: E402
 from functions.config import get_settings  # noqa: E402
 from functions.dal import conversations as conversation_table  # noqa: E402
 from functions.dal import dynamo, staged_messages  # noqa: E402
 from functions.inbound import Channel  # noqa: E402
-from functions.logic.rules import clock  # noqa: E402
 from functions.logic.rules.debounce import BatchingRules, due_ms  # noqa: E402
 from functions.observability import logger  # noqa: E402
 from functions.registry import ALL_FUNCTIONS, BY_NAME, TASKS, WEBHOOK  # noqa: E402
@@ -711,7 +711,7 @@ def main() -> int:
         logger.setLevel(logging.CRITICAL)
     results["batching"] = measure_batching()
     summary, batching = report(results)
-    by_person, by_person_verdict = population.section(SEED, ROOT / "docs" / "benchmarks-adaptive.png")
+    by_person, by_person_verdict = population.section(ROOT / "docs" / "benchmarks-adaptive.png")
     elapsed = time.perf_counter() - started
     machine = f"{platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}"
     print(summary)

@@ -1,0 +1,209 @@
+"""One burst of a conversation as the console draws it: the fragments as they arrived, the
+batch window and why it ended, each run state by state, the AI call, each reply part with
+its delivery status, opt-outs, and what other batching rules would have done with the same
+arrival times. Built from what infra/console/reading.py read; no I/O here."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+from functions.batching_rules import BatchingRules
+from functions.dal.models import BatchWindow, Delivery, StagedMessage, Turn
+from infra.console.fragments import Fragment, merged_preview, of_staged, of_turn, split_body
+from infra.console.reading import ConversationRow, Run
+from infra.replay.simulate import batches_of
+from infra.replay.sources import epoch_ms
+from infra.runs import StateSpan, short_cause, timeline
+
+WAIT_STATE = "Wait For The Burst To End"
+GENERATE_STATE = "Generate Reply"
+_WINDOW_ID = re.compile(r"(\d{13})-[0-9a-f]+$")
+
+
+def window_of_run(run: Run) -> str:
+    """The batch window a run serves: its input's, else the end of its name."""
+    found = run.run_input.get("window_id") or _WINDOW_ID.search(run.name)
+    return str(found if isinstance(found, str) else found.group(0) if found else "")
+
+
+def window_opened_ms(window_id: str) -> int | None:
+    match = _WINDOW_ID.search(window_id)
+    return int(match.group(1)) if match else None
+
+
+def console_url(run: Run, region: str) -> str:
+    """The run in the AWS console."""
+    return (
+        f"https://{region}.console.aws.amazon.com/states/home?region={region}"
+        f"#/v2/executions/details/{run.arn}"
+    )
+
+
+@dataclass
+class RunView:
+    run: Run
+    window_id: str
+    states: list[StateSpan]
+    failed_state: str | None = None
+    console_url: str | None = None
+    ai_model: str | None = None
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+
+
+@dataclass(frozen=True)
+class WindowBand:
+    window_id: str
+    opened_ms: int
+    ended_ms: int | None
+    ended_by: str | None
+
+
+@dataclass(frozen=True)
+class ReplyPart:
+    window_id: str
+    label: str  # part 1, part 2, ..., template, fallback
+    message_sid: str
+    at_ms: int | None
+    status: str
+    error_code: int | None = None
+
+
+@dataclass(frozen=True)
+class Mark:
+    at_ms: int
+    label: str  # opt-out, opt-in, typing…, handed off
+
+
+@dataclass(frozen=True)
+class RuleBatch:
+    opened_ms: int
+    closed_ms: int
+    fragments: int
+
+
+@dataclass
+class BurstView:
+    """What the conversation page draws, between `start_ms` and `end_ms`."""
+
+    conversation: ConversationRow
+    start_ms: int
+    end_ms: int
+    fragments: list[Fragment] = field(default_factory=list)
+    bands: list[WindowBand] = field(default_factory=list)
+    runs: list[RunView] = field(default_factory=list)
+    parts: list[ReplyPart] = field(default_factory=list)
+    marks: list[Mark] = field(default_factory=list)
+    other_rules: dict[str, list[RuleBatch]] = field(default_factory=dict)
+    merged_previews: dict[str, str] = field(default_factory=dict)  # by window, when not split
+    in_flight: bool = False
+
+
+def run_view(run: Run, turns: list[Turn], region: str | None) -> RunView:
+    """A described run: its states, where it failed, its AI call (from its assistant turn)."""
+    window_id = window_of_run(run)
+    view = RunView(
+        run, window_id, timeline(run.events), console_url=console_url(run, region) if region else None
+    )
+    for span in view.states:  # a Fail or Succeed state is never exited: it ends the run
+        span.exited = span.exited or run.stopped
+    if run.status == "FAILED":
+        view.failed_state = failed_state(view.states, run.error)
+        run.cause = short_cause(run.cause or "")
+    for turn in turns:
+        if turn.window_id == window_id and turn.role == "assistant":
+            view.ai_model, view.prompt_tokens = turn.model, turn.prompt_tokens
+            view.completion_tokens = turn.completion_tokens
+    return view
+
+
+def failed_state(states: list[StateSpan], error: str | None) -> str | None:
+    """The state whose error ended the run: the last whose attempt failed with the run's
+    error, else the last that failed at all, else the last entered."""
+    failed = [s for s in states if s.failed_attempts]
+    matching = [s for s in failed if any(e == error for e, _ in s.failed_attempts)]
+    chosen = matching or failed or states
+    return chosen[-1].name if chosen else None
+
+
+def band_of(view: RunView, turns: list[Turn], window: BatchWindow | None) -> WindowBand | None:
+    """The run's batch window: from its opening to the end of the run's last wait."""
+    opened = window_opened_ms(view.window_id)
+    if window and window.window_id == view.window_id:
+        opened = window.opened_ms
+    if opened is None:
+        return None
+    waits = [s for s in view.states if s.name == WAIT_STATE]
+    ended = int(waits[-1].exited.timestamp() * 1000) if waits and waits[-1].exited else None
+    ended_by = next(
+        (t.burst_ended_by for t in turns if t.window_id == view.window_id and t.role == "user"), None
+    )
+    return WindowBand(view.window_id, opened, ended, ended_by)
+
+
+def reply_parts(turns: list[Turn]) -> list[ReplyPart]:
+    """Every message sent for the turns' batches: the reply's parts in order, then the
+    template or fallback, with what Twilio last reported of each."""
+    parts: list[ReplyPart] = []
+    for turn in turns:
+        sent_at = turn.first_part_at or turn.sent_at
+        sent_ms = epoch_ms(sent_at) if sent_at else None
+        listed = turn.message_sids if turn.role == "assistant" else []
+        for n, sid in enumerate(listed):
+            parts.append(_part(turn, f"part {n + 1}", sid, turn.deliveries.get(sid), sent_ms))
+        extra = {turn.template_sid, turn.fallback_message_sid} | set(turn.deliveries)
+        for sid in sorted(s for s in extra if s and s not in listed):
+            delivery = turn.deliveries.get(sid)
+            parts.append(_part(turn, delivery.message if delivery else "message", sid, delivery, sent_ms))
+    return parts
+
+
+def _part(turn: Turn, label: str, sid: str, delivery: Delivery | None, sent_ms: int | None) -> ReplyPart:
+    at = epoch_ms(delivery.at) if delivery and delivery.at else sent_ms
+    status = delivery.status if delivery else ("sent" if turn.status == "sent" else "accepted")
+    code = delivery.error_code if delivery else None
+    return ReplyPart(turn.window_id, label, sid, at, status, code)
+
+
+def marks_of(turns: list[Turn]) -> list[Mark]:
+    """Opt-outs and opt-ins, the typing indicator, hand-offs and cost limits."""
+    marks: list[Mark] = []
+    for turn in (t for t in turns if t.role == "user"):
+        moments = {
+            "opt-out": turn.last_received_at if turn.consent == "opt_out" else None,
+            "opt-in": turn.last_received_at if turn.consent == "opt_in" else None,
+            "typing… shown": turn.typing_shown_at,
+            "handed off": turn.answered_at if turn.status == "handed_off" else None,
+            f"limited ({turn.limited})": turn.answered_at if turn.limited else None,
+        }
+        marks += [Mark(epoch_ms(at), label) for label, at in moments.items() if at]
+    return marks
+
+
+def other_rules(times: list[int], rules: BatchingRules) -> dict[str, list[RuleBatch]]:
+    """What fixed:W, quiet:Q and adaptive (W and Q: the run's own) would have done with
+    the same arrival times (infra/replay: the production rules, the recorded clock)."""
+    from infra.replay.__main__ import parse_policy
+
+    configured = rules.model_dump()
+    policies = [f"fixed:{rules.window_seconds:g}", f"quiet:{rules.quiet_seconds:g}", "adaptive"]
+    rows: dict[str, list[RuleBatch]] = {}
+    for policy in policies:
+        made = batches_of(parse_policy(policy, configured), sorted(times))
+        ordered = sorted(times)
+        rows[policy] = [RuleBatch(ordered[b.first], b.closed_ms, b.last - b.first + 1) for b in made]
+    return rows
+
+
+def all_fragments(turns: list[Turn], staged: list[StagedMessage]) -> tuple[list[Fragment], dict[str, str]]:
+    """Every fragment, in arrival order (a staged message's own record first), and the
+    merged texts of the batches whose fragments could not be told apart."""
+    found = {f.message_sid: f for t in turns for f in of_turn(t)}
+    found.update({m.message_sid: of_staged(m) for m in staged})
+    merged = {
+        t.window_id: merged_preview(t)
+        for t in turns
+        if t.role == "user" and t.body and split_body(t.body, len(t.message_sids)) is None
+    }
+    return sorted(found.values(), key=lambda f: (f.at_ms, f.message_sid)), merged

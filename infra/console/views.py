@@ -1,0 +1,153 @@
+"""What each page shows, read through infra/console/reading.py: the conversations with
+recent activity (the start page), and one burst of a conversation (its page)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+
+from functions.batching_rules import BatchingRules
+from functions.logic.shared.windows import execution_name
+from infra.console.fragments import Fragment
+from infra.console.reading import ConversationRow, Run, StackReader
+from infra.console.timeline import (
+    BurstView,
+    all_fragments,
+    band_of,
+    marks_of,
+    other_rules,
+    reply_parts,
+    run_view,
+    window_of_run,
+    window_opened_ms,
+)
+from infra.replay.sources import epoch_ms
+
+# Delivery reports later than this after the run are drawn at the timeline's right edge.
+LATE_REPORTS_MS = 30_000
+STATUSES = ("in flight", "failed", "replied", "handed off", "opted out")
+_SOME_WINDOW = "0" * 13 + "-" + "0" * 6  # a window id's shape (functions/logic/shared/windows.py)
+
+
+def runs_prefix(conversation_id: str) -> str:
+    """What the names of the conversation's runs start with (`<conversation>-<window>`)."""
+    return execution_name(conversation_id, _SOME_WINDOW)[: -len(_SOME_WINDOW)]
+
+
+@dataclass
+class ConversationLine:
+    conversation: ConversationRow
+    last_activity_ms: int
+    open_window: bool = False
+    set_aside: int = 0  # batches set aside (failed or dead-lettered)
+    failed_runs: int = 0
+    statuses: set[str] = field(default_factory=set)
+
+
+def start_lines(reader: StackReader) -> list[ConversationLine]:
+    """Every conversation, the most recently active first."""
+    windows, set_aside = reader.open_windows(), reader.set_aside_batches()
+    runs = reader.runs()
+    lines = []
+    for conversation in reader.all_conversations():
+        cid = conversation.conversation_id
+        own_runs = [r for r in runs if r.name.startswith(runs_prefix(cid))]
+        moments = [conversation.updated_at or "", conversation.created_at]
+        activity = [epoch_ms(m) for m in moments if m] + [_ms(r.stopped or r.started) for r in own_runs]
+        if cid in windows:
+            activity.append(windows[cid].last_message_ms)
+        line = ConversationLine(
+            conversation,
+            max(activity, default=0),
+            open_window=cid in windows or any(r.status == "RUNNING" for r in own_runs),
+            set_aside=len(set_aside.get(cid, [])),
+            failed_runs=sum(r.status == "FAILED" for r in own_runs),
+        )
+        line.statuses = statuses_of(line)
+        lines.append(line)
+    return sorted(lines, key=lambda line: line.last_activity_ms, reverse=True)
+
+
+def chosen(lines: list[ConversationLine], tenant: str = "", status: str = "") -> list[ConversationLine]:
+    """The lines of `tenant`, with `status` (one of STATUSES), when given."""
+    return [
+        line
+        for line in lines
+        if (not tenant or line.conversation.tenant_account_sid == tenant)
+        and (not status or status in line.statuses)
+    ]
+
+
+def statuses_of(line: ConversationLine) -> set[str]:
+    recorded = line.conversation.conversation_status
+    found = {
+        "in flight": line.open_window,
+        "failed": bool(line.set_aside or line.failed_runs),
+        "replied": recorded == "reply_sent",
+        "handed off": recorded == "awaiting_agent",
+        "opted out": line.conversation.opted_out,
+    }
+    return {name for name, holds in found.items() if holds}
+
+
+@dataclass
+class ConversationPage:
+    view: BurstView
+    windows: list[tuple[str, str]]  # (window id, its run's status), newest first
+    selected: str
+
+
+def conversation_page(
+    reader: StackReader, conversation_id: str, selected: str, now_ms: int, local: bool
+) -> ConversationPage | None:
+    """The conversation's burst in window `selected` (the latest when empty or unknown)."""
+    conversation = reader.conversation(conversation_id)
+    if conversation is None:
+        return None
+    turns, staged = reader.turns_of(conversation_id), reader.staged_of(conversation_id)
+    window = reader.window_of(conversation_id)
+    runs = reader.runs(runs_prefix(conversation_id))
+    windows = [(window_of_run(r), r.status) for r in reversed(runs)]
+    if window and window.window_id not in dict(windows):
+        windows.insert(0, (window.window_id, "window open"))
+    known = dict(windows)
+    selected = selected if selected in known else (windows[0][0] if windows else "")
+    fragments, merged = all_fragments(turns, staged)
+    if window:  # the fragments still pending wait for the open window
+        fragments = [replace(f, window_id=window.window_id) if f.state == "pending" else f for f in fragments]
+    start, end = _span(selected, fragments, runs, now_ms)
+    shown = [reader.described(r) for r in runs if _ms(r.started) <= end and _ms(r.stopped, now_ms) >= start]
+    views = [run_view(r, turns, None if local else reader.region) for r in shown]
+    view = BurstView(conversation, start, end, merged_previews=merged)
+    view.fragments = [f for f in fragments if start <= f.at_ms <= end]
+    view.runs = views
+    view.bands = [b for b in (band_of(v, turns, window) for v in views) if b]
+    view.parts = [p for p in reply_parts(turns) if any(p.window_id == v.window_id for v in views)]
+    view.marks = [m for m in marks_of(turns) if start <= m.at_ms <= end]
+    chosen = next((v for v in views if v.window_id == selected), None)
+    rules = BatchingRules.parse((chosen.run.run_input.get("rules") if chosen else None) or {})
+    view.other_rules = other_rules([f.at_ms for f in view.fragments], rules)
+    pending = any(f.state == "pending" for f in view.fragments)
+    view.in_flight = pending or window is not None or any(v.run.status == "RUNNING" for v in views)
+    reported = [p.at_ms for p in view.parts if p.at_ms]
+    closed = [b.closed_ms for batches in view.other_rules.values() for b in batches]
+    view.end_ms = max(end, min(max(reported, default=end), end + LATE_REPORTS_MS), *closed)
+    return ConversationPage(view, windows, selected)
+
+
+def _span(selected: str, fragments: list[Fragment], runs: list[Run], now_ms: int) -> tuple[int, int]:
+    """From the selected window's opening (or its first fragment) to the end of its run
+    (now, while it runs); with no window, the fragments still waiting."""
+    if selected:
+        mine = [f.at_ms for f in fragments if f.window_id == selected]
+    else:
+        mine = [f.at_ms for f in fragments if f.state == "pending"]
+    run = next((r for r in runs if window_of_run(r) == selected), None) if selected else None
+    opened = window_opened_ms(selected)
+    start = min([*mine, *([opened] if opened else [])] or [now_ms])
+    end = max([*mine, _ms(run.stopped, now_ms) if run else now_ms])
+    return start, max(end, start + 1000)
+
+
+def _ms(moment: object, default: int = 0) -> int:
+    timestamp = getattr(moment, "timestamp", None)
+    return int(timestamp() * 1000) if timestamp else default

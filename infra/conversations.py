@@ -1,0 +1,112 @@
+"""Hand a conversation off to a person, and back: locally or on AWS (same code; only the
+endpoint differs).
+
+    python -m infra.conversations pause ADDRESS [--tenant SID] [--for 2h]
+    python -m infra.conversations resume ADDRESS [--tenant SID]
+    python -m infra.conversations show ADDRESS [--tenant SID] [--bodies]
+
+ADDRESS is the person's address as Twilio sends it (`whatsapp:+15551234567`, or
+`+15551234567` on SMS) or a conversation id; `--tenant` (an AccountSid) limits the search to
+that tenant's conversations (needed when the address writes to more than one). While paused,
+bursts are staged, batched and recorded, but get no AI call and no reply; each is announced
+as `batch.handed_off` (docs/how-it-works.md). `--for` resumes by itself after that long;
+without it the pause holds until `resume`. `show` prints the conversation's state and its
+person-written turns (their texts only with `--bodies`: personal data). A helpdesk does the
+same with events on the bus (conversation.pause, conversation.resume, conversation.reply).
+
+Names: as `python -m infra.runs` finds them (`--stack NAME`, STACK_NAME, AWS_ENDPOINT_URL
+for the local stack: infra/stack_lookup.py)."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from infra.stack_lookup import FUNCTION_SETTINGS, add_stack_option, chosen_stack, one_line_errors, use_stack
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        prog="python -m infra.conversations", description=__doc__.split("\n\n")[0]
+    )
+    commands = parser.add_subparsers(dest="command", required=True)
+    subcommands = []
+    for name, help_text in (
+        ("pause", "hand the conversation off to a person: no AI call, no reply"),
+        ("resume", "the assistant answers the conversation again"),
+        ("show", "the conversation's state and its person-written turns"),
+    ):
+        command = commands.add_parser(name, help=help_text)
+        command.add_argument("address", help="the person's address (whatsapp:+1555...) or a conversation id")
+        command.add_argument("--tenant", help="the tenant's AccountSid (AC...)")
+        subcommands.append(command)
+    subcommands[0].add_argument("--for", dest="span", help="resume by itself after this long: 30m, 2h, 1d")
+    subcommands[2].add_argument("--bodies", action="store_true", help="also print the texts (personal data)")
+    add_stack_option(parser, *subcommands)
+    args = parser.parse_args(argv)
+    return one_line_errors("infra.conversations", lambda: _command(args))
+
+
+def _command(args: argparse.Namespace) -> int:
+    from functions.logic.rules import handoff as handoff_rules
+
+    try:
+        seconds = handoff_rules.span(args.span).total_seconds() if getattr(args, "span", None) else None
+    except ValueError as error:
+        print(f"infra.conversations: {error}", file=sys.stderr)
+        return 2
+    use_stack(chosen_stack(args.stack), FUNCTION_SETTINGS)
+    from functions.logic.shared import handoff  # reads the functions' settings
+
+    found = handoff.find_conversations(args.address, args.tenant)
+    if len(found) != 1:
+        which = ", ".join(f"{c.conversation_id} (tenant {c.tenant_account_sid})" for c in found)
+        problem = (
+            f"several conversations: {which}; name one, or --tenant" if found else "no open conversation"
+        )
+        print(f"infra.conversations: {args.address}: {problem}", file=sys.stderr)
+        return 1
+    conversation_id = found[0].conversation_id
+    if args.command == "pause":
+        until = handoff.pause(conversation_id, handoff_rules.BY_OPERATOR, seconds)
+        print(f"Paused {conversation_id} until {until or 'resumed'}: its bursts wait for a person.")
+    elif args.command == "resume":
+        handoff.resume(conversation_id, handoff_rules.BY_OPERATOR)
+        print(f"Resumed {conversation_id}: the assistant answers it again.")
+    else:
+        print("\n".join(shown(conversation_id, args.bodies)))
+    return 0
+
+
+def shown(conversation_id: str, bodies: bool) -> list[str]:
+    """The conversation's state, and its person-written turns, oldest first."""
+    from functions import clock
+    from functions.dal import conversations, turns
+    from functions.logic.rules import handoff as handoff_rules
+
+    conversation = conversations.require(conversation_id)
+    paused = handoff_rules.is_paused(conversation, clock.now())
+    state = (
+        f"handed off to a person since {conversation.paused_at} by {conversation.paused_by}, "
+        f"until {conversation.paused_until or 'resumed'}"
+        if paused
+        else "answered by the assistant"
+    )
+    lines = [
+        f"Conversation {conversation.conversation_id} (tenant {conversation.tenant_account_sid})",
+        f"  {conversation.channel.value}: {conversation.user_address} with {conversation.our_address}",
+        f"  {state}",
+        "",
+        "Person-written turns:",
+    ]
+    written = [t for t in turns.list_of(conversation_id) if t.written_by == handoff_rules.PERSON]
+    for turn in written:
+        lines.append(
+            f"  {turn.sent_at or turn.created_at}  {turn.status:<9} {len(turn.body):>5} chars  {turn.turn_id}"
+        )
+        lines += [f"      | {line}" for line in turn.body.splitlines()] if bodies else []
+    return lines if written else [*lines, "  (none)"]
+
+
+if __name__ == "__main__":
+    sys.exit(main())

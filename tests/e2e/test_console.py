@@ -1,0 +1,209 @@
+"""The console (infra/console) as a person sees it, in a real browser: `python -m infra.console`
+serves it from an operator's shell (nothing but the local stack's AWS endpoint, as for a
+deployed stack), headless Chromium renders it, and the test reads the text on the page.
+
+After one burst of three fragments (a text, a photo, a location): the start page links to
+the conversation; its page shows the fragments in the order sent (their texts once the
+"show message text" button is pressed: a POST, never a URL), the run's states by their
+console names, the reply sent and what Twilio reported of it. A failed run's page shows the
+state it failed in, its error and cause. Every AWS call the console makes is a read.
+
+CONSOLE_SCREENSHOT=1 also writes docs/console.png (docs/console.md)."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from html.parser import HTMLParser
+from pathlib import Path
+
+import pytest
+from werkzeug.test import Client
+
+from functions.dal.tables import assistant_turn_id
+from infra.console.app import ConsoleApp
+from infra.console.reading import NEEDED, READ_VERBS, StackReader, read_only_session
+from infra.stack_lookup import names
+from tests.support.operator_shell import ROOT, operator_shell
+from tests.support.waiting import wait_until
+
+pytestmark = pytest.mark.e2e
+
+CHROMIUM = os.environ.get("CHROMIUM", "chromium")  # Debian's package; .ci/run installs it
+REFRESH = '<meta http-equiv="refresh"'
+PAUSE_SECONDS = 0.2  # between fragments: well inside the 1 s window, apart on the timeline
+BURST = [("whatsapp_text", "text"), ("whatsapp_image", "photo"), ("whatsapp_location", "location")]
+
+
+@pytest.fixture(scope="module")
+def console(stack) -> Iterator[str]:
+    """`python -m infra.console` in an operator's shell, on any free port: its URL."""
+    served = subprocess.Popen(
+        [sys.executable, "-m", "infra.console", "--port", "0"],
+        cwd=ROOT,
+        env=operator_shell(stack),
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        line = served.stdout.readline().strip()  # type: ignore[union-attr]
+        assert line.startswith("Console: http://127.0.0.1:"), line
+        yield line.removeprefix("Console: ").rstrip("/")
+    finally:
+        served.send_signal(signal.SIGTERM)
+        served.communicate(timeout=20)
+
+
+class _Seen(HTMLParser):
+    """The text a person sees on a page, piece by piece (no style, no tooltip)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.pieces: list[str] = []
+        self._hidden = 0
+
+    def handle_starttag(self, tag: str, attrs: object) -> None:
+        self._hidden += tag in ("style", "title", "script")
+
+    def handle_endtag(self, tag: str) -> None:
+        self._hidden -= tag in ("style", "title", "script")
+
+    def handle_data(self, data: str) -> None:
+        if not self._hidden and data.strip():
+            self.pieces.append(data.strip())
+
+
+def browse(url: str, profile: Path, show_text: bool = False, screenshot: Path | None = None) -> list[str]:
+    """The text on the page at `url` as headless Chromium renders it; with `show_text`, after
+    pressing "show message text" (the form's POST, from a page that submits it)."""
+    if not shutil.which(CHROMIUM):
+        pytest.fail(f"{CHROMIUM} not found: apt-get install chromium (or set CHROMIUM)")
+    target = url
+    profile.mkdir(parents=True, exist_ok=True)
+    if show_text:
+        base, _, path = url.partition("/conversations/")
+        press = profile / "press.html"
+        press.write_text(
+            f'<form method="post" action="{base}/message-text"><input name="show" value="1">'
+            f'<input name="back" value="/conversations/{path}"></form>'
+            "<script>document.forms[0].submit()</script>"
+        )
+        target = press.as_uri()
+    flags = ["--headless", "--no-sandbox", f"--user-data-dir={profile}", "--virtual-time-budget=5000"]
+    if screenshot:
+        shot = [*flags, "--hide-scrollbars", "--window-size=1200,1180", f"--screenshot={screenshot}", target]
+        subprocess.run([CHROMIUM, *shot], capture_output=True, timeout=60, check=True)
+    done = subprocess.run(
+        [CHROMIUM, *flags, "--dump-dom", target], capture_output=True, text=True, timeout=60
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    seen = _Seen()
+    seen.feed(done.stdout)
+    return seen.pieces
+
+
+def _in_order(pieces: list[str], wanted: list[str]) -> bool:
+    position = 0
+    for piece in pieces:
+        if position < len(wanted) and wanted[position] in piece:
+            position += 1
+    return position == len(wanted)
+
+
+def test_a_burst_of_three_fragments_as_a_person_sees_it(harness, console, tmp_path):
+    from tests.support.events import load_event
+
+    user = harness.new_user()
+    for n, (name, _) in enumerate(BURST):
+        time.sleep(PAUSE_SECONDS * bool(n))
+        assert harness.send_event(load_event(name), user).status_code == 200
+    conversation_id = harness.conversation_of(user).conversation_id
+    (run,) = harness.wait_until_quiet(conversation_id, runs=1)
+    (sent,) = [m for m in harness.stack.twilio.messages if m["to"] == user]
+    # WhatsApp's last status (the Twilio stand-in's), reported through its status callback
+    wait_until(lambda: _reported(conversation_id, run["name"], sent["sid"]) == "read", timeout=10)
+    reported = _reported(conversation_id, run["name"], sent["sid"])
+
+    start = browse(f"{console}/", tmp_path / "start")
+    page = browse(f"{console}/conversations/{conversation_id}", tmp_path / "page", show_text=True)
+    if os.environ.get("CONSOLE_SCREENSHOT") == "1":
+        browse(
+            f"{console}/conversations/{conversation_id}",
+            tmp_path / "shot",
+            True,
+            ROOT / "docs" / "console.png",
+        )
+
+    assert conversation_id in start
+    fragments = [f"{n}. {kind} at +" for n, (_, kind) in enumerate(BURST, start=1)]
+    texts = [load_event("whatsapp_text")["Body"], load_event("whatsapp_image")["Body"], "Twilio HQ"]
+    assert _in_order(page, fragments) and _in_order(page, texts)
+    states = list(dict.fromkeys(harness.states_entered(run["executionArn"])))
+    assert states[0] == "Wait For The Burst To End" and "Send Reply" in states
+    assert [p for p in page if p in states] == states  # each state's row, in the run's order
+    assert _in_order(page, ["part 1", reported, "Replies sent", sent["sid"], reported])
+
+
+def _reported(conversation_id: str, run_name: str, sid: str) -> str | None:
+    from functions.dal import turns
+
+    window_id = run_name.removeprefix(f"{conversation_id}-")
+    turn = turns.get(conversation_id, assistant_turn_id(window_id))
+    delivery = turn.deliveries.get(sid) if turn else None
+    return delivery.status if delivery else None
+
+
+def test_a_failed_runs_page_shows_the_state_it_failed_in(harness, console, tmp_path):
+    conversation_id = harness.stage_directly(harness.new_user(), ["tell me something"])
+    harness.stack.openai.inject({"incomplete": "content_filter"})
+    run = harness.wait_for_run(harness.start_run(conversation_id))
+    assert run["status"] == "FAILED"
+    history = harness.history(run["executionArn"])
+    failed_in = [
+        state
+        for state, event in zip(_state_of_each(history), history, strict=True)
+        if event["type"] == "TaskFailed" and event["taskFailedEventDetails"]["error"] == run["error"]
+    ][-1]
+
+    page = browse(f"{console}/conversations/{conversation_id}", tmp_path / "failed")
+
+    assert "FAILED" in " ".join(page)
+    assert any(p.startswith(f"failed in {failed_in}: {run['error']}: ") for p in page)
+
+
+def _state_of_each(history: list[dict]) -> list[str]:
+    """The state each history event happened in."""
+    current, states = "", []
+    for event in history:
+        if event["type"].endswith("StateEntered"):
+            current = event["stateEnteredEventDetails"]["name"]
+        states.append(current)
+    return states
+
+
+def test_the_console_only_reads_and_refreshes_while_a_burst_is_in_flight(harness, stack):
+    """Every AWS call behind the start page and a conversation's pages is a read
+    (infra/console/reading.py refuses the others before sending them); a conversation's page
+    reloads itself while its burst is in flight, and no longer once it is answered."""
+    session, operations = read_only_session(), []
+    session.events.register("before-call", lambda model, **_: operations.append(model.name))
+    browser = Client(ConsoleApp(StackReader(names("BurstReply", NEEDED), session), local=True))
+    user = harness.new_user()
+    assert harness.send(user, "only read me").status_code == 200
+    conversation_id = harness.conversation_of(user).conversation_id
+    in_flight = browser.get(f"/conversations/{conversation_id}").text  # its window still open
+    harness.wait_until_quiet(conversation_id, runs=1)
+
+    assert REFRESH in in_flight and REFRESH not in browser.get(f"/conversations/{conversation_id}").text
+    for path in ("/", "/?status=failed", f"/conversations/{conversation_id}"):
+        assert browser.get(path).status_code == 200
+    assert browser.get("/conversations/none").status_code == 404
+    assert browser.post("/message-text", data={"show": "1", "back": "/"}).status_code == 303
+
+    assert {"Scan", "Query", "GetItem", "ListExecutions", "GetExecutionHistory"} <= set(operations)
+    assert [o for o in operations if not o.startswith(READ_VERBS)] == []

@@ -1,0 +1,161 @@
+"""The console's pieces without a stack (infra/console): it refuses to send anything but a
+read; a person's address is masked; message texts appear only when the operator asks; an
+answered batch's user turn is split back into its fragments, each with its kind; a run
+links to the AWS console only when deployed; the other rules cover every fragment."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from typing import Any
+
+import pytest
+from botocore.config import Config
+from botocore.exceptions import EndpointConnectionError
+
+from functions.batching_rules import BatchingRules
+from functions.dal.models import Turn
+from functions.dal.tables import user_turn_id
+from functions.inbound import Location, MessageContent
+from functions.logic.rules.content import render
+from infra.console import pages
+from infra.console.fragments import Fragment, of_turn
+from infra.console.reading import ConversationRow, Run, WriteRefused, read_only_session
+from infra.console.timeline import BurstView, other_rules, run_view
+from infra.console.views import ConversationLine, ConversationPage, chosen, statuses_of
+
+NOWHERE = "http://127.0.0.1:9"  # nothing listens: a request that is sent fails to connect
+USER = "whatsapp:+15551234567"
+
+
+def _client(service: str) -> Any:
+    return read_only_session().client(
+        service,
+        region_name="us-east-1",
+        endpoint_url=NOWHERE,
+        aws_access_key_id="x",
+        aws_secret_access_key="x",
+        config=Config(retries={"max_attempts": 1}, connect_timeout=1),
+    )
+
+
+def test_the_console_refuses_to_send_a_write_and_sends_a_read():
+    dynamodb, sfn = _client("dynamodb"), _client("stepfunctions")
+    with pytest.raises(WriteRefused):
+        dynamodb.put_item(TableName="Turns", Item={"conversation_id": {"S": "c"}})
+    with pytest.raises(WriteRefused):
+        sfn.start_execution(stateMachineArn="arn:aws:states:us-east-1:1:stateMachine:x")
+    with pytest.raises(EndpointConnectionError):  # sent: nothing answers there
+        dynamodb.get_item(TableName="Turns", Key={"conversation_id": {"S": "c"}})
+
+
+def test_a_persons_address_is_masked():
+    shown = pages.masked(USER)
+    assert shown.startswith("whatsapp:+") and shown.endswith(USER[-4:])
+    assert USER.removeprefix("whatsapp:")[:-4].removeprefix("+") not in shown
+    assert pages.masked("+15551234567").endswith("4567") and "555123" not in pages.masked("+15551234567")
+
+
+def _page(preview: str) -> ConversationPage:
+    conversation = ConversationRow(
+        conversation_id="c1", channel="whatsapp", user_address=USER, our_address="whatsapp:+1", created_at=""
+    )
+    view = BurstView(conversation, 1_000, 5_000)
+    view.fragments = [Fragment(1_500, "SM1", "text", preview, "w", "answered")]
+    return ConversationPage(view, [], "")
+
+
+def test_message_texts_appear_only_when_asked():
+    secret = "my card number is 4111"
+    assert secret not in pages.conversation_page(_page(secret), False, "/conversations/c1")
+    shown = pages.conversation_page(_page(secret), True, "/conversations/c1")
+    assert secret in shown and USER not in shown
+    assert 'method="post"' in shown and "secret" not in shown.split("<svg")[0].lower()  # not in a URL
+
+
+def test_an_answered_turn_is_split_back_into_its_fragments():
+    sent = [
+        MessageContent(body="Hi, my order has not arrived"),
+        MessageContent(
+            body="This is the box", message_type="image", media=({"url": "u", "content_type": "image/jpeg"},)
+        ),
+        MessageContent(message_type="location", location=Location(latitude="1", longitude="2", label="Home")),
+    ]
+    turn = Turn(
+        conversation_id="c1",
+        turn_id=user_turn_id("w"),
+        role="user",
+        window_id="w",
+        status="answered",
+        body=render(sent).body,
+        message_sids=["SM1", "MM2", "SM3"],
+        first_received_at="2026-11-26T09:00:00.000000+00:00",
+        arrival_offsets_ms=[0, 400, 900],
+    )
+
+    fragments = of_turn(turn)
+
+    assert [f.kind for f in fragments] == ["text", "photo", "location"]
+    assert [f.message_sid for f in fragments] == turn.message_sids
+    assert [f.at_ms - fragments[0].at_ms for f in fragments] == turn.arrival_offsets_ms
+    assert fragments[0].preview == sent[0].body and fragments[1].preview == sent[1].body
+    assert "Home" in fragments[2].preview
+
+
+def test_texts_that_cannot_be_told_apart_are_drawn_without_a_kind():
+    sent = [MessageContent(body="first line\nsecond line"), MessageContent(body="another")]
+    turn = Turn(
+        conversation_id="c1",
+        turn_id=user_turn_id("w"),
+        role="user",
+        body=render(sent).body,
+        message_sids=["SM1", "SM2"],
+        first_received_at="2026-11-26T09:00:00+00:00",
+        arrival_offsets_ms=[0, 500],
+    )
+    assert [(f.kind, f.preview) for f in of_turn(turn)] == [("message", ""), ("message", "")]
+
+
+def _run() -> Run:
+    name = "c1-1795739522728-c2fb5a"
+    arn = f"arn:aws:states:eu-west-1:111122223333:execution:BurstReply-BatchWindow:{name}"
+    return Run(name, arn, "FAILED", datetime(2026, 11, 26, tzinfo=UTC), error="AIPermanentError")
+
+
+def test_a_run_links_to_the_aws_console_only_when_deployed():
+    deployed = run_view(_run(), [], "eu-west-1")
+    assert deployed.console_url == (
+        "https://eu-west-1.console.aws.amazon.com/states/home?region=eu-west-1"
+        f"#/v2/executions/details/{_run().arn}"
+    )
+    assert run_view(_run(), [], None).console_url is None
+
+
+def test_the_other_rules_use_the_runs_own_waits_and_take_every_fragment():
+    rules = BatchingRules(window_seconds=4, quiet_seconds=2)
+    times = [0, 1_500, 3_000, 9_000]
+    rows = other_rules(times, rules)
+    assert list(rows) == ["fixed:4", "quiet:2", "adaptive"]
+    assert all(sum(b.fragments for b in batches) == len(times) for batches in rows.values())
+    assert all(b.closed_ms >= b.opened_ms for batches in rows.values() for b in batches)
+
+
+def test_the_start_page_filters_by_tenant_and_status():
+    def line(tenant: str, opted_out: bool, set_aside: int) -> ConversationLine:
+        conversation = ConversationRow(
+            conversation_id=f"c-{tenant}-{opted_out}-{set_aside}",
+            channel="whatsapp",
+            user_address=USER,
+            our_address="whatsapp:+1",
+            created_at="",
+            tenant_account_sid=tenant,
+            opted_out=opted_out,
+        )
+        made = ConversationLine(conversation, 0, set_aside=set_aside)
+        made.statuses = statuses_of(made)
+        return made
+
+    lines = [line("AC1", False, 0), line("AC1", True, 2), line("AC2", False, 1)]
+    assert chosen(lines, tenant="AC1") == lines[:2]
+    assert chosen(lines, status="failed") == lines[1:]
+    assert chosen(lines, tenant="AC1", status="opted out") == [lines[1]]
+    assert chosen(lines) == lines
