@@ -214,8 +214,8 @@ class Settings(BaseModel):
     # (functions/logic/shared/send_once.py). Inside the function: Send Reply's timeout is 60 s.
     # Every message's ValidityPeriod is this less 2 s (twilio_messages.validity_period_seconds).
     delivery_receipt_wait_seconds: Annotated[float, Field(ge=0, le=20)] = 10.0
-    # The pause between the parts of one reply: WhatsApp limits the messages to one
-    # recipient from one number (63018; the Sandbox allows one every 3 s).
+    # The pause between the parts of one reply: Twilio limits the account's and the
+    # WhatsApp sender's rate (63018; the Sandbox allows one message every 3 s).
     reply_part_interval_seconds: Annotated[float, Field(ge=0, le=5)] = 1.0
     # Only set to reach a Twilio stand-in; empty means Twilio's own API.
     twilio_api_base_url: str = ""

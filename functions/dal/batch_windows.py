@@ -9,6 +9,7 @@ from botocore.exceptions import ClientError
 
 from functions.config import get_settings
 from functions.dal import dynamo, expressions
+from functions.dal.due_resends import DueResend, is_due_resend
 from functions.dal.models import BatchWindow
 
 
@@ -98,8 +99,16 @@ def get(conversation_id: str) -> BatchWindow | None:
 
 
 def scan() -> list[BatchWindow]:
-    """The open windows (the table holds nothing else)."""
-    return [BatchWindow.from_item(i) for i in dynamo.all_items(_table().scan)]
+    """The open windows."""
+    return scan_with_resends()[0]
+
+
+def scan_with_resends() -> tuple[list[BatchWindow], list[DueResend]]:
+    """The open windows and the reply parts due for a resend later: the table holds
+    nothing else (functions/dal/due_resends.py), one Scan reads both."""
+    items = dynamo.all_items(_table().scan)
+    windows = [BatchWindow.from_item(i) for i in items if not is_due_resend(i)]
+    return windows, [DueResend.from_item(i) for i in items if is_due_resend(i)]
 
 
 def close(conversation_id: str, window_id: str) -> BatchWindow | None:

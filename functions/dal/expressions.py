@@ -115,6 +115,8 @@ REFUSE_PART = "SET refused_part = :part, refused_by = :attempt"
 RESENDS = "SET resends = if_not_exists(resends, :none)"
 CLAIM_RESEND = "SET resends.#part = if_not_exists(resends.#part, :claim)"
 RECORD_RESEND = "SET resends.#part.sid = :sid"
+# A part due for a resend later (functions/dal/due_resends.py): kept once.
+NEW_DUE_RESEND = "attribute_not_exists(conversation_id)"
 # A message's status callback: kept unless a status of the same or a later rank is.
 RECORD_DELIVERY = "SET deliveries.#sid = :delivery"
 LATER_DELIVERY = (

@@ -184,8 +184,9 @@ class BatchWindow(TableItem):
 
 
 class Resend(BaseModel):
-    """A reply part sent again after Twilio reported it failed with 63018 (WhatsApp's rate
-    limit): who claimed sending it (the MessageSid whose callback said so), when, its SID."""
+    """A reply part sent again, by the reconciler, after Twilio reported it failed with 63018
+    (the account's or sender's rate limit): who claimed sending it (the MessageSid whose
+    callback said so), when, its SID."""
 
     model_config = TableItem.model_config
 

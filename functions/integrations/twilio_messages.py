@@ -30,7 +30,8 @@ WHATSAPP_WINDOW_CLOSED = 63016
 UNSUBSCRIBED = 21610
 # "Rate limit exceeded for Channel" (https://www.twilio.com/docs/api/errors/63018): the
 # account's combined rate, or the WhatsApp sender's messaging limit or tier ("wait until 24
-# hours" for a tier), not one recipient's; retried with backoff, at create or by status callback.
+# hours" for a tier), not one recipient's; retried with backoff at create, and a part reported
+# by status callback is sent again once, later, by the reconciler (part_resend.py).
 CHANNEL_RATE_LIMITED = 63018
 # Twilio keeps a message `queued` (no status callback) until it can send it, up to the
 # message's ValidityPeriod, whole seconds from 1 to 36,000 (10 hours, the default:

@@ -53,7 +53,8 @@ GRANTS: dict[str, Grants] = {
         (
             ("dynamodb:UpdateItem", "dynamodb:GetItem"),
             ("Turns",),
-        ),  # the statuses; a claim, a receipt, a part to resend
+        ),  # the statuses; the template's claim and receipt
+        (("dynamodb:PutItem",), ("BatchWindows",)),  # a part due for a resend (63018)
         *TWILIO_SECRETS,  # the signature; the template
     ],
     "WaitForTheBurstToEnd": [
@@ -120,6 +121,9 @@ GRANTS: dict[str, Grants] = {
         *OPEN_WINDOWS,
         (("states:DescribeExecution",), ("executions",)),
         (("dynamodb:GetItem",), ("Conversations", "Projects")),
+        # the parts due for a resend (63018): claimed, found and recorded on the assistant turn
+        (("dynamodb:GetItem", "dynamodb:UpdateItem"), ("Turns",)),
+        *TWILIO_SECRETS,
     ],
 }
 # The functions that start runs, and so are told the state machine's ARN.

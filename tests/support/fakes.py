@@ -288,6 +288,7 @@ def install(monkeypatch: pytest.MonkeyPatch, store: InMemoryStore, twilio: FakeT
     monkeypatch.setattr(batch_windows, "close", store.close_window)
     monkeypatch.setattr(batch_windows, "arrive", store.arrive_in_window)
     monkeypatch.setattr(batch_windows, "scan", store.scan_windows)
+    monkeypatch.setattr(batch_windows, "scan_with_resends", lambda: (store.scan_windows(), []))
     monkeypatch.setattr(staged_messages, "stage", store.stage)
     monkeypatch.setattr(staged_messages, "load", store.load_staged)
     monkeypatch.setattr(staged_messages, "pending", store.pending)

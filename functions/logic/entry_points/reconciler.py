@@ -5,10 +5,13 @@ otherwise keep the conversation from opening a new one until the TTL), and opens
 window for messages pending longer than RECONCILE_AFTER_SECONDS with none open (a run
 that failed keeps its messages staged; this is what retries them: up to MAX_BATCH_ATTEMPTS
 times, or, after failures for a transient reason, with growing delays until they have been
-pending MAX_PENDING_SECONDS). It reports the age of the oldest pending message as a metric."""
+pending MAX_PENDING_SECONDS). It sends the reply parts due for a resend after Twilio
+reported them failed with 63018 (functions/logic/shared/part_resend.py). It reports the
+age of the oldest pending message as a metric."""
 
 from __future__ import annotations
 
+import time
 from collections import defaultdict
 from dataclasses import dataclass
 from datetime import datetime
@@ -22,18 +25,25 @@ from functions.dal import batch_windows, conversations, staged_messages
 from functions.integrations import stepfunctions
 from functions.logic.entry_points.webhook import window_rules
 from functions.logic.rules import failures
+from functions.logic.shared import part_resend
 from functions.logic.shared.windows import open_batch_window
 from functions.observability import logger, metrics
+from functions.registry import RECONCILER
+
+# Of the function's timeout, what no resend may take: the log and metrics after them.
+RESERVE_SECONDS = 5
 
 
 def reconcile() -> dict[str, Any]:
+    started = time.monotonic()
     settings = get_settings()
     now = clock.now()
     closed = 0
     # A running run takes every pending message of its conversation (or leaves them to the
     # next window it opens): nothing to do there, however long its burst.
     running: set[str] = set()
-    for window in batch_windows.scan():
+    windows, resends = batch_windows.scan_with_resends()
+    for window in windows:
         age = (now - clock.parse(window.opened_at)).total_seconds()
         if age < settings.reconcile_after_seconds + settings.batch_window_seconds:
             continue
@@ -55,9 +65,13 @@ def reconcile() -> dict[str, Any]:
         if open_window_due_now(conversation_id):
             opened += 1
     metrics.add_metric(name="OldestPendingMessageAge", unit=MetricUnit.Seconds, value=oldest_age)
+    # Last, in the time the pass has left: the reply parts due for a resend after a 63018.
+    deadline = started + RECONCILER.timeout_seconds - RESERVE_SECONDS
+    resent = part_resend.send_due_resends(resends, now, deadline)
     summary = {
         "windows_closed": closed,
         "windows_opened": opened,
+        "parts_resent": resent,
         "pending_messages": len(pending),
         "oldest_pending_age_seconds": int(oldest_age),
     }

@@ -61,8 +61,8 @@ def record_status(
     """Keep a status callback on the turn of the message it reports, if it comes from the
     conversation's tenant, signed, about a message from the conversation's number. A
     failure is counted (`UndeliveredReplies`) and recorded on the conversation; 63016 on
-    a reply part sends the configured template once, 63018 sends the part again once
-    (part_resend.py)."""
+    a reply part sends the configured template once; after 63018 the part is sent again
+    once, later, by the reconciler (part_resend.py)."""
     tenant = admit(form, url, signature, our_number="From")
     if isinstance(tenant, Refusal):
         logger.warning("Status callback refused", extra={"reason": tenant.value})
@@ -96,8 +96,8 @@ def record_status(
     if status in NOT_DELIVERED and error_code == twilio_messages.WHATSAPP_WINDOW_CLOSED and reply_part:
         send_template_once(conversation, window_id, owner=sid)  # also when a callback is repeated
     if status in NOT_DELIVERED and error_code == twilio_messages.CHANNEL_RATE_LIMITED and message.isdigit():
-        budget = STATUS_CALLBACK.timeout_seconds - 1
-        part_resend.resend_part_once(conversation, window_id, int(message), owner=sid, budget=budget)
+        # The account's or sender's limit, not the recipient's: sent again later, not now.
+        part_resend.resend_later(conversation_id, window_id, int(message), owner=sid)
     return CallbackOutcome.RECORDED if recorded else CallbackOutcome.UNCHANGED
 
 

@@ -12,7 +12,7 @@ then a bounded wait for the callback; it sends the part only if none shows it, o
 if the previous attempt's create of it was refused (docs/decisions.md, "One Twilio message
 per reply part" and "A delivery receipt, not the list, decides a send in doubt"; the
 protocol is functions/logic/shared/send_once.py). Parts go out REPLY_PART_INTERVAL_SECONDS
-apart (WhatsApp's 63018)."""
+apart (63018: the account's and the WhatsApp sender's rate limit)."""
 
 from __future__ import annotations
 
@@ -112,7 +112,7 @@ def _send_missing_parts(
     attempt = _Attempt()
     interval = get_settings().reply_part_interval_seconds
     for index in range(first, len(parts)):
-        if index > first:  # WhatsApp limits messages to one recipient (63018): paced
+        if index > first:  # the account's and sender's rate limit (63018): paced
             time.sleep(interval)
         part = _ReplyPart(task, conversation, client, parts, sent, index, attempt, first=index == first)
         send_once(part)

@@ -1,6 +1,8 @@
-"""WhatsApp's limit on the messages from one number to one recipient, as the Twilio
-stand-in enforces it when asked (`POST /_control/rate`): Twilio reports it as 63018, "Rate
-limit exceeded for Channel" (https://www.twilio.com/docs/api/errors/63018); the WhatsApp
+"""A limit on the messages from one number to one recipient, as the Twilio stand-in
+enforces it when asked (`POST /_control/rate`), reported as 63018, "Rate limit exceeded for
+Channel" (https://www.twilio.com/docs/api/errors/63018). Twilio's 63018 is the account's or
+the WhatsApp sender's rate or tier limit, not one recipient's: per recipient is this
+stand-in's simplification, enough to make a reply's close parts meet it; the WhatsApp
 Sandbox allows one message every 3 seconds. A message sent sooner is refused at create
 (`create`: HTTP 400, code 63018, as Twilio answers the codes it refuses a create with) or
 accepted and reported `failed` with 63018 by status callback (`callback`). The docs do not
