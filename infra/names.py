@@ -89,6 +89,11 @@ class StackSettings:
             raise ValueError(f"alarm_email is not an email address: {self.alarm_email!r}")
         if self.state_machine_log_level not in get_args(LogLevel):
             raise ValueError(f"state_machine_log_level: one of {', '.join(get_args(LogLevel))}")
+        for name in ("api_rate_limit", "api_burst_limit", "api_rate_limit_per_ip", "batch_window_seconds"):
+            if getattr(self, name) < 1:
+                raise ValueError(f"{name}: at least 1")
+        if self.webhook_reserved_concurrency < 0:
+            raise ValueError("webhook_reserved_concurrency: 0 (none) or more")
 
     def functions_environment(self) -> dict[str, str]:
         """Every function setting this deployment chooses (the file's, and the four the CDK

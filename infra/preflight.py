@@ -17,7 +17,10 @@ asset (build/lambda). Prints a checklist; any red line fails it.
   reports when OPENAI_API_KEY is set, else the announced one the project lists.
 - Bus policy: the event bus's policy is in the form EventBridge accepts.
 - WhatsApp template: found through Twilio's Content API, its variables given
-  (preflight_template.py), when TWILIO_ACCOUNT_SID and TWILIO_AUTH_TOKEN are set."""
+  (preflight_template.py), when TWILIO_ACCOUNT_SID and TWILIO_AUTH_TOKEN are set.
+- WhatsApp senders: the Messaging Service the template goes through holds a WhatsApp sender,
+  and every one TWILIO_WHATSAPP_SENDERS lists (preflight_template.py), with the same
+  credentials."""
 
 from __future__ import annotations
 
@@ -184,6 +187,14 @@ def whatsapp_template(template: dict[str, Any]) -> Line:
     return Line(ok, "WhatsApp template", detail)
 
 
+def whatsapp_senders(template: dict[str, Any]) -> Line:
+    """The Messaging Service the template goes through holds WhatsApp senders, and every one
+    TWILIO_WHATSAPP_SENDERS lists (preflight_template.py)."""
+    variables = _functions(template)[preflight_template.SENDER]["Properties"]["Environment"]["Variables"]
+    ok, detail = preflight_template.check_senders(variables)
+    return Line(ok, "WhatsApp senders", detail)
+
+
 CHECKS: tuple[Callable[[dict[str, Any]], Line], ...] = (
     iam,
     runtime,
@@ -193,6 +204,7 @@ CHECKS: tuple[Callable[[dict[str, Any]], Line], ...] = (
     model,
     bus_policy,
     whatsapp_template,
+    whatsapp_senders,
 )
 
 

@@ -45,7 +45,7 @@ class ConsoleApp:
         return response(environ, start_response)
 
     def start(self, request: Request) -> Response:
-        lines = start_lines(self.reader)
+        lines = start_lines(self.reader, int(time.time() * 1000))
         tenants = sorted({line.conversation.tenant_account_sid or "" for line in lines} - {""})
         tenant, status = request.args.get("tenant", ""), request.args.get("status", "")
         return _html(pages.start_page(chosen(lines, tenant, status), tenants, tenant, status))

@@ -9,7 +9,7 @@ from html import escape
 from urllib.parse import quote, urlencode
 
 from infra.console.svg import draw
-from infra.console.views import STATUSES, ConversationLine, ConversationPage
+from infra.console.views import STATUSES, ConversationLine, ConversationPage, Pause
 
 REFRESH_SECONDS = 2  # while a burst is in flight
 STYLE = """
@@ -50,12 +50,12 @@ def _page(title: str, body: str, refresh: bool) -> str:
 
 
 def start_page(lines: list[ConversationLine], tenants: list[str], tenant: str, status: str) -> str:
-    rows = "".join(_line(line) for line in lines) or '<tr><td colspan="7">No conversations.</td></tr>'
+    rows = "".join(_line(line) for line in lines) or '<tr><td colspan="8">No conversations.</td></tr>'
     body = (
         "<h1>Conversations</h1>"
         f"{_filters(tenants, tenant, status)}"
         "<table><thead><tr><th>Conversation</th><th>Tenant</th><th>Channel</th><th>Person</th>"
-        "<th>Last activity</th><th>Open window</th><th>Failed or set aside</th></tr></thead>"
+        "<th>Last activity</th><th>Open window</th><th>Hand-off</th><th>Failed or set aside</th></tr></thead>"
         f"<tbody>{rows}</tbody></table>"
     )
     return _page("Conversations", body, refresh=any(line.open_window for line in lines))
@@ -70,8 +70,29 @@ def _line(line: ConversationLine) -> str:
         f'<tr><td><a href="/conversations/{quote(c.conversation_id)}">{escape(c.conversation_id)}</a></td>'
         f"<td>{escape(c.tenant_account_sid or '-')}</td><td>{escape(c.channel)}</td>"
         f"<td>{escape(masked(c.user_address))}</td><td>{_moment(line.last_activity_ms)}</td>"
-        f"<td>{'yes' if line.open_window else '-'}</td>"
+        f"<td>{'yes' if line.open_window else '-'}</td><td>{_paused(line.pause)}</td>"
         f'<td class="{"failed" if line.set_aside or line.failed_runs else ""}">{failed}</td></tr>'
+    )
+
+
+def _paused(pause: Pause | None) -> str:
+    """A pause that holds, and until when (the start page's row)."""
+    if not pause or not pause.holds:
+        return "-"
+    return f"paused (until {_moment(pause.until_ms) if pause.until_ms else 'resumed'})"
+
+
+def _pause_line(pause: Pause | None) -> str:
+    """The conversation's hand-off to a person: since when, by whom, until when."""
+    if not pause:
+        return ""
+    by = escape(pause.by) + (f" (message {escape(pause.message_sid)})" if pause.message_sid else "")
+    since, until = _moment(pause.since_ms), _moment(pause.until_ms) if pause.until_ms else "resumed"
+    if not pause.holds:
+        return f'<p class="muted">Was handed off to a person from {since}, by {by}, until {until}.</p>'
+    return (
+        f"<p><strong>Handed off to a person</strong> since {since}, by {by}, until {until}: "
+        "its bursts are recorded but get no AI call and no reply.</p>"
     )
 
 
@@ -101,7 +122,13 @@ def conversation_page(page: ConversationPage, show_text: bool, here: str) -> str
         f"{' · <strong>opted out</strong>' if c.opted_out else ''}"
         f"{' · <strong>in flight</strong> (this page refreshes itself)' if view.in_flight else ''}</p>"
     )
-    body = heading + _windows_nav(page) + _text_toggle(show_text, here) + draw(view, show_text)
+    body = (
+        heading
+        + _pause_line(page.pause)
+        + _windows_nav(page)
+        + _text_toggle(show_text, here)
+        + draw(view, show_text)
+    )
     body += _runs_table(page) + _parts_table(page)
     return _page(f"Conversation {c.conversation_id}", body, refresh=view.in_flight)
 

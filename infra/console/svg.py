@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from html import escape
 
+from infra.console.fragments import PREVIEW_CHARS
 from infra.console.timeline import GENERATE_STATE, BurstView, RunView
 
 WIDTH, LABELS, ROW = 1080, 300, 24
@@ -77,7 +78,7 @@ def draw(view: BurstView, show_text: bool) -> str:
     _windows(canvas, view)
     for run in view.runs:
         _run(canvas, run)
-    _replies(canvas, view)
+    _replies(canvas, view, show_text)
     _other_rules(canvas, view)
     height = canvas.y + 12
     return (
@@ -155,18 +156,22 @@ def _run(canvas: Canvas, run: RunView) -> None:
             canvas.y += ROW
 
 
-def _replies(canvas: Canvas, view: BurstView) -> None:
+def _replies(canvas: Canvas, view: BurstView, show_text: bool) -> None:
     if not view.parts and not view.marks:
         return
     canvas.heading("Replies, as Twilio reported them, and what else happened")
     for part in view.parts:
-        middle = canvas.row(f"{part.label} ({part.message_sid[-6:]})")
+        late = part.by_person and part.sent_ms  # a person writes minutes later: say when
+        when = f" at +{((part.sent_ms or 0) - canvas.start_ms) / 1000:.1f}s" if late else ""
+        middle = canvas.row(f"{part.label}{when} ({part.message_sid[-6:]})")
         if part.at_ms is None:
             continue
         bad = part.status in BAD_STATUSES
         x = canvas.dot(part.at_ms, middle, COLOURS["failed" if bad else "part"], part.message_sid)
         code = f" (error {part.error_code})" if part.error_code else ""
         canvas.text(x + 10, middle + 4, f"{part.status}{code}", "error" if bad else "note")
+        if show_text and part.text:
+            canvas.text(LABELS, canvas.row("its text") + 4, f"“{part.text[:PREVIEW_CHARS]}”", "preview")
     for mark in view.marks:
         middle = canvas.row(mark.label)
         canvas.dot(mark.at_ms, middle, COLOURS["mark"], mark.label)

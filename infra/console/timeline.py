@@ -1,15 +1,16 @@
 """One burst of a conversation as the console draws it: the fragments as they arrived, the
 batch window and why it ended, each run state by state, the AI call, each reply part with
-its delivery status, opt-outs, and what other batching rules would have done with the same
-arrival times. Built from what infra/console/reading.py read; no I/O here."""
+its delivery status (a person's reply among them), opt-outs, and what other batching rules
+would have done with the same arrival times. Built from what infra/console/reading.py read; no I/O here."""
 
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from functions.batching_rules import BatchingRules
 from functions.dal.models import BatchWindow, Delivery, StagedMessage, Turn
+from functions.logic.rules.handoff import PERSON
 from infra.console.fragments import Fragment, merged_preview, of_staged, of_turn, split_body
 from infra.console.reading import ConversationRow, Run
 from infra.replay.simulate import batches_of
@@ -18,6 +19,7 @@ from infra.runs import StateSpan, short_cause, timeline
 
 WAIT_STATE = "Wait For The Burst To End"
 GENERATE_STATE = "Generate Reply"
+PERSONS_REPLY = "a person's reply"
 _WINDOW_ID = re.compile(r"(\d{13})-[0-9a-f]+$")
 
 
@@ -63,11 +65,14 @@ class WindowBand:
 @dataclass(frozen=True)
 class ReplyPart:
     window_id: str
-    label: str  # part 1, part 2, ..., template, fallback
+    label: str  # part 1, part 2, ..., template, fallback, a person's reply
     message_sid: str
     at_ms: int | None
     status: str
     error_code: int | None = None
+    by_person: bool = False  # a person's reply (a helpdesk's conversation.reply)
+    sent_ms: int | None = None
+    text: str = ""  # a person's reply's text, shown only when the operator asks
 
 
 @dataclass(frozen=True)
@@ -144,12 +149,16 @@ def band_of(view: RunView, turns: list[Turn], window: BatchWindow | None) -> Win
 
 def reply_parts(turns: list[Turn]) -> list[ReplyPart]:
     """Every message sent for the turns' batches: the reply's parts in order, then the
-    template or fallback, with what Twilio last reported of each."""
+    template or fallback, with what Twilio last reported of each; and each person's reply
+    (`written_by: person`), sent or not."""
     parts: list[ReplyPart] = []
     for turn in turns:
         sent_at = turn.first_part_at or turn.sent_at
         sent_ms = epoch_ms(sent_at) if sent_at else None
         listed = turn.message_sids if turn.role == "assistant" else []
+        if turn.written_by == PERSON:
+            parts += _persons_reply(turn, sent_ms)
+            continue
         for n, sid in enumerate(listed):
             parts.append(_part(turn, f"part {n + 1}", sid, turn.deliveries.get(sid), sent_ms))
         extra = {turn.template_sid, turn.fallback_message_sid} | set(turn.deliveries)
@@ -157,6 +166,19 @@ def reply_parts(turns: list[Turn]) -> list[ReplyPart]:
             delivery = turn.deliveries.get(sid)
             parts.append(_part(turn, delivery.message if delivery else "message", sid, delivery, sent_ms))
     return parts
+
+
+def _persons_reply(turn: Turn, sent_ms: int | None) -> list[ReplyPart]:
+    """A person's reply, a part per message sent (one part, "not sent", before any is)."""
+    sent_ms = sent_ms or (epoch_ms(turn.created_at) if turn.created_at else None)
+    sids = turn.message_sids
+    made = [
+        _part(
+            turn, PERSONS_REPLY + f", part {n + 1}" * (len(sids) > 1), sid, turn.deliveries.get(sid), sent_ms
+        )
+        for n, sid in enumerate(sids)
+    ] or [ReplyPart(turn.window_id, PERSONS_REPLY, "-", sent_ms, "not sent")]
+    return [replace(p, by_person=True, sent_ms=sent_ms, text=turn.body) for p in made]
 
 
 def _part(turn: Turn, label: str, sid: str, delivery: Delivery | None, sent_ms: int | None) -> ReplyPart:

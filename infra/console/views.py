@@ -4,13 +4,18 @@ recent activity (the start page), and one burst of a conversation (its page)."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
+from datetime import UTC, datetime
 
 from functions.batching_rules import BatchingRules
+from functions.logic.rules.handoff import is_paused
 from functions.logic.shared.windows import execution_name
 from infra.console.fragments import Fragment
 from infra.console.reading import ConversationRow, Run, StackReader
 from infra.console.timeline import (
     BurstView,
+    Mark,
+    ReplyPart,
+    RunView,
     all_fragments,
     band_of,
     marks_of,
@@ -33,6 +38,30 @@ def runs_prefix(conversation_id: str) -> str:
     return execution_name(conversation_id, _SOME_WINDOW)[: -len(_SOME_WINDOW)]
 
 
+@dataclass(frozen=True)
+class Pause:
+    """The conversation's hand-off to a person, as its record keeps it."""
+
+    since_ms: int
+    by: str  # operator, keyword, helpdesk (functions/logic/rules/handoff.py)
+    until_ms: int | None  # None: until resumed
+    message_sid: str | None  # the message whose keyword asked for a person
+    holds: bool  # False once its `until` has passed
+
+
+def pause_of(conversation: ConversationRow, now_ms: int) -> Pause | None:
+    if not conversation.paused_at:
+        return None
+    until = conversation.paused_until
+    return Pause(
+        epoch_ms(conversation.paused_at),
+        conversation.paused_by or "?",
+        epoch_ms(until) if until else None,
+        conversation.paused_by_message,
+        is_paused(conversation, datetime.fromtimestamp(now_ms / 1000, UTC)),
+    )
+
+
 @dataclass
 class ConversationLine:
     conversation: ConversationRow
@@ -41,9 +70,10 @@ class ConversationLine:
     set_aside: int = 0  # batches set aside (failed or dead-lettered)
     failed_runs: int = 0
     statuses: set[str] = field(default_factory=set)
+    pause: Pause | None = None
 
 
-def start_lines(reader: StackReader) -> list[ConversationLine]:
+def start_lines(reader: StackReader, now_ms: int) -> list[ConversationLine]:
     """Every conversation, the most recently active first."""
     windows, set_aside = reader.open_windows(), reader.set_aside_batches()
     runs = reader.runs()
@@ -61,6 +91,7 @@ def start_lines(reader: StackReader) -> list[ConversationLine]:
             open_window=cid in windows or any(r.status == "RUNNING" for r in own_runs),
             set_aside=len(set_aside.get(cid, [])),
             failed_runs=sum(r.status == "FAILED" for r in own_runs),
+            pause=pause_of(conversation, now_ms),
         )
         line.statuses = statuses_of(line)
         lines.append(line)
@@ -83,7 +114,7 @@ def statuses_of(line: ConversationLine) -> set[str]:
         "in flight": line.open_window,
         "failed": bool(line.set_aside or line.failed_runs),
         "replied": recorded == "reply_sent",
-        "handed off": recorded == "awaiting_agent",
+        "handed off": recorded == "awaiting_agent" or bool(line.pause and line.pause.holds),
         "opted out": line.conversation.opted_out,
     }
     return {name for name, holds in found.items() if holds}
@@ -94,6 +125,7 @@ class ConversationPage:
     view: BurstView
     windows: list[tuple[str, str]]  # (window id, its run's status), newest first
     selected: str
+    pause: Pause | None = None
 
 
 def conversation_page(
@@ -121,8 +153,10 @@ def conversation_page(
     view.fragments = [f for f in fragments if start <= f.at_ms <= end]
     view.runs = views
     view.bands = [b for b in (band_of(v, turns, window) for v in views) if b]
-    view.parts = [p for p in reply_parts(turns) if any(p.window_id == v.window_id for v in views)]
-    view.marks = [m for m in marks_of(turns) if start <= m.at_ms <= end]
+    view.parts = _parts_shown(reply_parts(turns), views, windows, selected)
+    pause = pause_of(conversation, now_ms)
+    paused = [Mark(pause.since_ms, f"paused by {pause.by}")] if pause else []
+    view.marks = [m for m in [*marks_of(turns), *paused] if start <= m.at_ms <= end]
     chosen = next((v for v in views if v.window_id == selected), None)
     rules = BatchingRules.parse((chosen.run.run_input.get("rules") if chosen else None) or {})
     view.other_rules = other_rules([f.at_ms for f in view.fragments], rules)
@@ -131,7 +165,24 @@ def conversation_page(
     reported = [p.at_ms for p in view.parts if p.at_ms]
     closed = [b.closed_ms for batches in view.other_rules.values() for b in batches]
     view.end_ms = max(end, min(max(reported, default=end), end + LATE_REPORTS_MS), *closed)
-    return ConversationPage(view, windows, selected)
+    return ConversationPage(view, windows, selected, pause)
+
+
+def _parts_shown(
+    parts: list[ReplyPart], views: list[RunView], windows: list[tuple[str, str]], selected: str
+) -> list[ReplyPart]:
+    """The parts of the runs shown, and the person's replies written after the selected
+    window opened and before the next one did (every one, with no window)."""
+    opened = (window_opened_ms(selected) or 0) if selected else 0
+    later = [ms for w, _ in windows if (ms := window_opened_ms(w)) and ms > opened]
+    before = min(later, default=None)
+    shown = {v.window_id for v in views}
+
+    def persons_in_burst(part: ReplyPart) -> bool:
+        sent = part.sent_ms or 0
+        return part.by_person and opened <= sent and (before is None or sent < before)
+
+    return [p for p in parts if p.window_id in shown or persons_in_burst(p)]
 
 
 def _span(selected: str, fragments: list[Fragment], runs: list[Run], now_ms: int) -> tuple[int, int]:

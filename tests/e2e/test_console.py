@@ -6,12 +6,15 @@ After one burst of three fragments (a text, a photo, a location): the start page
 the conversation; its page shows the fragments in the order sent (their texts once the
 "show message text" button is pressed: a POST, never a URL), the run's states by their
 console names, the reply sent and what Twilio reported of it. A failed run's page shows the
-state it failed in, its error and cause. Every AWS call the console makes is a read.
+state it failed in, its error and cause. A conversation handed off to a person shows its
+pause (since, by whom, until) and the person's reply with its status. Every AWS call the
+console makes is a read.
 
 CONSOLE_SCREENSHOT=1 also writes docs/console.png (docs/console.md)."""
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import signal
@@ -19,6 +22,7 @@ import subprocess
 import sys
 import time
 from collections.abc import Iterator
+from datetime import UTC, datetime
 from html.parser import HTMLParser
 from pathlib import Path
 
@@ -156,6 +160,65 @@ def _reported(conversation_id: str, run_name: str, sid: str) -> str | None:
     turn = turns.get(conversation_id, assistant_turn_id(window_id))
     delivery = turn.deliveries.get(sid) if turn else None
     return delivery.status if delivery else None
+
+
+def test_a_handed_off_conversations_pages_show_the_pause_and_the_persons_reply(harness, console, tmp_path):
+    """Paused by an operator (`python -m infra.conversations pause --for 2h`), answered by a
+    helpdesk's `conversation.reply`: the start page says until when, the conversation's page
+    says since when and by whom, and draws the person's reply with its status."""
+    user = harness.new_user()
+    assert harness.send(user, "where is my parcel?").status_code == 200
+    conversation_id = harness.conversation_of(user).conversation_id
+    harness.wait_until_quiet(conversation_id, runs=1)
+    paused = subprocess.run(
+        [sys.executable, "-m", "infra.conversations", "pause", user, "--for", "2h"],
+        cwd=ROOT,
+        env=operator_shell(harness.stack),
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert paused.returncode == 0, paused.stderr
+    person = "Hi, this is Sam: your parcel leaves today."
+    _put_reply(harness, user, person)
+    wait_until(lambda: _persons_reply_status(conversation_id) == "read", timeout=20)
+
+    start = browse(f"{console}/?status=handed+off", tmp_path / "start")
+    page = browse(f"{console}/conversations/{conversation_id}", tmp_path / "page", show_text=True)
+
+    paused_until = harness.conversation_of(user).paused_until
+    assert _in_order(start, [conversation_id, f"paused (until {_shown(paused_until)})"])
+    assert _in_order(page, ["Handed off to a person", ", by operator, until ", "Batch windows"])
+    assert _in_order(
+        page, ["a person's reply at +", "read", f"“{person}”", "Replies sent", "a person's reply"]
+    )
+
+
+def _put_reply(harness, user: str, body: str) -> None:
+    """A helpdesk's `conversation.reply` on the bus (docs/how-it-works.md)."""
+    from functions.config import get_settings
+
+    detail = {"AccountSid": harness.stack.config.twilio_account_sid, "conversation": user, "body": body}
+    entry = {
+        "EventBusName": get_settings().event_bus_name,
+        "Source": "helpdesk.example",
+        "DetailType": "conversation.reply",
+        "Detail": json.dumps(detail),
+    }
+    assert harness.stack.client("events").put_events(Entries=[entry])["FailedEntryCount"] == 0
+
+
+def _persons_reply_status(conversation_id: str) -> str | None:
+    from functions.dal import turns
+
+    written = [t for t in turns.list_of(conversation_id) if t.written_by == "person" and t.message_sids]
+    delivery = written[0].deliveries.get(written[0].message_sids[0]) if written else None
+    return delivery.status if delivery else None
+
+
+def _shown(moment: str | None) -> str:
+    """An ISO moment as the console shows it."""
+    return datetime.fromisoformat(moment or "").astimezone(UTC).strftime("%Y-%m-%d %H:%M:%S UTC")
 
 
 def test_a_failed_runs_page_shows_the_state_it_failed_in(harness, console, tmp_path):

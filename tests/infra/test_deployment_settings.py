@@ -174,3 +174,17 @@ def test_a_setting_a_function_read_while_the_tests_ran_that_the_stack_would_not_
     assert settings_not_given([("Webhook", "OPENAI_INSTRUCTIONS")]) == [
         "NOT GIVEN Webhook: read OPENAI_INSTRUCTIONS, which a settings file would not reach"
     ]
+
+
+@pytest.mark.parametrize(
+    "line", ["WEBHOOK_RESERVED_CONCURRENCY=-1", "API_RATE_LIMIT=0", "STATE_MACHINE_LOG_LEVEL=ALLL"]
+)
+def test_a_stack_setting_amiss_in_the_file_is_refused_naming_it(tmp_path, line):
+    from infra.names import StackSettings
+
+    path = tmp_path / "deployment.env"
+    path.write_text(line + "\n")
+    name = line.partition("=")[0].lower()
+
+    with pytest.raises(ValueError, match=name):
+        StackSettings.from_context({"settings_file": str(path)}.get, Path("."), Path("."))

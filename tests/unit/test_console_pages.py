@@ -5,7 +5,9 @@ links to the AWS console only when deployed; the other rules cover every fragmen
 
 from __future__ import annotations
 
+import re
 from datetime import UTC, datetime
+from html import unescape
 from typing import Any
 
 import pytest
@@ -13,15 +15,24 @@ from botocore.config import Config
 from botocore.exceptions import EndpointConnectionError
 
 from functions.batching_rules import BatchingRules
-from functions.dal.models import Turn
-from functions.dal.tables import user_turn_id
+from functions.dal.models import Delivery, Turn
+from functions.dal.tables import assistant_turn_id, user_turn_id
 from functions.inbound import Location, MessageContent
 from functions.logic.rules.content import render
+from functions.logic.rules.handoff import PERSON
+from functions.logic.shared.person_reply import person_window_id
 from infra.console import pages
 from infra.console.fragments import Fragment, of_turn
 from infra.console.reading import ConversationRow, Run, WriteRefused, read_only_session
-from infra.console.timeline import BurstView, other_rules, run_view
-from infra.console.views import ConversationLine, ConversationPage, chosen, statuses_of
+from infra.console.timeline import BurstView, other_rules, run_view, window_of_run
+from infra.console.views import (
+    ConversationLine,
+    ConversationPage,
+    chosen,
+    conversation_page,
+    start_lines,
+    statuses_of,
+)
 
 NOWHERE = "http://127.0.0.1:9"  # nothing listens: a request that is sent fails to connect
 USER = "whatsapp:+15551234567"
@@ -159,3 +170,130 @@ def test_the_start_page_filters_by_tenant_and_status():
     assert chosen(lines, status="failed") == lines[1:]
     assert chosen(lines, tenant="AC1", status="opted out") == [lines[1]]
     assert chosen(lines) == lines
+
+
+PAUSED_AT, PAUSED_UNTIL, UNTIL_SHOWN = (
+    "2026-11-26T09:00:00+00:00",
+    "2026-11-26T11:00:00+00:00",
+    "2026-11-26 11:00:00 UTC",
+)
+NOW_MS = 1_795_687_200_000  # 2026-11-26T10:00:00Z: inside the pause
+
+
+def _at(minute: int, second: int = 0) -> datetime:
+    return datetime(2026, 11, 26, 9, minute, second, tzinfo=UTC)
+
+
+def _conversation(conversation_id: str, **pause: Any) -> ConversationRow:
+    return ConversationRow(
+        conversation_id=conversation_id,
+        channel="whatsapp",
+        user_address=USER,
+        our_address="whatsapp:+1",
+        created_at=PAUSED_AT,
+        **pause,
+    )
+
+
+class _Stack:
+    """What the console's views read (infra/console/reading.py StackReader), from memory."""
+
+    region = "eu-west-1"
+
+    def __init__(self, conversations: list[ConversationRow], turns: list[Turn], runs: list[Run]) -> None:
+        self.conversations, self.turns, self._runs = conversations, turns, runs
+
+    def all_conversations(self) -> list[ConversationRow]:
+        return self.conversations
+
+    def open_windows(self) -> dict:
+        return {}
+
+    def set_aside_batches(self) -> dict:
+        return {}
+
+    def runs(self, prefix: str = "") -> list[Run]:
+        return [r for r in self._runs if r.name.startswith(prefix)]
+
+    def conversation(self, conversation_id: str) -> ConversationRow | None:
+        return next((c for c in self.conversations if c.conversation_id == conversation_id), None)
+
+    def turns_of(self, conversation_id: str) -> list[Turn]:
+        return self.turns
+
+    def staged_of(self, conversation_id: str) -> list:
+        return []
+
+    def window_of(self, conversation_id: str) -> None:
+        return None
+
+    def described(self, run: Run) -> Run:
+        return run
+
+
+def test_a_paused_conversation_says_until_when_and_counts_as_handed_off():
+    paused = _conversation("c-paused", paused_at=PAUSED_AT, paused_until=PAUSED_UNTIL, paused_by="operator")
+    held = _conversation("c-held", paused_at=PAUSED_AT, paused_by="helpdesk")  # until resumed
+    over = _conversation("c-over", paused_at=PAUSED_AT, paused_until=PAUSED_AT, paused_by="operator")
+    answered = _conversation("c-answered")
+    reader = _Stack([paused, held, over, answered], [], [])
+
+    lines = start_lines(reader, NOW_MS)  # type: ignore[arg-type]
+    page = pages.start_page(lines, [], "", "")
+
+    assert [line.conversation for line in chosen(lines, status="handed off")] == [paused, held]
+    rows = {c: next(r for r in page.split("<tr>") if f">{c}<" in r) for c in ("c-paused", "c-held", "c-over")}
+    assert f"paused (until {UNTIL_SHOWN})" in rows["c-paused"]
+    assert "paused (until resumed)" in rows["c-held"]
+    assert "paused" not in rows["c-over"]
+
+
+def _person_reply(minute: int, body: str, status: str = "delivered") -> Turn:
+    window_id = person_window_id(_at(minute), f"helpdesk-event-{minute}")
+    sid = f"SMperson{minute:02d}"
+    return Turn(
+        conversation_id="c1",
+        turn_id=assistant_turn_id(window_id),
+        role="assistant",
+        status="sent",
+        window_id=window_id,
+        body=body,
+        written_by=PERSON,
+        message_sids=[sid],
+        sent_at=_at(minute, 1).isoformat(),
+        deliveries={sid: Delivery(message="0", status=status, rank=3, at=_at(minute, 3).isoformat())},
+    )
+
+
+def _burst_run(minute: int) -> Run:
+    opened = int(_at(minute).timestamp() * 1000)
+    name = f"c1-{opened}-c2fb5a"
+    arn = f"arn:aws:states:eu-west-1:111122223333:execution:BurstReply-BatchWindow:{name}"
+    return Run(name, arn, "SUCCEEDED", _at(minute), _at(minute, 5))
+
+
+def test_a_paused_conversations_page_shows_the_pause_and_the_persons_replies():
+    conversation = _conversation(
+        "c1", paused_at=PAUSED_AT, paused_until=PAUSED_UNTIL, paused_by="keyword", paused_by_message="SM9"
+    )
+    first, later = (
+        _person_reply(10, "I am Ana from support"),
+        _person_reply(25, "Anything else?", "undelivered"),
+    )
+    runs = [_burst_run(0), _burst_run(20)]  # a burst at 09:00, the next at 09:20
+    reader = _Stack([conversation], [first, later], runs)
+
+    page = conversation_page(reader, "c1", window_of_run(runs[0]), NOW_MS, local=True)  # type: ignore[arg-type]
+    assert page is not None
+    hidden, shown = (
+        unescape(pages.conversation_page(page, show, "/conversations/c1")) for show in (False, True)
+    )
+
+    top = re.sub(r"<[^>]+>", "", hidden.split("Batch windows")[0])  # the text above the windows
+    assert "Handed off to a person since 2026-11-26 09:00:00 UTC, by keyword (message SM9), " in top
+    assert f"until {UNTIL_SHOWN}" in top
+    timeline = hidden.split("<svg")[1]
+    assert "a person's reply at +" in timeline and f"({first.message_sids[0][-6:]})" in timeline
+    assert "delivered" in timeline and "undelivered" not in timeline  # the next burst's
+    assert later.message_sids[0][-6:] not in timeline
+    assert first.body not in hidden and first.body in shown and later.body not in shown
