@@ -91,13 +91,15 @@ def twilio_credentials_for(conversation: Conversation, fresh: bool = False) -> T
     return _twilio_credentials_for(conversation, fresh)
 
 
-def twilio_credentials_in_tenant_session(conversation: Conversation) -> TwilioCredentials:
+def twilio_credentials_in_tenant_session(
+    conversation: Conversation, fresh: bool = False
+) -> TwilioCredentials:
     """twilio_credentials_for, read through a session that can read only the conversation's
     tenant's secrets (tenant_sessions) where the deployment has a reader role for it, and
-    with the function's own role where it has none."""
+    with the function's own role where it has none (`fresh`: read past the cache)."""
     if not get_settings().twilio_tenant_reader_role_arn:
-        return twilio_credentials_for(conversation)
-    return _twilio_credentials_for(conversation, False, tenant_sessions.secrets_of(_tenant_of(conversation)))
+        return twilio_credentials_for(conversation, fresh)
+    return _twilio_credentials_for(conversation, fresh, tenant_sessions.secrets_of(_tenant_of(conversation)))
 
 
 def _twilio_credentials_for(

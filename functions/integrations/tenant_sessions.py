@@ -1,8 +1,9 @@
 """Sessions that can read one tenant's secrets and no other's.
 
-Generate Reply's role reads no tenant's secret. For the tenant of the batch at hand it
-assumes TWILIO_TENANT_READER_ROLE_ARN with the session tag `tenant=<AccountSid>`; that
-role may read only the secrets named after the tag (infra/constructs/tenant_reader.py).
+The roles of Generate Reply, Send Reply, Record Failed Batch and Conversation Commands read
+no tenant's Twilio secret. For the tenant of the conversation at hand each assumes
+TWILIO_TENANT_READER_ROLE_ARN with the session tag `tenant=<AccountSid>`; that role may
+read only the secrets named after the tag (infra/constructs/tenant_reader.py).
 Each tenant's session is kept for most of its life (a Lambda instance serves one batch at
 a time, but a tenant's batches follow one another), and with it a Powertools secrets
 provider whose cache is the session's own."""

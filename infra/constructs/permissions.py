@@ -32,6 +32,12 @@ OPEN_WINDOWS: Grants = [
 # would be denied.
 WAKE_RUNS: Grants = [(("states:SendTaskSuccess",), ("*",))]
 TWILIO_SECRETS: Grants = [(("secretsmanager:GetSecretValue",), ("secrets:twilio-tenants",))]
+# The functions that read a tenant's Twilio secret only in a session tagged with the tenant
+# (infra/constructs/tenant_reader.py), never with their own role: the conversation's tenant
+# is a stored fact where they read it. (The webhook and the status callback read it to
+# check a claim of the tenant; the reconciler's resends keep the wide grant too:
+# docs/decisions.md.)
+TENANT_SESSION_READERS = ("GenerateReply", "SendReply", "RecordFailedBatch", "ConversationCommands")
 GRANTS: dict[str, Grants] = {
     "Webhook": [
         (("dynamodb:Query",), ("Conversations/index/by_address",)),
@@ -86,7 +92,7 @@ GRANTS: dict[str, Grants] = {
     ],
     "SendReply": [
         (("dynamodb:GetItem", "dynamodb:UpdateItem"), ("Conversations", "Turns")),
-        *TWILIO_SECRETS,
+        # the reply's (and its template's) tenant's Twilio credentials: in a tenant session
     ],
     "RecordTurnsAndReleaseLock": [
         (("dynamodb:BatchWriteItem",), ("StagedMessages",)),
@@ -104,7 +110,7 @@ GRANTS: dict[str, Grants] = {
         (("dynamodb:UpdateItem",), ("StagedMessages",)),
         (("dynamodb:UpdateItem", "dynamodb:GetItem"), ("Turns",)),  # GetItem: the fallback, once
         (("dynamodb:GetItem",), ("Conversations",)),
-        *TWILIO_SECRETS,  # the fallback reply
+        # the fallback reply's tenant's Twilio credentials: in a tenant session
     ],
     "ConversationCommands": [
         # the conversation named by its id or its person's address (the tenant's numbers)
@@ -113,7 +119,7 @@ GRANTS: dict[str, Grants] = {
         (("dynamodb:GetItem",), ("Tenants",)),
         # a person's reply: its turn, sent once (Send Reply's code), its OpenAI item
         (("dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:UpdateItem"), ("Turns",)),
-        *TWILIO_SECRETS,
+        # its Twilio credentials: in a tenant session, as Send Reply reads them
         (("secretsmanager:GetSecretValue",), ("secret:openai", "secrets:openai-tenants")),
     ],
     "Reconciler": [
@@ -169,7 +175,7 @@ class Permissions(Construct):
         TenantReader(
             self,
             "TwilioTenantReader",
-            reader=functions["GenerateReply"],
+            readers=[functions[f] for f in TENANT_SESSION_READERS],
             twilio_prefix=credentials.twilio_prefix,
         )
         self._explain(functions, credentials)

@@ -1,8 +1,11 @@
 """A role that can read one tenant's Twilio secrets, and no other tenant's.
 
-Generate Reply fetches the media a person sent and shows them "typing…" with the Twilio
-credentials of the conversation's tenant. Its own role reads no tenant's secret: it assumes
-this role for the tenant of the batch at hand, tagging the session `tenant=<AccountSid>`,
+Generate Reply fetches the media a person sent and shows them "typing…", Send Reply sends
+the reply (and Conversation Commands a person's, with Send Reply's code), Record Failed
+Batch the fallback reply, each with the Twilio credentials of the conversation's tenant
+(its `tenant_account_sid`, a fact of the stored conversation by then). Their own roles read
+no tenant's Twilio secret: each assumes this role for the tenant at hand, tagging the
+session `tenant=<AccountSid>`,
 and this role's policy allows only the secrets named after the session's tag
 (`${aws:PrincipalTag/tenant}`, an IAM policy variable). A mistake that resolved another
 tenant's secret for a conversation is then refused by IAM, not only by the code
@@ -26,23 +29,17 @@ TENANT_PATTERN = "AC*"
 
 
 class TenantReader(Construct):
-    """The role, assumable by `reader`'s role only, with a tag naming a Twilio account; the
-    function is told its ARN (TWILIO_TENANT_READER_ROLE_ARN)."""
+    """The role, assumable by the `readers`' roles only, with a tag naming a Twilio account;
+    the functions are told its ARN (TWILIO_TENANT_READER_ROLE_ARN)."""
 
     def __init__(
-        self, scope: Construct, construct_id: str, *, reader: lambda_.Function, twilio_prefix: str
+        self, scope: Construct, construct_id: str, *, readers: list[lambda_.Function], twilio_prefix: str
     ) -> None:
         super().__init__(scope, construct_id)
-        if reader.role is None:
-            raise ValueError(f"{reader.node.id} has no role to assume this one with")
-        principal = iam.PrincipalWithConditions(
-            iam.ArnPrincipal(reader.role.role_arn).with_session_tags(),
-            {"StringLike": {f"aws:RequestTag/{TENANT_TAG}": TENANT_PATTERN}},
-        )
         self.role = iam.Role(
             self,
             "Role",
-            assumed_by=principal,
+            assumed_by=iam.CompositePrincipal(*(_tagged(reader) for reader in readers)),
             max_session_duration=Duration.hours(1),
             description="Reads the Twilio secrets of the one tenant its session is tagged with",
         )
@@ -61,10 +58,13 @@ class TenantReader(Construct):
         self.role.add_to_policy(
             iam.PolicyStatement(actions=["secretsmanager:GetSecretValue"], resources=secrets)
         )
-        reader.add_to_role_policy(
-            iam.PolicyStatement(actions=["sts:AssumeRole", "sts:TagSession"], resources=[self.role.role_arn])
-        )
-        reader.add_environment("TWILIO_TENANT_READER_ROLE_ARN", self.role.role_arn)
+        for reader in readers:
+            reader.add_to_role_policy(
+                iam.PolicyStatement(
+                    actions=["sts:AssumeRole", "sts:TagSession"], resources=[self.role.role_arn]
+                )
+            )
+            reader.add_environment("TWILIO_TENANT_READER_ROLE_ARN", self.role.role_arn)
         NagSuppressions.add_resource_suppressions(
             self.role,
             [
@@ -79,3 +79,13 @@ class TenantReader(Construct):
             ],
             apply_to_children=True,
         )
+
+
+def _tagged(reader: lambda_.Function) -> iam.IPrincipal:
+    """The reader's role, allowed only with a session tag naming a Twilio account."""
+    if reader.role is None:
+        raise ValueError(f"{reader.node.id} has no role to assume this one with")
+    return iam.PrincipalWithConditions(
+        iam.ArnPrincipal(reader.role.role_arn).with_session_tags(),
+        {"StringLike": {f"aws:RequestTag/{TENANT_TAG}": TENANT_PATTERN}},
+    )

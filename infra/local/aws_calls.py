@@ -9,11 +9,9 @@ synthesized template, as IAM would (tests/conftest.py does at the end of every t
 Calls made by anything else (the tests, the stand-ins, the local stack's own setup) are
 not a function's and are not recorded.
 
-The recorder also keeps, for each DynamoDB item a function wrote (its table and key: the
-targets of PutItem, UpdateItem, DeleteItem, BatchWriteItem and the writes of
-TransactWriteItems, whether or not their condition held), on whose behalf it was written:
-the conversation a task ran for, or the person a webhook or status callback was about.
-An item that every conversation writes is a hot item at volume (tests/e2e/test_shared_items.py)."""
+It also keeps on whose behalf each DynamoDB item was written (the conversation a task ran
+for, or the person a webhook or status callback was about; any write, its condition held or
+not): an item every conversation writes is hot at volume (tests/e2e/test_shared_items.py)."""
 
 from __future__ import annotations
 
@@ -180,9 +178,8 @@ class Recorder:
         self._record_settings_read()
 
     def _record_settings_read(self) -> None:
-        """Each setting a function's code reads while it runs (an attribute of its Settings),
-        for the check that the stack gives every function the settings it reads
-        (infra/deployment_settings.py derives them from the code)."""
+        """Each setting a function's code reads while it runs (an attribute of its Settings), for
+        the check that the stack gives it (infra/deployment_settings.py derives them from the code)."""
         recorder, original, names = self, Settings.__getattribute__, frozenset(Settings.model_fields)
 
         def reading(settings: Settings, name: str) -> Any:
@@ -226,6 +223,10 @@ class Recorder:
         with self._lock:
             session = self._sessions.get(getattr(credentials, "access_key", None) or "", ())
             self._calls.add(AwsCall(function, service, operation, names, session))
+            if session:  # one process shares the sessions here; on AWS each function assumes its own
+                tags = [(k, v) for k, v in session if k.startswith("tag:")]
+                assumed = tuple(sorted({("RoleArn", dict(session)["role"]), *tags}))
+                self._calls.add(AwsCall(function, "sts", "AssumeRole", assumed))
 
     def _add_writes(self, operation: str, params: dict[str, Any]) -> None:
         whom = _on_behalf_of.get()

@@ -221,9 +221,22 @@ def test_generate_reply_reads_a_tenants_twilio_token_only_in_a_session_tagged_wi
     ]
 
 
-def test_the_tenant_reader_is_assumed_by_generate_reply_alone_and_with_an_account_as_its_tag(synthesized):
+# The functions whose conversation's tenant is a stored fact when they read its Twilio secret.
+TENANT_SESSION_READERS = ("GenerateReply", "SendReply", "RecordFailedBatch", "ConversationCommands")
+
+
+@pytest.mark.parametrize("reader", TENANT_SESSION_READERS)
+def test_the_tenant_reader_is_assumed_by_the_functions_that_know_the_tenant_with_an_account_as_its_tag(
+    synthesized, reader
+):
     trust = "the role's trust policy does not allow it"
-    (untagged,) = refusals(synthesized[1], assume())
+    assert refusals(synthesized[1], assume(reader, tenant=TENANT_A)) == []
+    (untagged,) = refusals(synthesized[1], assume(reader))
     assert untagged[0] == "sts:AssumeRole" and untagged[2] == trust
-    assert {r[2] for r in refusals(synthesized[1], assume(tenant="not-an-account"))} == {trust}
-    assert {r[2] for r in refusals(synthesized[1], assume("SendReply", tenant=TENANT_A))} == {trust}
+    assert {r[2] for r in refusals(synthesized[1], assume(reader, tenant="not-an-account"))} == {trust}
+
+
+@pytest.mark.parametrize("other", ["Webhook", "StatusCallback", "Reconciler", "MergeStagedMessages"])
+def test_the_tenant_reader_is_not_assumed_by_the_other_functions(synthesized, other):
+    trust = "the role's trust policy does not allow it"
+    assert trust in {r[2] for r in refusals(synthesized[1], assume(other, tenant=TENANT_A))}

@@ -394,15 +394,18 @@ def _secret_statements(stack_json: dict[str, Any], function: str) -> list[dict[s
     [
         ("Webhook", ["BurstReply/tenants/twilio/*"]),
         ("StatusCallback", ["BurstReply/tenants/twilio/*"]),
-        ("SendReply", ["BurstReply/tenants/twilio/*"]),
-        ("RecordFailedBatch", ["BurstReply/tenants/twilio/*"]),
-        ("GenerateReply", ["BurstReply/tenants/openai/*"]),  # Twilio's: through the tenant reader
+        # Twilio's, for these: through the tenant reader only
+        ("SendReply", []),
+        ("RecordFailedBatch", []),
+        ("GenerateReply", ["BurstReply/tenants/openai/*"]),
+        ("ConversationCommands", ["BurstReply/tenants/openai/*"]),
     ],
 )
 def test_tenant_secrets_are_readable_under_their_own_prefix_only(synthesized, function, prefixes):
-    """Each statement's resources, rendered: the Twilio readers get the Twilio prefix and
-    nothing broader, the AI step the OpenAI prefix (and the deployment's key, by Ref); it
-    reads a tenant's Twilio token in a session of the tenant reader (tests/infra/test_iam.py)."""
+    """Each statement's resources, rendered: the webhook and the status callback get the
+    Twilio prefix and nothing broader, the OpenAI readers the OpenAI prefix (and the
+    deployment's key, by Ref); the others read no tenant's secret with their own role: they
+    read a tenant's Twilio token in a session of the tenant reader (tests/infra/test_iam.py)."""
     stack_json = synthesized[1]
     openai_key = logical_id_of(stack_json, "AWS::SecretsManager::Secret", "/Credentials/OpenAI/")
     patterns, refs = [], []
@@ -419,7 +422,8 @@ def test_tenant_secrets_are_readable_under_their_own_prefix_only(synthesized, fu
             assert parts[0] == "arn:" and ":secretsmanager:" in parts and ":secret:" in parts[-1], parts
             patterns.append(parts[-1].split(":secret:", 1)[1])
     assert patterns == prefixes
-    assert refs == ([{"Ref": openai_key}] if function == "GenerateReply" else [])
+    reads_openai = function in ("GenerateReply", "ConversationCommands")
+    assert refs == ([{"Ref": openai_key}] if reads_openai else [])
 
 
 def test_the_webhook_checks_signatures_against_the_apis_own_url(synthesized):

@@ -134,7 +134,7 @@ def _send_fallback(ref: BatchRef) -> None:
     sent: list[str] = []
     try:
         conversation = conversations.require(ref.conversation_id)
-        client = twilio_messages.client_for(secrets.twilio_credentials_for(conversation))
+        client = twilio_messages.client_for(secrets.twilio_credentials_in_tenant_session(conversation))
         send_once(_Fallback(ref, turn, text, conversation, client, sent))
     except TwilioRetryableError:
         raise

@@ -68,7 +68,10 @@ def send_reply(task: SendInput) -> SentSummary:
             if error.code != twilio_messages.WHATSAPP_WINDOW_CLOSED or sent:
                 raise
             sid = status_callback.send_template_once(
-                conversation, task.window_id, owner=f"send:{task.execution_name}"
+                conversation,
+                task.window_id,
+                owner=f"send:{task.execution_name}",
+                credentials=secrets.twilio_credentials_in_tenant_session,
             )
             if sid is None:
                 raise
@@ -85,12 +88,12 @@ def _send_missing_parts_with_fresh_credentials(
     with what it holds now. Refused again, or the same token read: TwilioCredentialsRefused,
     counted (alarmed). Twilio's 401 cannot be forged, so the read is not rate-bounded; a
     refused run is not retried by the state machine, so it costs one read per run."""
-    credentials = secrets.twilio_credentials_for(conversation)
+    credentials = secrets.twilio_credentials_in_tenant_session(conversation)
     try:
         _send_missing_parts(task, conversation, turn, parts, sent, twilio_messages.client_for(credentials))
         return
     except TwilioCredentialsRefused:
-        fresh = secrets.twilio_credentials_for(conversation, fresh=True)
+        fresh = secrets.twilio_credentials_in_tenant_session(conversation, fresh=True)
         if fresh == credentials:
             count("TwilioCredentialsRefused")
             logger.error("Twilio refused the tenant's token, and its secret holds no other")
