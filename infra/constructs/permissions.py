@@ -37,7 +37,13 @@ TWILIO_SECRETS: Grants = [(("secretsmanager:GetSecretValue",), ("secrets:twilio-
 # is a stored fact where they read it. (The webhook and the status callback read it to
 # check a claim of the tenant; the reconciler's resends keep the wide grant too:
 # docs/decisions.md.)
-TENANT_SESSION_READERS = ("GenerateReply", "SendReply", "RecordFailedBatch", "ConversationCommands")
+TENANT_SESSION_READERS = (
+    "GenerateReply",
+    "SendReply",
+    "RecordFailedBatch",
+    "ConversationCommands",
+    "Reconciler",
+)
 GRANTS: dict[str, Grants] = {
     "Webhook": [
         (("dynamodb:Query",), ("Conversations/index/by_address",)),
@@ -129,7 +135,7 @@ GRANTS: dict[str, Grants] = {
         (("dynamodb:GetItem",), ("Conversations", "Projects")),
         # the parts due for a resend (63018): claimed, found and recorded on the assistant turn
         (("dynamodb:GetItem", "dynamodb:UpdateItem"), ("Turns",)),
-        *TWILIO_SECRETS,
+        # their Twilio credentials: in a tenant session (TENANT_SESSION_READERS)
     ],
 }
 # The functions that start runs, and so are told the state machine's ARN.

@@ -222,7 +222,13 @@ def test_generate_reply_reads_a_tenants_twilio_token_only_in_a_session_tagged_wi
 
 
 # The functions whose conversation's tenant is a stored fact when they read its Twilio secret.
-TENANT_SESSION_READERS = ("GenerateReply", "SendReply", "RecordFailedBatch", "ConversationCommands")
+TENANT_SESSION_READERS = (
+    "GenerateReply",
+    "SendReply",
+    "RecordFailedBatch",
+    "ConversationCommands",
+    "Reconciler",
+)
 
 
 @pytest.mark.parametrize("reader", TENANT_SESSION_READERS)
@@ -236,7 +242,7 @@ def test_the_tenant_reader_is_assumed_by_the_functions_that_know_the_tenant_with
     assert {r[2] for r in refusals(synthesized[1], assume(reader, tenant="not-an-account"))} == {trust}
 
 
-@pytest.mark.parametrize("other", ["Webhook", "StatusCallback", "Reconciler", "MergeStagedMessages"])
+@pytest.mark.parametrize("other", ["Webhook", "StatusCallback", "MergeStagedMessages"])
 def test_the_tenant_reader_is_not_assumed_by_the_other_functions(synthesized, other):
     trust = "the role's trust policy does not allow it"
     assert trust in {r[2] for r in refusals(synthesized[1], assume(other, tenant=TENANT_A))}

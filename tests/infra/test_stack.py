@@ -397,6 +397,7 @@ def _secret_statements(stack_json: dict[str, Any], function: str) -> list[dict[s
         # Twilio's, for these: through the tenant reader only
         ("SendReply", []),
         ("RecordFailedBatch", []),
+        ("Reconciler", []),  # a part due for a resend after 63018
         ("GenerateReply", ["BurstReply/tenants/openai/*"]),
         ("ConversationCommands", ["BurstReply/tenants/openai/*"]),
     ],

@@ -124,7 +124,8 @@ class _Resend:
     def client(self) -> Client:
         from functions.integrations import twilio_messages
 
-        return twilio_messages.client_for(secrets.twilio_credentials_for(self.conversation))
+        # the conversation's tenant, a stored fact by now: read in a session tagged with it
+        return twilio_messages.client_for(secrets.twilio_credentials_in_tenant_session(self.conversation))
 
     def claim(self, now: str) -> Claim:
         claim = reply_sending.claim_resend(
