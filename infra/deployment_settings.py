@@ -108,8 +108,8 @@ def for_function(definition: FunctionDefinition, chosen: Mapping[str, str]) -> d
 # `get_settings().turns_table`), or calls a method of Settings that reads it
 # (`settings.batching_defaults()`). A name matched elsewhere (another object's attribute of
 # the same name) only gives a function one setting more; the test run checks the other way,
-# that every setting a function read while the tests ran is one derived here
-# (infra/local/settings_reads.py).
+# that every setting a function read while the tests ran is one derived here (recorded by
+# infra/local/aws_calls.py, judged by settings_not_given below).
 
 
 @cache

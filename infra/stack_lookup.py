@@ -87,8 +87,10 @@ def is_local(environ: Mapping[str, str] | None = None) -> bool:
     return bool((os.environ if environ is None else environ).get("AWS_ENDPOINT_URL"))
 
 
-def local_names(stack_name: str, environ: Mapping[str, str] | None = None) -> dict[str, str]:
-    """The names of the local stack (infra/local/stack.py), by environment variable."""
+def local_names(environ: Mapping[str, str] | None = None) -> dict[str, str]:
+    """The names of the local stack (infra/local/stack.py), by environment variable: always
+    those of the default stack name it runs under, whatever stack the shell names for AWS."""
+    stack_name = STACK_NAME
     env = os.environ if environ is None else environ
     region = env.get("AWS_REGION") or env.get("AWS_DEFAULT_REGION") or LOCAL_REGION
     port = env.get("GATEWAY_PORT") or LOCAL_GATEWAY_PORT
@@ -130,7 +132,7 @@ def names(stack_name: str, needed: Iterable[str], environ: Mapping[str, str] | N
     missing = [var for var in needed if var not in given]
     if not missing:
         return given
-    found = local_names(stack_name, env) if is_local(env) else outputs_of(stack_name)
+    found = local_names(env) if is_local(env) else outputs_of(stack_name)
     resolved = {**found, **given}
     if absent := [var for var in missing if var not in resolved]:
         raise LookupFailed(f"stack {stack_name} has no output for {', '.join(absent)}: deploy it again")

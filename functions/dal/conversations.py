@@ -154,7 +154,7 @@ def claim_limited_notice(conversation_id: str, now: int, every_seconds: int) -> 
             ExpressionAttributeValues={":now": now, ":due": now - every_seconds},
         )
     except ClientError as error:
-        if error.response["Error"]["Code"] == "ConditionalCheckFailedException":
+        if dynamo.condition_failed(error):
             return False
         raise
     return True

@@ -119,7 +119,7 @@ def set_token_version(account_sid: str, version: str, table: str | None = None) 
             ExpressionAttributeValues={":version": version},
         )
     except ClientError as error:
-        if error.response["Error"]["Code"] == "ConditionalCheckFailedException":
+        if dynamo.condition_failed(error):
             raise TenantChangeRefused(f"{account_sid} is not a tenant") from error
         raise
     forget(account_sid)

@@ -88,7 +88,12 @@ class Mark:
 def count(counts: list[Count], expires_at: int, mark: Mark | None = None) -> Counter | None:
     """Make the counts in one transaction, all or none (with the mark, if given, unless the
     mark is there already: then nothing is counted). None when counted (or counted before);
-    otherwise the counter that is full (a `refuse` or `check` count), and nothing counted."""
+    otherwise the counter that is full (a `refuse` or `check` count), and nothing counted.
+    A counter whose limit is off (0) is not counted: nobody reads it, and a shared one would be
+    written on behalf of every conversation for nothing."""
+    counts = [c for c in counts if c.counter.limit > 0]
+    if not counts:
+        return None
     shard = {i: c.counter.home for i, c in enumerate(counts)}
     settled: set[int] = set()  # checked against the total, or spilled: no condition any more
     for _ in range(2 * SHARDS * max(1, len(counts))):  # each round fills a shard or settles a count

@@ -109,12 +109,13 @@ CALLS: tuple[Calls, ...] = (
     Calls("GenerateReply", "dynamodb:BatchGetItem StagedMessages", ONE, EACH_FRAGMENT),
     Calls("GenerateReply", "dynamodb:UpdateItem StagedMessages", PerBurst(burst=2)),
     # The AI call counted (the tenant's counters, then everyone's) and its tokens, each
-    # with its mark on the batch's first staged message.
+    # with its mark on the batch's first staged message; counters whose limit is off (the
+    # tenant's and everyone's AI calls, by default) are not written.
     Calls(
         "GenerateReply",
         "dynamodb:TransactWriteItems StagedMessages+UsageCounters",
         PerBurst(burst=3),
-        PerBurst(burst=11),
+        PerBurst(burst=9),
     ),
     Calls("GenerateReply", "dynamodb:PutItem Turns", ONE),
     Calls("GenerateReply", "dynamodb:UpdateItem Turns", ONE),

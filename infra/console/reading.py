@@ -17,7 +17,7 @@ from typing import Any
 import boto3
 from boto3.dynamodb.conditions import Attr, Key
 
-from functions.dal import expressions
+from functions.dal import due_resends, expressions
 from functions.dal.models import BatchWindow, Conversation, StagedMessage, Turn
 from infra.stack_lookup import TABLES
 
@@ -94,7 +94,8 @@ class StackReader:
 
     def open_windows(self) -> dict[str, BatchWindow]:
         """Every open batch window, by conversation (the table holds nothing else)."""
-        windows = (BatchWindow.from_item(i) for i in _pages(self.batch_windows.scan))
+        items = _pages(self.batch_windows.scan)
+        windows = (BatchWindow.from_item(i) for i in items if not due_resends.is_due_resend(i))
         return {w.conversation_id: w for w in windows}
 
     def set_aside_batches(self) -> dict[str, list[Turn]]:

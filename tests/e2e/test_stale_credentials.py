@@ -15,6 +15,7 @@ import pytest
 from twilio.request_validator import RequestValidator
 
 from functions.dal import staged_messages, turns
+from functions.logic.shared import fresh_credentials
 from functions.logic.states import generate_reply, send_reply
 from infra.local.webhooks import inbound_form, post_webhook
 from tests.support.waiting import wait_until
@@ -34,9 +35,9 @@ def tenant(harness):
 
 @pytest.fixture
 def counted(monkeypatch) -> list[str]:
-    """The metrics Send Reply and Generate Reply count."""
+    """The metrics Send Reply and Generate Reply count (a refusal: in fresh_credentials)."""
     names: list[str] = []
-    for module in (send_reply, generate_reply):
+    for module in (send_reply, generate_reply, fresh_credentials):
         real = module.count
         monkeypatch.setattr(
             module, "count", lambda name, value=1, real=real: (names.append(name), real(name))

@@ -315,7 +315,9 @@ def install(monkeypatch: pytest.MonkeyPatch, store: InMemoryStore, twilio: FakeT
     monkeypatch.setattr(turns, "claim_typing", store.claim_typing)
     monkeypatch.setattr(twilio_typing, "show_typing", twilio.show_typing)
     monkeypatch.setattr(secrets, "twilio_credentials_for", lambda conversation: None)
-    monkeypatch.setattr(secrets, "twilio_credentials_in_tenant_session", lambda conversation: None)
+    monkeypatch.setattr(
+        secrets, "twilio_credentials_in_tenant_session", lambda conversation, fresh=False: None
+    )
     monkeypatch.setattr(twilio_messages, "client_for", lambda credentials: None)
     monkeypatch.setattr(twilio_messages, "send_message", twilio.send_message)
     monkeypatch.setattr(twilio_messages, "find_sent", twilio.find_sent)

@@ -18,6 +18,7 @@ from functions.logic.rules import sms_segments
 from functions.logic.rules.debounce import may_answer_again, newer_fragments_arrived
 from functions.logic.shared import consent, handoff, limits, turn_input
 from functions.logic.shared.ai_requests import BatchRequest
+from functions.logic.shared.fresh_credentials import with_fresh_credentials
 from functions.logic.shared.typing_indicator import TypingIndicator
 from functions.observability import count, logger
 
@@ -139,24 +140,14 @@ def _reply_with_a_fresh_key_if_refused(
     task: GenerateInput, conversation: Conversation, user_turn: Turn, typing: TypingIndicator
 ) -> ResponseState:
     """The batch's reply (_ask). If OpenAI refuses the key we hold (401: it may have been
-    rotated since it was cached), the key is read again and the batch asked once more with
-    it (safe: the request kept on the batch, ai_requests.py). Refused again, or the same key
-    read: AICredentialsRefused, counted (alarmed); the batch is kept (failures.py)."""
-    key = secrets.openai_api_key_for(conversation)
-    try:
-        return _ask(task, conversation, user_turn, typing, key)
-    except AICredentialsRefused:
-        fresh = secrets.openai_api_key_for(conversation, fresh=True)
-        if fresh == key:
-            count("AICredentialsRefused")
-            logger.error("OpenAI refused the key, and its secret holds no other")
-            raise
-    try:
-        return _ask(task, conversation, user_turn, typing, fresh)
-    except AICredentialsRefused:
-        count("AICredentialsRefused")
-        logger.error("OpenAI refused the key, also as its secret holds it now")
-        raise
+    rotated since it was cached), the batch is asked once more with the key read again (safe:
+    the request kept on the batch, ai_requests.py; fresh_credentials.py)."""
+    return with_fresh_credentials(
+        lambda fresh: secrets.openai_api_key_for(conversation, fresh=fresh),
+        lambda key: _ask(task, conversation, user_turn, typing, key),
+        AICredentialsRefused,
+        "OpenAI",
+    )
 
 
 def _ask(

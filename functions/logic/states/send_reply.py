@@ -33,6 +33,7 @@ from functions.logic.entry_points import status_callback
 from functions.logic.rules.replies import split_reply
 from functions.logic.shared import consent
 from functions.logic.shared.callback_urls import status_callback_url
+from functions.logic.shared.fresh_credentials import with_fresh_credentials
 from functions.logic.shared.send_once import Claim, receipt_of, send_once
 from functions.observability import count, logger
 
@@ -83,27 +84,16 @@ def send_reply(task: SendInput) -> SentSummary:
 def _send_missing_parts_with_fresh_credentials(
     task: SendInput, conversation: Conversation, turn: Turn, parts: list[str], sent: list[str]
 ) -> None:
-    """Send the parts not yet recorded; if Twilio refuses the token we hold (401, 20003: it
-    may have been rotated since it was cached), read the secret again and try once more
-    with what it holds now. Refused again, or the same token read: TwilioCredentialsRefused,
-    counted (alarmed). Twilio's 401 cannot be forged, so the read is not rate-bounded; a
-    refused run is not retried by the state machine, so it costs one read per run."""
-    credentials = secrets.twilio_credentials_in_tenant_session(conversation)
-    try:
-        _send_missing_parts(task, conversation, turn, parts, sent, twilio_messages.client_for(credentials))
-        return
-    except TwilioCredentialsRefused:
-        fresh = secrets.twilio_credentials_in_tenant_session(conversation, fresh=True)
-        if fresh == credentials:
-            count("TwilioCredentialsRefused")
-            logger.error("Twilio refused the tenant's token, and its secret holds no other")
-            raise
-    try:
-        _send_missing_parts(task, conversation, turn, parts, sent, twilio_messages.client_for(fresh))
-    except TwilioCredentialsRefused:
-        count("TwilioCredentialsRefused")
-        logger.error("Twilio refused the tenant's token, also as its secret holds it now")
-        raise
+    """Send the parts not yet recorded; if Twilio refuses the token we hold (401, 20003),
+    once more with the tenant's secret read again (fresh_credentials.py)."""
+    with_fresh_credentials(
+        lambda fresh: secrets.twilio_credentials_in_tenant_session(conversation, fresh=fresh),
+        lambda credentials: _send_missing_parts(
+            task, conversation, turn, parts, sent, twilio_messages.client_for(credentials)
+        ),
+        TwilioCredentialsRefused,
+        "Twilio",
+    )
 
 
 def _send_missing_parts(
