@@ -87,3 +87,8 @@ class SecretOutsideTenant(Exception):
     """A conversation names a secret outside its tenant's prefix (or has no tenant): the
     secret is not read. An operator's error, not the AI's nor Twilio's: the batch is kept
     and counted as a failed attempt, then dead-lettered (alarmed) until it is fixed."""
+
+
+# A receipt `failed` with 30036: Twilio's queue kept the message past its ValidityPeriod and
+# never sent it (https://www.twilio.com/docs/api/errors/30036; twilio_messages.py, send_once.py).
+VALIDITY_PERIOD_EXPIRED = 30036

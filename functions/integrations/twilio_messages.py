@@ -18,7 +18,12 @@ from twilio.http.http_client import TwilioHttpClient
 from twilio.rest import Client
 
 from functions.config import get_settings
-from functions.errors import TwilioCredentialsRefused, TwilioPermanentError, TwilioRetryableError
+from functions.errors import (
+    VALIDITY_PERIOD_EXPIRED,
+    TwilioCredentialsRefused,
+    TwilioPermanentError,
+    TwilioRetryableError,
+)
 from functions.integrations.secrets import TwilioCredentials
 from functions.observability import count, milliseconds
 
@@ -39,7 +44,6 @@ CHANNEL_RATE_LIMITED = 63018
 # (https://www.twilio.com/docs/api/errors/30036). Every create carries a ValidityPeriod
 # shorter than the wait for a receipt (validity_period_seconds), so that a message in
 # doubt has left the queue, sent or expired, before it is sent again (send_once.py).
-VALIDITY_PERIOD_EXPIRED = 30036
 MAX_VALIDITY_PERIOD = 36_000
 # The room a status callback has to reach us after the ValidityPeriod, within the wait.
 RECEIPT_MARGIN_SECONDS = 2

@@ -9,7 +9,6 @@ then a returning burst of 1 fragment and one of 3, each answered with one reply 
 from __future__ import annotations
 
 import json
-import time
 from collections import Counter
 from collections.abc import Iterator
 from contextvars import ContextVar
@@ -24,6 +23,7 @@ from functions.dal import tenants
 from functions.registry import FunctionDefinition
 from infra.capacity import burst
 from infra.local.aws_calls import RECORDER, on_behalf_of
+from tests.support.waiting import wait_until
 
 pytestmark = pytest.mark.e2e
 
@@ -110,13 +110,15 @@ def _run_of_burst(harness, counting: Counting, user: str, fragments: int, runs: 
             key = (burst.STATE_MACHINE, burst.label(service, operation, params))
             recorded.calls[key] += 1
             recorded.items[key] += 1
-    # Twilio posts each status of each part: wait for them (sent, delivered, read).
+    # Twilio posts each status of each part (sent, delivered, read): wait until each one's
+    # handler has answered.
     expected_callbacks = recorded.parts * 3
-    deadline = time.monotonic() + 15
-    while len(harness.stack.twilio.callbacks) - callbacks_before < expected_callbacks:
-        assert time.monotonic() < deadline, "the status callbacks did not all come"
-        time.sleep(0.05)
-    time.sleep(0.3)  # the last callback's handler has returned
+
+    def answered() -> bool:
+        done = [c for c in harness.stack.twilio.callbacks[callbacks_before:] if c["status"]]
+        return len(done) >= expected_callbacks
+
+    assert wait_until(answered, timeout=15), "the status callbacks did not all come"
     recorded.callbacks = len(harness.stack.twilio.callbacks) - callbacks_before
     counting.now = Recorded()
     return recorded

@@ -34,7 +34,10 @@ def _answer(harness, user: str, text: str) -> tuple[str, list[dict]]:
     conversation_id = harness.conversation_of(user).conversation_id
     runs = harness.wait_until_quiet(conversation_id, runs=1)
     assert [r["status"] for r in runs] == ["SUCCEEDED"]
-    return conversation_id, [c for c in harness.stack.openai.calls if c["response_id"]]
+    ours = harness.conversation_item(conversation_id)["openai_conversation_id"]["S"]
+    return conversation_id, [
+        c for c in harness.stack.openai.calls if c["response_id"] and c["conversation"] == ours
+    ]
 
 
 def test_with_3000_reasoning_tokens_and_the_default_settings_the_person_gets_the_answer(harness):

@@ -22,9 +22,9 @@ def test_a_refusal_for_an_unsubscribed_person_opts_the_conversation_out(harness)
     assert refused["status"] == "FAILED"
     assert harness.failures_in(refused["executionArn"]) == ["TwilioPermanentError"]
     assert harness.conversation_of(user).opted_out is True
-    asked = len(harness.stack.openai.calls)
+    asked = len(harness.ai_inputs(conversation_id))
     assert harness.send(user, "are you there?").status_code == 200
     _, later = harness.wait_until_quiet(conversation_id, runs=2)
     assert later["status"] == "SUCCEEDED"
-    assert len(harness.stack.openai.calls) == asked  # no AI call for a person we cannot reach
+    assert len(harness.ai_inputs(conversation_id)) == asked  # no AI call for a person we cannot reach
     assert harness.replies_to(user) == []

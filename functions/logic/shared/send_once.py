@@ -36,14 +36,11 @@ from typing import Protocol
 from functions import clock
 from functions.config import get_settings
 from functions.dal.models import Delivery
-from functions.errors import TwilioPermanentError, TwilioRetryableError
+from functions.errors import VALIDITY_PERIOD_EXPIRED, TwilioPermanentError, TwilioRetryableError
 from functions.observability import count, logger
 
 # How often the turn is read again for a delivery receipt while waiting for one.
 RECEIPT_POLL_SECONDS = 0.25
-# A receipt `failed` with 30036: Twilio's queue kept the message past its ValidityPeriod and
-# never sent it (https://www.twilio.com/docs/api/errors/30036; twilio_messages.py).
-VALIDITY_PERIOD_EXPIRED = 30036
 
 
 @dataclass(frozen=True)
