@@ -120,6 +120,9 @@ class Settings(BaseModel):
         stack_names.openai_tenant_secret_prefix(STACK_NAME)
     )
     openai_secret_name: str = stack_names.openai_secret_name(STACK_NAME)
+    # The key new conversation ids are drawn with (functions/integrations/id_key.py): read by
+    # the functions that create conversations, once per instance.
+    conversation_id_key_secret_name: str = stack_names.conversation_id_key_secret_name(STACK_NAME)
     secrets_max_age_seconds: int = 300
     # Generate Reply reads its tenant's Twilio credentials through a session of this role
     # tagged with the tenant, which can read no other tenant's secrets
@@ -141,6 +144,10 @@ class Settings(BaseModel):
     max_ai_calls_per_hour_per_tenant: Annotated[int, Field(ge=0)] = 0
     max_ai_calls_per_hour: Annotated[int, Field(ge=0)] = 0
     max_new_conversations_per_hour_per_tenant: Annotated[int, Field(ge=0)] = 0
+    # A helpdesk's commands (conversation.pause, .resume, .reply) an hour, per conversation
+    # and per tenant: past either, a command is refused (ConversationCommandsLimited).
+    max_commands_per_hour_per_conversation: Annotated[int, Field(ge=0)] = 60
+    max_commands_per_hour_per_tenant: Annotated[int, Field(ge=0)] = 100_000
     max_ai_tokens_per_hour_per_tenant: Annotated[int, Field(ge=0)] = 10_000_000_000
     max_ai_tokens_per_hour: Annotated[int, Field(ge=0)] = 10_000_000_000
     # Sent instead of a reply that a cost limit stopped, at most once an hour per

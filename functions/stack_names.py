@@ -31,3 +31,10 @@ def openai_secret_name(stack_name: str) -> str:
     functions' default. The CDK stack's secret keeps the name CloudFormation generated
     (renaming a secret replaces it, value and all); OPENAI_SECRET_NAME carries it."""
     return f"{stack_name}/openai"
+
+
+def conversation_id_key_secret_name(stack_name: str) -> str:
+    """The key conversation ids are drawn with, where the stack names it: the local stack,
+    and the functions' default. The CDK stack's secret keeps its generated name
+    (CONVERSATION_ID_KEY_SECRET_NAME carries it)."""
+    return f"{stack_name}/conversation-id-key"

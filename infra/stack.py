@@ -78,8 +78,14 @@ class BurstReplyStack(Stack):
 
     def _on_the_bus(self, bus: events.EventBus, functions: Functions) -> None:
         """Who may put the service's own events on the bus, and the rule for a helpdesk's commands."""
-        AnsweredBatchBusPolicy(
+        policy = AnsweredBatchBusPolicy(
             self, "EventsPolicy", bus=bus, publisher=functions["RecordTurnsAndReleaseLock"]
+        )
+        CfnOutput(
+            self,
+            "HelpdeskCommandsPolicyArn",
+            value=policy.helpdesk_policy.managed_policy_arn,
+            description="a helpdesk's role, tagged tenant=<AccountSid>, attaches it to put that tenant's commands",
         )
         commands = functions[CONVERSATION_COMMANDS.logical_id]
         ConversationCommandsRule(self, "ConversationCommands", bus=bus, function=commands)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+import hmac
 from typing import Any
 
 from boto3.dynamodb.conditions import Key
@@ -13,6 +14,7 @@ from functions.dal import dynamo, expressions
 from functions.dal.models import Conversation
 from functions.errors import ConversationNotFound
 from functions.inbound import Channel, address_key
+from functions.integrations import id_key
 
 
 def _table() -> Any:
@@ -38,16 +40,21 @@ def find(
 
 
 def new_conversation_id(tenant_account_sid: str, key: str) -> str:
-    """The id of the tenant's conversation of an address key. Code takes any string as a
+    """The id of the tenant's conversation of an address key: an HMAC under the deployment's
+    key (id_key), so that it reveals nothing of the addresses without the key, and is the
+    same for every webhook that draws it. Conversations created before the key keep the
+    plain hash they were given (docs/decisions.md). Code takes any string as a
     conversation id (URLs, execution names and logs encode it where needed)."""
-    return "c" + hashlib.sha256(f"{tenant_account_sid}#{key}".encode()).hexdigest()[:24]
+    message = f"{tenant_account_sid}#{key}".encode()
+    return "c" + hmac.new(id_key.conversation_id_key(), message, hashlib.sha256).hexdigest()[:24]
 
 
 def create(
     channel: Channel, user_address: str, our_address: str, now: str, tenant_account_sid: str
 ) -> Conversation:
     """Create the tenant's conversation with an unknown sender. Its id derives from the
-    tenant and the addresses, so two webhooks racing to create it agree on one record."""
+    tenant and the addresses (under the deployment's key), so two webhooks racing to create
+    it agree on one record."""
     key = address_key(channel, user_address, our_address)
     conversation = Conversation(
         conversation_id=new_conversation_id(tenant_account_sid, key),

@@ -210,6 +210,35 @@ def total(counter: Counter) -> int:
     return sum(_used(counter))
 
 
+@dataclass(frozen=True)
+class CommandReceipt:
+    """A helpdesk's command (one event, however often delivered): when it was first
+    received, and whether the command limits admitted it (None: not decided yet)."""
+
+    received_at: str
+    admitted: bool | None
+
+
+def receive_command(event_id: str, now: str, expires_at: int) -> CommandReceipt:
+    """The command's receipt: `now` for its first delivery, the first delivery's after."""
+    item = dynamo.table(get_settings().usage_counters_table).update_item(
+        Key={"counter_key": f"command#{event_id}"},
+        UpdateExpression=expressions.RECEIVE_COMMAND,
+        ExpressionAttributeValues={":now": now, ":exp": expires_at},
+        ReturnValues="ALL_NEW",
+    )["Attributes"]
+    admitted = item.get("admitted")
+    return CommandReceipt(str(item["received_at"]), None if admitted is None else bool(admitted))
+
+
+def record_admission(event_id: str, admitted: bool) -> None:
+    dynamo.table(get_settings().usage_counters_table).update_item(
+        Key={"counter_key": f"command#{event_id}"},
+        UpdateExpression=expressions.ADMIT_COMMAND,
+        ExpressionAttributeValues={":admitted": admitted},
+    )
+
+
 def calls(key: str) -> int:
     """The calls counted on an unsharded counter (0 if none)."""
     return total(Counter(key, 0))

@@ -151,6 +151,8 @@ class CachedRead:
     per_tenant: bool = False  # one per tenant the instance serves
 
 
+# (The key of conversation ids is read once per webhook instance, at its first new
+# conversation, and never again: a cold start's cost, not a rate; functions/integrations/id_key.py.)
 CACHED_READS: tuple[CachedRead, ...] = (
     CachedRead("Webhook", "secretsmanager:GetSecretValue", "secrets_max_age_seconds", per_tenant=True),
     CachedRead("Webhook", "dynamodb:GetItem Tenants", "tenant_cache_seconds", per_tenant=True),

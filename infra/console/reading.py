@@ -2,7 +2,7 @@
 (Get, Query, Scan) and the state machine's runs (List, Describe, GetExecutionHistory).
 
 Every client comes from one boto3 session that refuses, before sending it, any operation
-whose name does not begin with a read verb (`READ_VERBS`): the console cannot change data,
+but the reads listed in `READS`: the console cannot change data, nor read a secret,
 whatever credentials the operator holds. Items become the dal's models
 (functions/dal/models.py)."""
 
@@ -21,7 +21,20 @@ from functions.dal import due_resends, expressions
 from functions.dal.models import BatchWindow, Conversation, StagedMessage, Turn
 from infra.stack_lookup import TABLES
 
-READ_VERBS = ("Get", "BatchGet", "Query", "Scan", "List", "Describe")
+# Every AWS operation the console sends (StackReader's, and the reachability check of
+# infra/console/__main__.py), by name: any other is refused unsent. A list, not name
+# prefixes: GetSecretValue begins with Get too.
+READS = frozenset(
+    {
+        "GetItem",  # DynamoDB
+        "Query",
+        "Scan",
+        "DescribeExecution",  # Step Functions
+        "DescribeStateMachine",
+        "GetExecutionHistory",
+        "ListExecutions",
+    }
+)
 # The stack's names the console needs (environment variables, infra/stack_lookup.py).
 NEEDED = (*TABLES, "STATE_MACHINE_ARN")
 # At most this many pages of a Scan or of the run list per page shown (a Scan page is 1 MB
@@ -31,17 +44,17 @@ SET_ASIDE = ("failed", "dead_lettered")  # a user turn's status when its batch w
 
 
 class WriteRefused(RuntimeError):
-    """The console asked for an operation that is not a read: a bug, refused unsent."""
+    """The console asked for an operation that is not one of its reads: a bug, refused unsent."""
 
 
 def _refuse_writes(model: Any, **_: Any) -> None:
-    if not model.name.startswith(READ_VERBS):
+    if model.name not in READS:
         raise WriteRefused(f"the console only reads: {model.name} refused")
 
 
 def read_only_session() -> boto3.Session:
     """A boto3 session (the environment's credentials, region and AWS_ENDPOINT_URL) whose
-    clients refuse every operation that is not a read."""
+    clients refuse every operation but the console's reads (`READS`)."""
     session = boto3.Session()
     session.events.register("before-call", _refuse_writes)
     return session

@@ -1,5 +1,6 @@
-"""The deployment's secrets: its OpenAI key, and the prefixes under which the tenants'
-secrets live (created by `python -m infra.tenants`, not by the stack)."""
+"""The deployment's secrets: its OpenAI key, the key of conversation ids, and the prefixes
+under which the tenants' secrets live (created by `python -m infra.tenants`, not by the
+stack)."""
 
 from __future__ import annotations
 
@@ -13,8 +14,9 @@ from infra.names import openai_tenant_secret_prefix, twilio_tenant_secret_prefix
 
 class Credentials(Construct):
     """The deployment's OpenAI key, created with a placeholder value: put the real one in
-    after the first deploy (README, "Deploy"). Each tenant's Twilio credentials are the
-    secret <twilio_prefix><AccountSid>; a tenant's own OpenAI keys lie under
+    after the first deploy (README, "Deploy"); the key of conversation ids, generated and
+    never to be set. Each tenant's Twilio credentials are the secret
+    <twilio_prefix><AccountSid>; a tenant's own OpenAI keys lie under
     <openai_prefix><AccountSid>."""
 
     def __init__(self, scope: Construct, construct_id: str) -> None:
@@ -27,6 +29,16 @@ class Credentials(Construct):
                 secret_string_template="{}", generate_string_key="api_key"
             ),
         )
+        # HMAC key of new conversation ids (functions/integrations/id_key.py): generated
+        # here, never shown, read by the functions that create conversations.
+        self.conversation_id_key = secretsmanager.Secret(
+            self,
+            "ConversationIdKey",
+            description="The key conversation ids are drawn with (generated; never to be set by hand)",
+            generate_secret_string=secretsmanager.SecretStringGenerator(
+                password_length=64, exclude_punctuation=True
+            ),
+        )
         stack_name = Stack.of(self).stack_name
         self.twilio_prefix = twilio_tenant_secret_prefix(stack_name)
         self.openai_prefix = openai_tenant_secret_prefix(stack_name)
@@ -36,6 +48,16 @@ class Credentials(Construct):
                 NagPackSuppression(
                     id="AwsSolutions-SMG4",
                     reason="OpenAI keys are rotated in OpenAI's console, not by a Lambda.",
+                )
+            ],
+        )
+        NagSuppressions.add_resource_suppressions(
+            self.conversation_id_key,
+            [
+                NagPackSuppression(
+                    id="AwsSolutions-SMG4",
+                    reason="Not rotated: ids are drawn once and stored; rotating the key would "
+                    "let two webhooks racing to create one conversation draw two ids.",
                 )
             ],
         )

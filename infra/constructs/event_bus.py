@@ -1,7 +1,8 @@
 """The resource policy of the bus that `batch.answered` and `batch.handed_off` events go to:
-only the function that announces batches may put events of the service's own source on it.
-Others (a helpdesk's commands, functions/logic/entry_points/conversation_commands.py) put
-events of their own source, as their IAM policies allow."""
+only the function that announces batches may put events of the service's own source on it,
+and a helpdesk's commands (`conversation.*`, functions/logic/entry_points/conversation_commands.py)
+only with its own tenant's source, `helpdesk.<AccountSid>`, as its role's `tenant` tag names it.
+The managed policy a helpdesk's role attaches to put them (HelpdeskCommandsPolicyArn)."""
 
 from __future__ import annotations
 
@@ -11,6 +12,12 @@ from aws_cdk import aws_lambda as lambda_
 from constructs import Construct
 
 from functions.integrations.event_bus import SOURCE
+from functions.registry import CONVERSATION_COMMANDS
+
+COMMANDS = "conversation.*"  # every detail type of CONVERSATION_COMMANDS
+# The only source a tenant's commands may have: the tag of the role that puts them.
+TENANTS_OWN_SOURCE = "helpdesk.${aws:PrincipalTag/tenant}"
+assert all(d.startswith(COMMANDS[:-1]) for d in CONVERSATION_COMMANDS.detail_types)
 
 
 class AnsweredBatchBusPolicy(Construct):
@@ -38,4 +45,51 @@ class AnsweredBatchBusPolicy(Construct):
                     "StringEquals": {"events:source": SOURCE},
                 },
             )
+        )
+        # A command names its tenant (`detail.AccountSid`): only a principal tagged with
+        # that tenant may put it, with that tenant's source, which the function checks
+        # against the AccountSid. A principal without the tag puts no command at all (a
+        # policy variable that does not resolve would leave the statement above unapplied).
+        bus.add_to_resource_policy(
+            iam.PolicyStatement(
+                sid="CommandsOnlyWithTheirTenantsSource",
+                effect=iam.Effect.DENY,
+                principals=[iam.AnyPrincipal()],
+                actions=["events:PutEvents"],
+                resources=[bus.event_bus_arn],
+                conditions={
+                    "StringLike": {"events:detail-type": COMMANDS},
+                    "StringNotEquals": {"events:source": TENANTS_OWN_SOURCE},
+                },
+            )
+        )
+        bus.add_to_resource_policy(
+            iam.PolicyStatement(
+                sid="CommandsOnlyFromATenantsPrincipal",
+                effect=iam.Effect.DENY,
+                principals=[iam.AnyPrincipal()],
+                actions=["events:PutEvents"],
+                resources=[bus.event_bus_arn],
+                conditions={
+                    "StringLike": {"events:detail-type": COMMANDS},
+                    "Null": {"aws:PrincipalTag/tenant": "true"},
+                },
+            )
+        )
+        # What a helpdesk's role (tagged `tenant` = its AccountSid) attaches to put its
+        # tenant's commands, and nothing else, on this bus.
+        self.helpdesk_policy = iam.ManagedPolicy(
+            self,
+            "HelpdeskCommands",
+            description="Put a tenant's conversation commands on the bus; attach to a role tagged tenant=<AccountSid>",
+            statements=[
+                iam.PolicyStatement(
+                    actions=["events:PutEvents"],
+                    resources=[bus.event_bus_arn],
+                    conditions={
+                        "StringEquals": {"events:source": TENANTS_OWN_SOURCE},
+                        "StringLike": {"events:detail-type": COMMANDS},
+                    },
+                )
+            ],
         )

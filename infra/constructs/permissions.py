@@ -19,9 +19,9 @@ from infra.names import state_machine_name
 
 # function → (actions, resources). Resources name a table ("Conversations"), an index
 # ("StagedMessages/index/pending"), the state machine ("state-machine"), its runs
-# ("executions"), the deployment's OpenAI key ("secret:openai"), the tenants' Twilio
-# secrets ("secrets:twilio-tenants"), the tenants' OpenAI keys ("secrets:openai-tenants")
-# or the event bus ("bus").
+# ("executions"), the deployment's OpenAI key ("secret:openai"), the key of conversation
+# ids ("secret:conversation-id-key"), the tenants' Twilio secrets ("secrets:twilio-tenants"),
+# the tenants' OpenAI keys ("secrets:openai-tenants") or the event bus ("bus").
 Grants = list[tuple[tuple[str, ...], tuple[str, ...]]]
 OPEN_WINDOWS: Grants = [
     (("dynamodb:PutItem", "dynamodb:DeleteItem"), ("BatchWindows",)),
@@ -58,6 +58,7 @@ GRANTS: dict[str, Grants] = {
         # a tenant's new conversations, counted before one is created (when a ceiling is set)
         (("dynamodb:UpdateItem", "dynamodb:BatchGetItem"), ("UsageCounters",)),
         *TWILIO_SECRETS,
+        (("secretsmanager:GetSecretValue",), ("secret:conversation-id-key",)),  # a new conversation's id
     ],
     "StatusCallback": [
         (("dynamodb:GetItem",), ("Tenants",)),  # is the account a tenant, and its numbers
@@ -140,6 +141,8 @@ GRANTS: dict[str, Grants] = {
 }
 # The functions that start runs, and so are told the state machine's ARN.
 STARTS_RUNS = ("Webhook", "CloseBatchWindow", "Reconciler")
+# The functions that create conversations, and so are told the key of their ids.
+CREATES_CONVERSATIONS = ("Webhook",)
 
 
 class Permissions(Construct):
@@ -165,6 +168,7 @@ class Permissions(Construct):
                 "state-machine": state_machine_arn,
                 "executions": state_machine_arn.replace(":stateMachine:", ":execution:") + ":*",
                 "secret:openai": credentials.openai.secret_arn,
+                "secret:conversation-id-key": credentials.conversation_id_key.secret_arn,
                 "secrets:twilio-tenants": credentials.secrets_under(credentials.twilio_prefix),
                 "secrets:openai-tenants": credentials.secrets_under(credentials.openai_prefix),
                 "bus": bus.event_bus_arn,
@@ -178,6 +182,9 @@ class Permissions(Construct):
                 )
         for function_id in STARTS_RUNS:
             functions[function_id].add_environment("STATE_MACHINE_ARN", state_machine_arn)
+        for function_id in CREATES_CONVERSATIONS:
+            name = credentials.conversation_id_key.secret_name
+            functions[function_id].add_environment("CONVERSATION_ID_KEY_SECRET_NAME", name)
         TenantReader(
             self,
             "TwilioTenantReader",

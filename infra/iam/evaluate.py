@@ -11,7 +11,8 @@ request is implicitly denied. A role a function assumes (sts:AssumeRole, sts:Tag
 must also be allowed by that role's trust policy; the calls made with the session's
 credentials are judged against that role's policies, with the session's tags as
 `aws:PrincipalTag/...` and policy variables (`${aws:PrincipalTag/tenant}`) in resources
-replaced by the request's values. What moto's evaluator does not judge as IAM does is refused
+and condition values replaced by the request's values (a statement whose variable names a
+key the request lacks applies to nothing, as IAM drops it; `Null` tests a key's absence). What moto's evaluator does not judge as IAM does is refused
 rather than guessed: a condition operator or key not modelled here, NotResource or
 NotPrincipal stops the evaluation with an error. docs/decisions.md says why this evaluator."""
 
@@ -54,6 +55,8 @@ def _pattern(text: str) -> str:
     return re.escape(text).replace(r"\*", "*").replace(r"\?", ".")
 
 
+VARIABLE = re.compile(r"\$\{([^}]*)\}")
+
 # Condition operators judged here, before moto sees the statement (it judges none of these
 # as IAM does), on the request's context keys: (negated, wildcards allowed).
 CONDITIONS = {
@@ -75,8 +78,13 @@ TAG_KEYS = ("aws:RequestTag/", "aws:PrincipalTag/")
 
 def _condition_holds(statement: dict[str, Any], context: dict[str, str]) -> bool:
     """IAM's condition block: every operator, every key must hold; a key with several
-    values holds when any value matches (and a negated operator when none does)."""
+    values holds when any value matches (and a negated operator when none does). A value's
+    policy variable is the request's; one the request lacks voids the statement (False)."""
     for operator, keys in statement.get("Condition", {}).items():
+        if operator == "Null":  # {"key": "true"}: the request has no such key
+            if any((key not in context) != (str(v).lower() == "true") for key, v in keys.items()):
+                return False
+            continue
         if operator not in CONDITIONS:
             raise NotEvaluable(f"condition {operator} in {statement}")
         negated, wildcards = CONDITIONS[operator]
@@ -87,7 +95,11 @@ def _condition_holds(statement: dict[str, Any], context: dict[str, str]) -> bool
                 continue
             if key not in context:
                 raise NotEvaluable(f"condition key {key} in {statement}")
-            patterns = [_pattern(v) if wildcards else re.escape(v) for v in _listed(values)]
+            listed = [str(v) for v in _listed(values)]
+            if any(k not in context for v in listed for k in VARIABLE.findall(v)):
+                return False
+            listed = [VARIABLE.sub(lambda m: context[m[1]], v) for v in listed]
+            patterns = [_pattern(v) if wildcards else re.escape(v) for v in listed]
             matched = any(re.fullmatch(p.replace("*", ".*"), context[key]) for p in patterns)
             if matched == negated:
                 return False
@@ -105,9 +117,6 @@ def _for_moto(statement: dict[str, Any]) -> dict[str, Any]:
     if "Resource" in statement:
         statement["Resource"] = [_pattern(r) for r in _listed(statement["Resource"])]
     return statement
-
-
-VARIABLE = re.compile(r"\$\{([^}]*)\}")
 
 
 def _with_variables(statement: dict[str, Any], context: dict[str, str]) -> dict[str, Any] | None:

@@ -96,6 +96,8 @@ def call_requests(call: AwsCall, local: dict[str, str], deployed: dict[str, str]
     action = f"{call.service}:{call.operation}"
     if "Source" in names:  # PutEvents: its entries' source, which a bus policy may condition on
         context += (("events:source", names["Source"]),)
+    if "DetailType" in names:  # and their detail type
+        context += (("events:detail-type", names["DetailType"]),)
     yield Request(principal, action, _resource(call, action, names, local, deployed), origin, context)
 
 

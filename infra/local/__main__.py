@@ -41,11 +41,10 @@ def main() -> int:
         signal.signal(signum, lambda *_: stop.set())
     with LocalStack(config) as stack:
         _print_addresses(stack, config)
-        console = Server(
-            config.host, int(os.environ.get("CONSOLE_PORT") or CONSOLE_PORT), console_app(STACK_NAME)
-        )
+        app = console_app(STACK_NAME)
+        console = Server(config.host, int(os.environ.get("CONSOLE_PORT") or CONSOLE_PORT), app)
         console.start()
-        print(f"Console: {console.url}/", flush=True)
+        print(f"Console: {app.served_at(config.host, console.server.server_port)}", flush=True)
         stop.wait()
         console.stop()
     print("Stopped.")

@@ -84,6 +84,8 @@ def names_of(service: str, operation: str, params: dict[str, Any]) -> tuple[tupl
             found.append(("EventBusName", entry["EventBusName"]))
         if "Source" in entry:  # the condition key events:source
             found.append(("Source", entry["Source"]))
+        if "DetailType" in entry:  # and events:detail-type
+            found.append(("DetailType", entry["DetailType"]))
     return tuple(sorted(set(found)))
 
 

@@ -144,11 +144,13 @@ def main() -> int:
 def _serve_console(conversation_id: str, run_name: str) -> None:
     """The console (infra/console) at this burst's page; at a terminal it is served until
     Enter, since the local stack ends with the demo."""
-    console = Server("127.0.0.1", 0, console_app(STACK_NAME))
+    app = console_app(STACK_NAME)
+    console = Server("127.0.0.1", 0, app)
     console.start()
     try:
         window = run_name.removeprefix(f"{conversation_id}-")
-        print(f"\nConsole (this burst): {console.url}/conversations/{conversation_id}?window={window}")
+        page = f"/conversations/{conversation_id}?window={window}"
+        print(f"\nConsole (this burst): {app.served_at('127.0.0.1', console.server.server_port, page)}")
         if sys.stdin.isatty():
             input("Open it in a browser; press Enter to stop the demo. ")
     finally:

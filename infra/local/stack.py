@@ -254,9 +254,11 @@ class LocalStack:
         settings = get_settings()
         secrets = self.client("secretsmanager")
         c = self.config
-        secrets.create_secret(
-            Name=settings.openai_secret_name, SecretString=json.dumps({"api_key": c.openai_api_key})
-        )
+        for name, value in (
+            (settings.openai_secret_name, json.dumps({"api_key": c.openai_api_key})),
+            (settings.conversation_id_key_secret_name, os.urandom(32).hex()),  # a key of its own
+        ):
+            secrets.create_secret(Name=name, SecretString=value)
         self.openai.add_key(c.openai_api_key)  # the stand-ins accept what the stack hands out
         self.tenants = LocalTenantAdmin(
             Names(

@@ -14,7 +14,8 @@ from functions.config import get_settings
 from functions.dal import dynamo
 from functions.dal.models import Conversation, from_dynamo
 from functions.dal.tables import ALL_TABLES
-from tests.support.fakes import FakeTwilio, InMemoryStore, install
+from functions.integrations import id_key
+from tests.support.fakes import ID_KEY, FakeTwilio, InMemoryStore, install
 
 
 class Store:
@@ -56,6 +57,7 @@ def store(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> It
     from infra.local.tables import create_table_request
 
     _settings_for_moto(monkeypatch)
+    monkeypatch.setattr(id_key, "conversation_id_key", lambda: ID_KEY)  # the dal's tables only
     with mock_aws():
         # The dal's resource, made inside the mock (a cached one may be a local stack's).
         resource = boto3.resource("dynamodb")

@@ -8,19 +8,25 @@ the conversation; its page shows the fragments in the order sent (their texts on
 console names, the reply sent and what Twilio reported of it. A failed run's page shows the
 state it failed in, its error and cause. A conversation handed off to a person shows its
 pause (since, by whom, until) and the person's reply with its status. Every AWS call the
-console makes is a read.
+console makes is one of its reads. Pages are opened as an operator opens them: the printed
+URL's token first (without it, or from another Host, nothing is served).
 
 CONSOLE_SCREENSHOT=1 also writes docs/console.png (docs/console.md)."""
 
 from __future__ import annotations
 
+import base64
+import fcntl
 import json
 import os
+import select
 import shutil
 import signal
 import subprocess
 import sys
 import time
+import urllib.error
+import urllib.request
 from collections.abc import Iterator
 from datetime import UTC, datetime
 from html.parser import HTMLParser
@@ -31,7 +37,7 @@ from werkzeug.test import Client
 
 from functions.dal.tables import assistant_turn_id
 from infra.console.app import ConsoleApp
-from infra.console.reading import NEEDED, READ_VERBS, StackReader, read_only_session
+from infra.console.reading import NEEDED, READS, StackReader, read_only_session
 from infra.stack_lookup import names
 from tests.support.operator_shell import ROOT, operator_shell
 from tests.support.waiting import wait_until
@@ -40,13 +46,15 @@ pytestmark = pytest.mark.e2e
 
 CHROMIUM = os.environ.get("CHROMIUM", "chromium")  # Debian's package; .ci/run installs it
 REFRESH = '<meta http-equiv="refresh"'
+PRESS = 'form[action="/message-text"] button'  # "Show message text"
 PAUSE_SECONDS = 0.2  # between fragments: well inside the 1 s window, apart on the timeline
 BURST = [("whatsapp_text", "text"), ("whatsapp_image", "photo"), ("whatsapp_location", "location")]
 
 
 @pytest.fixture(scope="module")
 def console(stack) -> Iterator[str]:
-    """`python -m infra.console` in an operator's shell, on any free port: its URL."""
+    """`python -m infra.console` in an operator's shell, on any free port: the URL it
+    prints (with its token)."""
     served = subprocess.Popen(
         [sys.executable, "-m", "infra.console", "--port", "0"],
         cwd=ROOT,
@@ -56,8 +64,8 @@ def console(stack) -> Iterator[str]:
     )
     try:
         line = served.stdout.readline().strip()  # type: ignore[union-attr]
-        assert line.startswith("Console: http://127.0.0.1:"), line
-        yield line.removeprefix("Console: ").rstrip("/")
+        assert line.startswith("Console: http://127.0.0.1:") and "/?token=" in line, line
+        yield line.removeprefix("Console: ")
     finally:
         served.send_signal(signal.SIGTERM)
         served.communicate(timeout=20)
@@ -82,33 +90,104 @@ class _Seen(HTMLParser):
             self.pieces.append(data.strip())
 
 
-def browse(url: str, profile: Path, show_text: bool = False, screenshot: Path | None = None) -> list[str]:
-    """The text on the page at `url` as headless Chromium renders it; with `show_text`, after
-    pressing "show message text" (the form's POST, from a page that submits it)."""
-    if not shutil.which(CHROMIUM):
-        pytest.fail(f"{CHROMIUM} not found: apt-get install chromium (or set CHROMIUM)")
-    target = url
-    profile.mkdir(parents=True, exist_ok=True)
-    if show_text:
-        base, _, path = url.partition("/conversations/")
-        press = profile / "press.html"
-        press.write_text(
-            f'<form method="post" action="{base}/message-text"><input name="show" value="1">'
-            f'<input name="back" value="/conversations/{path}"></form>'
-            "<script>document.forms[0].submit()</script>"
-        )
-        target = press.as_uri()
-    flags = ["--headless", "--no-sandbox", f"--user-data-dir={profile}", "--virtual-time-budget=5000"]
-    if screenshot:
-        shot = [*flags, "--hide-scrollbars", "--window-size=1200,1180", f"--screenshot={screenshot}", target]
-        subprocess.run([CHROMIUM, *shot], capture_output=True, timeout=60, check=True)
-    done = subprocess.run(
-        [CHROMIUM, *flags, "--dump-dom", target], capture_output=True, text=True, timeout=60
-    )
-    assert done.returncode == 0, done.stderr[-2000:]
+def browse(
+    console: str, page: str, profile: Path, show_text: bool = False, screenshot: Path | None = None
+) -> list[str]:
+    """The text on the console's `page` as headless Chromium renders it, opened as an
+    operator opens it (the printed URL's token in its URL, a cookie from then on); with
+    `show_text`, after pressing "Show message text" on it (its form's POST)."""
+    base, _, token = console.partition("/?token=")
+    with _Chromium(profile) as chromium:
+        chromium.load("Page.navigate", url=f"{base}{page}{'&' if '?' in page else '?'}token={token}")
+        if show_text:
+            chromium.load("Runtime.evaluate", expression=f"document.querySelector('{PRESS}').click()")
+        if screenshot:
+            chromium.call(
+                "Emulation.setDeviceMetricsOverride",
+                width=1200,
+                height=1180,
+                deviceScaleFactor=1,
+                mobile=False,
+            )
+            screenshot.write_bytes(base64.b64decode(chromium.call("Page.captureScreenshot")["data"]))
+        html = chromium.call("Runtime.evaluate", expression="document.documentElement.outerHTML")
     seen = _Seen()
-    seen.feed(done.stdout)
+    seen.feed(html["result"]["value"])
     return seen.pieces
+
+
+class _Chromium:
+    """Headless Chromium driven over its DevTools pipe (--remote-debugging-pipe: JSON
+    messages, each ending in a NUL byte, that it reads on its fd 3 and writes on its fd 4),
+    so that a test can press a button on a page."""
+
+    def __init__(self, profile: Path) -> None:
+        if not shutil.which(CHROMIUM):
+            pytest.fail(f"{CHROMIUM} not found: apt-get install chromium (or set CHROMIUM)")
+        commands, self._commands = os.pipe()
+        self._replies, replies = os.pipe()
+        ends = [fcntl.fcntl(fd, fcntl.F_DUPFD_CLOEXEC, 10) for fd in (commands, replies)]
+        for fd in (commands, replies):
+            os.close(fd)
+        on_3_and_4 = f'exec "$0" "$@" 3<&{ends[0]} 4>&{ends[1]}'  # bash: dash takes no fd past 9
+        flags = ["--headless", "--no-sandbox", f"--user-data-dir={profile}", "--hide-scrollbars"]
+        self.process = subprocess.Popen(
+            ["bash", "-c", on_3_and_4, CHROMIUM, *flags, "--remote-debugging-pipe"],
+            pass_fds=ends,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
+        for fd in ends:
+            os.close(fd)
+        self._sent, self._unread = 0, b""
+        self.events: list[str] = []  # the methods of the events read, since the last load
+        self.session: str | None = None
+        target = self.call("Target.createTarget", url="about:blank")["targetId"]
+        self.session = self.call("Target.attachToTarget", targetId=target, flatten=True)["sessionId"]
+        self.call("Page.enable")
+
+    def __enter__(self) -> _Chromium:
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        self.session = None
+        try:
+            self.call("Browser.close")
+        finally:
+            self.process.wait(timeout=30)
+            os.close(self._commands)
+            os.close(self._replies)
+
+    def load(self, method: str, **params: object) -> None:
+        """Call `method` (a navigation, or a script that leads to one) and wait until the page
+        it leads to is loaded."""
+        self.events.clear()
+        assert "errorText" not in self.call(method, **params)
+        while "Page.loadEventFired" not in self.events:
+            self._next()
+
+    def call(self, method: str, **params: object) -> dict:
+        self._sent += 1
+        message = {"id": self._sent, "method": method, "params": params}
+        if self.session:
+            message["sessionId"] = self.session
+        os.write(self._commands, json.dumps(message).encode() + b"\0")
+        while (reply := self._next()).get("id") != self._sent:
+            pass
+        assert "error" not in reply, (method, reply["error"])
+        return reply["result"]
+
+    def _next(self) -> dict:
+        while b"\0" not in self._unread:
+            assert select.select([self._replies], [], [], 60)[0], "Chromium did not answer in 60 s"
+            chunk = os.read(self._replies, 1 << 16)
+            assert chunk, "Chromium exited"
+            self._unread += chunk
+        message, _, self._unread = self._unread.partition(b"\0")
+        reply = json.loads(message)
+        if "method" in reply:
+            self.events.append(reply["method"])
+        return reply
 
 
 def _in_order(pieces: list[str], wanted: list[str]) -> bool:
@@ -133,11 +212,12 @@ def test_a_burst_of_three_fragments_as_a_person_sees_it(harness, console, tmp_pa
     wait_until(lambda: _reported(conversation_id, run["name"], sent["sid"]) == "read", timeout=10)
     reported = _reported(conversation_id, run["name"], sent["sid"])
 
-    start = browse(f"{console}/", tmp_path / "start")
-    page = browse(f"{console}/conversations/{conversation_id}", tmp_path / "page", show_text=True)
+    start = browse(console, "/", tmp_path / "start")
+    page = browse(console, f"/conversations/{conversation_id}", tmp_path / "page", show_text=True)
     if os.environ.get("CONSOLE_SCREENSHOT") == "1":
         browse(
-            f"{console}/conversations/{conversation_id}",
+            console,
+            f"/conversations/{conversation_id}",
             tmp_path / "shot",
             True,
             ROOT / "docs" / "console.png",
@@ -183,8 +263,8 @@ def test_a_handed_off_conversations_pages_show_the_pause_and_the_persons_reply(h
     _put_reply(harness, user, person)
     wait_until(lambda: _persons_reply_status(conversation_id) == "read", timeout=20)
 
-    start = browse(f"{console}/?status=handed+off", tmp_path / "start")
-    page = browse(f"{console}/conversations/{conversation_id}", tmp_path / "page", show_text=True)
+    start = browse(console, "/?status=handed+off", tmp_path / "start")
+    page = browse(console, f"/conversations/{conversation_id}", tmp_path / "page", show_text=True)
 
     paused_until = harness.conversation_of(user).paused_until
     assert _in_order(start, [conversation_id, f"paused (until {_shown(paused_until)})"])
@@ -233,7 +313,7 @@ def test_a_failed_runs_page_shows_the_state_it_failed_in(harness, console, tmp_p
         if event["type"] == "TaskFailed" and event["taskFailedEventDetails"]["error"] == run["error"]
     ][-1]
 
-    page = browse(f"{console}/conversations/{conversation_id}", tmp_path / "failed")
+    page = browse(console, f"/conversations/{conversation_id}", tmp_path / "failed")
 
     assert "FAILED" in " ".join(page)
     assert any(p.startswith(f"failed in {failed_in}: {run['error']}: ") for p in page)
@@ -255,7 +335,9 @@ def test_the_console_only_reads_and_refreshes_while_a_burst_is_in_flight(harness
     reloads itself while its burst is in flight, and no longer once it is answered."""
     session, operations = read_only_session(), []
     session.events.register("before-call", lambda model, **_: operations.append(model.name))
-    browser = Client(ConsoleApp(StackReader(names("BurstReply", NEEDED), session), local=True))
+    app = ConsoleApp(StackReader(names("BurstReply", NEEDED), session), local=True)
+    browser = Client(app)  # as http://localhost/
+    assert browser.get(app.served_at("localhost", 80)).status_code == 303  # the token's cookie
     user = harness.new_user()
     assert harness.send(user, "only read me").status_code == 200
     conversation_id = harness.conversation_of(user).conversation_id
@@ -266,7 +348,30 @@ def test_the_console_only_reads_and_refreshes_while_a_burst_is_in_flight(harness
     for path in ("/", "/?status=failed", f"/conversations/{conversation_id}"):
         assert browser.get(path).status_code == 200
     assert browser.get("/conversations/none").status_code == 404
-    assert browser.post("/message-text", data={"show": "1", "back": "/"}).status_code == 303
+    pressed = browser.post(
+        "/message-text", data={"show": "1", "back": "/"}, headers={"Origin": "http://localhost"}
+    )
+    assert pressed.status_code == 303
 
     assert {"Scan", "Query", "GetItem", "ListExecutions", "GetExecutionHistory"} <= set(operations)
-    assert [o for o in operations if not o.startswith(READ_VERBS)] == []
+    assert set(operations) <= READS
+
+
+def test_the_console_serves_its_printed_url_only(console):
+    """Without the printed URL's token, or for another Host (a DNS-rebound name), the served
+    console answers nothing but a refusal."""
+    base, _, token = console.partition("/?token=")
+
+    def status(url: str, host: str | None = None) -> int:
+        request = urllib.request.Request(url, headers={"Host": host} if host else {})
+        opener = urllib.request.build_opener(urllib.request.HTTPCookieProcessor())  # as a browser
+        try:
+            with opener.open(request, timeout=10) as answer:
+                return answer.status
+        except urllib.error.HTTPError as error:
+            return error.code
+
+    assert status(f"{base}/") == 403
+    assert status(f"{base}/?token=guessed") == 403
+    assert status(console, host="rebound.example") == 421
+    assert status(console) == 200  # redirected to the start page, the token in a cookie

@@ -37,7 +37,7 @@ CONTRACT = [  # in this order; lines are added at the end, never changed
     rf"Status callback: {URL}/twilio/status/\{{conversation\}}/\{{window\}}/\{{message\}}#rc=5&rp=all",
     rf"Paste in Twilio \(WhatsApp\): {URL}/whatsapp#rc=5&rp=all",
     rf"Paste in Twilio \(SMS\): {URL}/sms#rc=5&rp=all",
-    rf"Console: {URL}/",
+    rf"Console: {URL}/\?token=[\w-]+",
 ]
 
 

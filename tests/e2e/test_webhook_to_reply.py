@@ -3,11 +3,13 @@ Twilio stand-in, with a 1-second batch window."""
 
 from __future__ import annotations
 
+import hashlib
 import time
 
 import pytest
 from twilio.rest import Client
 
+from functions.inbound import Channel, address_key
 from infra.local.webhooks import inbound_form, new_message_sid, post_webhook, sign
 from tests.support.local_stack import BATCH_WINDOW_SECONDS, OUR_SMS, OUR_WHATSAPP
 
@@ -29,6 +31,27 @@ def test_three_fragments_within_the_window_get_one_reply(harness, configure):
     assert [r["status"] for r in runs] == ["SUCCEEDED"]
     assert harness.ai_inputs(conversation_id) == ["Hey\nI have a question about my order\nOrder #12345"]
     assert harness.replies_to(user) == ["You said: Hey\nI have a question about my order\nOrder #12345"]
+
+
+def test_a_bursts_runs_are_named_by_an_id_that_gives_away_no_number(harness, configure):
+    """Execution names carry the conversation id, which is keyed (functions/integrations/
+    id_key.py): no run's name holds the person's digits or the unkeyed hash of the
+    addresses that anyone could compute from a phone number."""
+    configure(BATCH_WINDOW_SECONDS="2")
+    user = harness.new_user()
+    for fragment in ["Hi", "call me back", "please"]:
+        assert harness.send(user, fragment).status_code == 200
+    conversation_id = harness.conversation_of(user).conversation_id
+    runs = harness.wait_until_quiet(conversation_id, runs=1)
+
+    tenant, digits = harness.stack.config.twilio_account_sid, user.removeprefix("whatsapp:+")
+    addresses = address_key(Channel.WHATSAPP, user, OUR_WHATSAPP)
+    unkeyed = "c" + hashlib.sha256(f"{tenant}#{addresses}".encode()).hexdigest()[:24]
+    assert [r["status"] for r in runs] == ["SUCCEEDED"]
+    assert conversation_id != unkeyed and len(conversation_id) == len(unkeyed)
+    assert runs[0]["name"].startswith(conversation_id + "-")  # the keyed id names the run
+    names = [r["name"] for r in harness.all_runs()]
+    assert [n for n in names if digits in n or unkeyed in n] == []
 
 
 def test_two_bursts_further_apart_than_the_window_get_two_replies(harness):

@@ -246,3 +246,43 @@ def test_the_tenant_reader_is_assumed_by_the_functions_that_know_the_tenant_with
 def test_the_tenant_reader_is_not_assumed_by_the_other_functions(synthesized, other):
     trust = "the role's trust policy does not allow it"
     assert trust in {r[2] for r in refusals(synthesized[1], assume(other, tenant=TENANT_A))}
+
+
+# --- a helpdesk's commands on the bus ------------------------------------------------------
+HELPDESK = "arn:aws:iam::123456789012:role/helpdesk"
+
+
+def helpdesk_puts(synthesized: Any, source: str, detail_type: str, tenant: str | None) -> str | None:
+    """IAM's decision on a helpdesk's role putting one event on the bus: the role has the
+    managed policy the stack outputs (HelpdeskCommandsPolicyArn) and, if given, the tag
+    `tenant`; the bus's resource policy as synthesized. None: allowed."""
+    from infra.iam.evaluate import Evaluation, Principal
+    from infra.iam.requests import Request
+    from infra.iam.template import Deployed
+
+    from infra.iam import DEFINITION_FILE
+
+    deployed = Deployed(synthesized[1])
+    evaluation = Evaluation(deployed, DEFINITION_FILE.read_text())
+    (policy,) = deployed.of_type("AWS::IAM::ManagedPolicy").values()
+    statements = deployed.resolve(policy["Properties"]["PolicyDocument"])["Statement"]
+    evaluation.principals[HELPDESK] = Principal("Helpdesk", HELPDESK, statements)
+    (bus,) = evaluation.bus_policies
+    context = (("events:source", source), ("events:detail-type", detail_type))
+    tags = (("aws:PrincipalTag/tenant", tenant),) if tenant else ()
+    return evaluation.decide(Request(HELPDESK, "events:PutEvents", bus, "a helpdesk", context + tags))
+
+
+def test_a_helpdesk_role_puts_commands_only_with_its_own_tenants_source(synthesized):
+    own = f"helpdesk.{TENANT_A}"
+    assert helpdesk_puts(synthesized, own, "conversation.reply", TENANT_A) is None
+    assert helpdesk_puts(synthesized, own, "conversation.pause", TENANT_A) is None
+    # another tenant's source, from A's role: denied by the bus, whatever its own policy says
+    assert helpdesk_puts(synthesized, f"helpdesk.{TENANT_B}", "conversation.reply", TENANT_A) == (
+        "explicitly denied"
+    )
+    assert helpdesk_puts(synthesized, "helpdesk.example", "conversation.reply", TENANT_A) == "explicitly denied"
+    # a role with no tenant tag puts no command at all
+    assert helpdesk_puts(synthesized, own, "conversation.reply", None) == "explicitly denied"
+    # the service's own events stay the announcing function's
+    assert helpdesk_puts(synthesized, "burst-reply", "batch.answered", TENANT_A) == "explicitly denied"

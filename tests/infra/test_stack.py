@@ -174,7 +174,8 @@ def test_the_state_machine_is_standard_traced_and_logged(template):
 
 
 def test_secrets_alarms_bus_and_outputs_exist(template):
-    template.resource_count_is("AWS::SecretsManager::Secret", 1)  # the tenants' are not the stack's
+    # the OpenAI key and the key of conversation ids; the tenants' are not the stack's
+    template.resource_count_is("AWS::SecretsManager::Secret", 2)
     template.resource_count_is("AWS::Events::EventBus", 1)
     template.resource_count_is("AWS::CloudWatch::Alarm", 21)
     for name in (
@@ -406,9 +407,11 @@ def test_tenant_secrets_are_readable_under_their_own_prefix_only(synthesized, fu
     """Each statement's resources, rendered: the webhook and the status callback get the
     Twilio prefix and nothing broader, the OpenAI readers the OpenAI prefix (and the
     deployment's key, by Ref); the others read no tenant's secret with their own role: they
-    read a tenant's Twilio token in a session of the tenant reader (tests/infra/test_iam.py)."""
+    read a tenant's Twilio token in a session of the tenant reader (tests/infra/test_iam.py).
+    (The key of conversation ids, which the webhook reads too: the test below.)"""
     stack_json = synthesized[1]
     openai_key = logical_id_of(stack_json, "AWS::SecretsManager::Secret", "/Credentials/OpenAI/")
+    id_key = logical_id_of(stack_json, "AWS::SecretsManager::Secret", "/Credentials/ConversationIdKey/")
     patterns, refs = [], []
     for statement in _secret_statements(stack_json, function):
         assert _actions([statement]) == {"secretsmanager:GetSecretValue"}
@@ -419,12 +422,47 @@ def test_tenant_secrets_are_readable_under_their_own_prefix_only(synthesized, fu
             if resource == {"Ref": openai_key}:
                 refs.append(resource)
                 continue
+            if resource == {"Ref": id_key}:
+                continue
             parts = resource["Fn::Join"][1]
             assert parts[0] == "arn:" and ":secretsmanager:" in parts and ":secret:" in parts[-1], parts
             patterns.append(parts[-1].split(":secret:", 1)[1])
     assert patterns == prefixes
     reads_openai = function in ("GenerateReply", "ConversationCommands")
     assert refs == ([{"Ref": openai_key}] if reads_openai else [])
+
+
+def test_only_the_functions_that_create_conversations_read_the_key_of_their_ids(synthesized):
+    """The key is a secret of its own, generated; the webhook alone may read it, that secret
+    only, and is the one function told its name."""
+    from infra.constructs.permissions import CREATES_CONVERSATIONS
+
+    stack_json = synthesized[1]
+    id_key = logical_id_of(stack_json, "AWS::SecretsManager::Secret", "/Credentials/ConversationIdKey/")
+    generated = stack_json["Resources"][id_key]["Properties"]["GenerateSecretString"]
+    assert (generated["PasswordLength"], generated["ExcludePunctuation"]) == (64, True)
+    reading = {
+        f.logical_id: [
+            s
+            for s in _secret_statements(stack_json, f.logical_id)
+            if {"Ref": id_key} in _listed(s["Resource"])
+        ]
+        for f in ALL_FUNCTIONS
+    }
+    told = {
+        f.logical_id
+        for f in ALL_FUNCTIONS
+        if "CONVERSATION_ID_KEY_SECRET_NAME" in _environment(stack_json, f.logical_id)
+    }
+    assert {f for f, statements in reading.items() if statements} == told == set(CREATES_CONVERSATIONS)
+    assert told == {"Webhook"}
+    (statement,) = reading["Webhook"]
+    assert statement["Resource"] == {"Ref": id_key}  # that one secret, no pattern
+    assert _actions([statement]) == {"secretsmanager:GetSecretValue"}
+
+
+def _listed(value: Any) -> list[Any]:
+    return value if isinstance(value, list) else [value]
 
 
 def test_the_webhook_checks_signatures_against_the_apis_own_url(synthesized):
@@ -443,8 +481,8 @@ def test_the_webhook_checks_signatures_against_the_apis_own_url(synthesized):
 
 def test_only_the_announcing_function_may_put_the_services_own_events_on_the_bus(synthesized):
     stack_json = synthesized[1]
-    (policy,) = resources(stack_json, "AWS::Events::EventBusPolicy").values()
-    statement = policy["Properties"]["Statement"]
+    statements = [p["Properties"]["Statement"] for p in resources(stack_json, "AWS::Events::EventBusPolicy").values()]
+    (statement,) = [s for s in statements if s["Sid"].endswith("OnlyTheRecordingFunctionPublishes")]
     role = logical_id_of(stack_json, "AWS::IAM::Role", "/Functions/RecordTurnsAndReleaseLock/ServiceRole/")
     assert (statement["Effect"], statement["Action"], statement["Principal"]) == (
         "Deny",

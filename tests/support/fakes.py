@@ -19,9 +19,12 @@ from functions.dal.models import BatchWindow, Conversation, Turn
 from functions.dal.reply_sending import SendingAttempt
 from functions.errors import ConversationNotFound, TwilioPermanentError, TwilioRetryableError
 from functions.inbound import Channel, address_key
-from functions.integrations import secrets, twilio_messages, twilio_typing
+from functions.integrations import id_key, secrets, twilio_messages, twilio_typing
 from tests.support.fake_staged_messages import InMemoryStagedMessages
 from tests.support.fake_twilio import FakeTwilio
+
+# The deployment's key of conversation ids, as the fakes' store draws them (no Secrets Manager).
+ID_KEY = b"the-fakes-key-of-conversation-ids-0123456789"
 
 
 def condition_failed(operation: str) -> ClientError:
@@ -278,6 +281,7 @@ def install(monkeypatch: pytest.MonkeyPatch, store: InMemoryStore, twilio: FakeT
     monkeypatch.setattr(conversations, "require", store.require_conversation)
     monkeypatch.setattr(conversations, "find", store.find_conversation)
     monkeypatch.setattr(conversations, "create", store.create_conversation)
+    monkeypatch.setattr(id_key, "conversation_id_key", lambda: ID_KEY)
     monkeypatch.setattr(conversations, "get", store.get_conversation)
     monkeypatch.setattr(conversations, "record_delivery_failure", store.record_delivery_failure)
     monkeypatch.setattr(conversations, "acquire_lock", store.acquire_lock)

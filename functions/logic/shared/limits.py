@@ -40,6 +40,8 @@ stops is a metric and an alarm, and, with LIMITED_REPLY set, a notice to the per
 from __future__ import annotations
 
 import hashlib
+from dataclasses import dataclass
+from datetime import datetime
 from enum import StrEnum
 from typing import TYPE_CHECKING
 
@@ -72,6 +74,9 @@ class Limit(StrEnum):
     OPTED_OUT = "opted_out"
     # Nor this: the person asked for a person (functions/logic/shared/handoff.py).
     HANDED_OFF = handoff.HANDED_OFF
+    # A helpdesk's commands (functions/logic/entry_points/conversation_commands.py).
+    CONVERSATION_COMMANDS = "commands_per_hour_per_conversation"
+    TENANT_COMMANDS = "commands_per_hour_per_tenant"
 
 
 _TENANT_CEILINGS = (Limit.TENANT_AI_CALLS, Limit.NEW_CONVERSATIONS, Limit.TENANT_AI_TOKENS)
@@ -171,6 +176,47 @@ def count_what_it_spends(request: BatchRequest, conversation: Conversation) -> N
     sids = request.message_sids
     request.asked_again_as = lambda what: count_request_again(conversation, sids, what)
     request.tokens_spent = lambda state: count_tokens(conversation, sids, state.id, state.total_tokens)
+
+
+@dataclass(frozen=True)
+class CommandAdmission:
+    """A helpdesk's command as the limits took it: when its event was first received (the
+    time it is recorded with, whatever `time` its sender wrote) and the limit that refused
+    it, if one did."""
+
+    received_at: datetime
+    refused_by: Limit | None
+
+
+def admit_command(conversation: Conversation, event_id: str) -> CommandAdmission:
+    """Count a helpdesk's command (event `event_id`) for its conversation and its tenant,
+    unless either has reached its hourly limit (MAX_COMMANDS_PER_HOUR_PER_CONVERSATION,
+    MAX_COMMANDS_PER_HOUR_PER_TENANT): then refused by that limit, nothing counted, and the
+    metrics. Decided once per event: a redelivery finds the first delivery's time and
+    decision (one made by a delivery that died before recording it is made again)."""
+    now = clock.now()
+    hour = int(now.timestamp()) // _HOUR
+    receipt = usage_counters.receive_command(event_id, clock.iso(now), (hour + 48) * _HOUR)
+    received_at = clock.parse(receipt.received_at)
+    if receipt.admitted is not None:
+        return CommandAdmission(received_at, None if receipt.admitted else Limit.CONVERSATION_COMMANDS)
+    settings = get_settings()
+    tenant, cid = conversation.tenant_account_sid or "", conversation.conversation_id
+    per_conversation = Counter(f"commands#{cid}#{hour}", settings.max_commands_per_hour_per_conversation)
+    per_tenant = Counter.sharded(
+        f"tenant_commands#{tenant}#{hour}", settings.max_commands_per_hour_per_tenant, cid
+    )
+    limit_of = {per_conversation.key: Limit.CONVERSATION_COMMANDS, per_tenant.key: Limit.TENANT_COMMANDS}
+    full = usage_counters.count([Count(per_conversation), Count(per_tenant)], (hour + 2) * _HOUR)
+    usage_counters.record_admission(event_id, full is None)
+    if full is None:
+        return CommandAdmission(received_at, None)
+    reached = limit_of[full.key]
+    logger.warning("Command limit reached: command refused", extra={"limit": reached.value})
+    count("ConversationCommandsLimited")
+    if reached is Limit.TENANT_COMMANDS:
+        count_by_tenant("TenantCeilingReached", tenant)
+    return CommandAdmission(received_at, reached)
 
 
 class _Counters:

@@ -43,7 +43,7 @@ def send_reply(task: SendInput) -> SentSummary:
     already sent (by an earlier attempt) are not sent again. Each carries its status
     callback (status_callback.py). A permanent refusal is recorded on the conversation; when it
     is WhatsApp's closed 24-hour window and a template is configured, the template is sent
-    instead, once. Nothing to send unless the AI answered, or a limited turn carries a
+    instead of the assistant's reply, once (a person's reply's command decides that itself). Nothing to send unless the AI answered, or a limited turn carries a
     message of its own (an opt-out's confirmation, consent.py)."""
     notice = task.reply.answered_by == "limited" and task.reply.reply_chars > 0
     if task.reply.answered_by not in ("ai", "person") and not notice:
@@ -66,7 +66,8 @@ def send_reply(task: SendInput) -> SentSummary:
             if notice:  # a courtesy, not the answer to the batch: the batch stands
                 logger.warning("Notice not sent: Twilio refused it", extra={"error_code": error.code})
                 return SentSummary(message_sids=[], parts=0)
-            if error.code != twilio_messages.WHATSAPP_WINDOW_CLOSED or sent:
+            person = task.reply.answered_by == "person"  # its command asks for a template, or not
+            if error.code != twilio_messages.WHATSAPP_WINDOW_CLOSED or sent or person:
                 raise
             sid = status_callback.send_template_once(
                 conversation,
