@@ -85,7 +85,7 @@ class BurstReplyStack(Stack):
             self,
             "HelpdeskCommandsPolicyArn",
             value=policy.helpdesk_policy.managed_policy_arn,
-            description="a helpdesk's role, tagged tenant=<AccountSid>, attaches it to put that tenant's commands",
+            description="a helpdesk's role, tagged tenant=<AccountSid>, attaches it to put its commands",
         )
         commands = functions[CONVERSATION_COMMANDS.logical_id]
         ConversationCommandsRule(self, "ConversationCommands", bus=bus, function=commands)

@@ -172,5 +172,7 @@ SET_ASIDE_TURN_FIELDS = "conversation_id, turn_id, #r, #s, window_id, failed_at"
 
 # A helpdesk's command as first received (usage_counters.receive_command): its time, kept
 # for every delivery of the event, and whether the command limits admitted it.
-RECEIVE_COMMAND = "SET received_at = if_not_exists(received_at, :now), expires_at = if_not_exists(expires_at, :exp)"
+RECEIVE_COMMAND = (
+    "SET received_at = if_not_exists(received_at, :now), expires_at = if_not_exists(expires_at, :exp)"
+)
 ADMIT_COMMAND = "SET admitted = :admitted"

@@ -81,7 +81,8 @@ class AnsweredBatchBusPolicy(Construct):
         self.helpdesk_policy = iam.ManagedPolicy(
             self,
             "HelpdeskCommands",
-            description="Put a tenant's conversation commands on the bus; attach to a role tagged tenant=<AccountSid>",
+            description="Put a tenant's conversation commands on the bus "
+            "(for a role tagged tenant=<AccountSid>)",
             statements=[
                 iam.PolicyStatement(
                     actions=["events:PutEvents"],

@@ -281,7 +281,7 @@ def _put_reply(harness, user: str, body: str) -> None:
     detail = {"AccountSid": harness.stack.config.twilio_account_sid, "conversation": user, "body": body}
     entry = {
         "EventBusName": get_settings().event_bus_name,
-        "Source": "helpdesk.example",
+        "Source": f"helpdesk.{detail['AccountSid']}",
         "DetailType": "conversation.reply",
         "Detail": json.dumps(detail),
     }

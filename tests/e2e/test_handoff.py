@@ -73,7 +73,7 @@ def put_command(harness: Any, detail_type: str, detail: dict[str, Any]) -> None:
     """A helpdesk's command, put on the bus as a helpdesk puts it (its own source)."""
     entry = {
         "EventBusName": get_settings().event_bus_name,
-        "Source": "helpdesk.example",
+        "Source": f"helpdesk.{detail['AccountSid']}",
         "DetailType": detail_type,
         "Detail": json.dumps(detail),
     }
@@ -149,7 +149,7 @@ def test_a_reply_event_delivered_twice_is_sent_once_and_another_tenants_is_refus
     event = {
         "id": str(uuid.uuid4()),
         "detail-type": "conversation.reply",
-        "source": "helpdesk.example",
+        "source": f"helpdesk.{harness.stack.config.twilio_account_sid}",
         "time": "2026-11-26T10:00:00Z",
         "detail": {
             "AccountSid": harness.stack.config.twilio_account_sid,

@@ -256,11 +256,10 @@ def helpdesk_puts(synthesized: Any, source: str, detail_type: str, tenant: str |
     """IAM's decision on a helpdesk's role putting one event on the bus: the role has the
     managed policy the stack outputs (HelpdeskCommandsPolicyArn) and, if given, the tag
     `tenant`; the bus's resource policy as synthesized. None: allowed."""
+    from infra.iam import DEFINITION_FILE
     from infra.iam.evaluate import Evaluation, Principal
     from infra.iam.requests import Request
     from infra.iam.template import Deployed
-
-    from infra.iam import DEFINITION_FILE
 
     deployed = Deployed(synthesized[1])
     evaluation = Evaluation(deployed, DEFINITION_FILE.read_text())
@@ -281,7 +280,9 @@ def test_a_helpdesk_role_puts_commands_only_with_its_own_tenants_source(synthesi
     assert helpdesk_puts(synthesized, f"helpdesk.{TENANT_B}", "conversation.reply", TENANT_A) == (
         "explicitly denied"
     )
-    assert helpdesk_puts(synthesized, "helpdesk.example", "conversation.reply", TENANT_A) == "explicitly denied"
+    assert (
+        helpdesk_puts(synthesized, "helpdesk.example", "conversation.reply", TENANT_A) == "explicitly denied"
+    )
     # a role with no tenant tag puts no command at all
     assert helpdesk_puts(synthesized, own, "conversation.reply", None) == "explicitly denied"
     # the service's own events stay the announcing function's

@@ -481,7 +481,9 @@ def test_the_webhook_checks_signatures_against_the_apis_own_url(synthesized):
 
 def test_only_the_announcing_function_may_put_the_services_own_events_on_the_bus(synthesized):
     stack_json = synthesized[1]
-    statements = [p["Properties"]["Statement"] for p in resources(stack_json, "AWS::Events::EventBusPolicy").values()]
+    statements = [
+        p["Properties"]["Statement"] for p in resources(stack_json, "AWS::Events::EventBusPolicy").values()
+    ]
     (statement,) = [s for s in statements if s["Sid"].endswith("OnlyTheRecordingFunctionPublishes")]
     role = logical_id_of(stack_json, "AWS::IAM::Role", "/Functions/RecordTurnsAndReleaseLock/ServiceRole/")
     assert (statement["Effect"], statement["Action"], statement["Principal"]) == (

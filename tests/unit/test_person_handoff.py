@@ -14,9 +14,11 @@ from functions.contract import BatchSummary, GenerateInput, RecordInput, ReplySu
 from functions.dal import conversations, tenants
 from functions.dal.models import Conversation, Tenant, Turn
 from functions.dal.tables import assistant_turn_id, user_turn_id
+from functions.inbound import Channel
 from functions.integrations import event_bus
 from functions.logic.entry_points.conversation_commands import run_command
 from functions.logic.rules import handoff as rules
+from functions.logic.shared import limits
 from functions.logic.states.generate_reply import generate_reply
 from functions.logic.states.record_turns_and_release_lock import record_turns_and_release_lock
 from tests.support.fakes import InMemoryStore, store_with_conversation
@@ -40,9 +42,8 @@ def paused(
 
 
 def conversation(**fields) -> Conversation:
-    return Conversation(
-        conversation_id="c1", channel="whatsapp", user_address=USER, our_address=US, created_at="t", **fields
-    )
+    fields = {"channel": "whatsapp", **fields}
+    return Conversation(conversation_id="c1", user_address=USER, our_address=US, created_at="t", **fields)
 
 
 # --- the rules ------------------------------------------------------------------------------
@@ -158,7 +159,7 @@ def command(detail_type: str, **detail: object) -> dict[str, object]:
     return {
         "id": "e1",
         "detail-type": detail_type,
-        "source": "helpdesk.example",
+        "source": f"helpdesk.{TENANT}",
         "time": "2026-11-26T12:00:00Z",
         "detail": {"AccountSid": TENANT, "conversation": "c1", **detail},
     }
@@ -176,6 +177,9 @@ def commanded(monkeypatch) -> list[tuple[str, ...]]:
         conversations, "pause", lambda cid, at, by, until, message=None: done.append(("pause", by))
     )
     monkeypatch.setattr(conversations, "resume", lambda cid: done.append(("resume",)))
+    monkeypatch.setattr(
+        limits, "admit_command", lambda c, event_id: limits.CommandAdmission(clock.now(), None)
+    )
     return done
 
 
@@ -198,6 +202,33 @@ def test_a_helpdesk_pauses_and_resumes_its_tenants_conversation(commanded):
 def test_a_command_naming_no_conversation_of_its_tenant_is_refused(commanded, event):
     assert run_command(event) == {"outcome": "refused"}
     assert commanded == []
+
+
+@pytest.mark.parametrize("source", ["helpdesk.example", f"helpdesk.{STRANGER}", "burst-reply"])
+def test_a_command_from_any_source_but_its_tenants_own_is_refused(commanded, source):
+    assert run_command(command("conversation.pause") | {"source": source}) == {"outcome": "refused"}
+    assert commanded == []
+
+
+def test_a_closed_conversation_cannot_be_commanded(commanded, monkeypatch):
+    closed = conversation(tenant_account_sid=TENANT, task_complete=True)
+    monkeypatch.setattr(conversations, "get", lambda cid: closed)
+    assert run_command(command("conversation.pause")) == {"outcome": "refused"}
+    assert commanded == []
+
+
+@pytest.mark.parametrize(
+    ("fields", "body", "outcome"),
+    [
+        ({"opted_out": True}, "Hello from Sam.", "opted_out"),
+        ({"channel": Channel.SMS}, "word " * 400, "too_long"),  # 2,000 characters: 14 SMS segments
+    ],
+    ids=["opted out", "more SMS segments than a reply may have"],
+)
+def test_a_persons_reply_that_breaks_a_rule_is_not_sent(commanded, monkeypatch, fields, body, outcome):
+    monkeypatch.setattr(conversations, "get", lambda cid: conversation(tenant_account_sid=TENANT, **fields))
+    event = command("conversation.reply", body=body)
+    assert run_command(event)["outcome"] == outcome
 
 
 @pytest.mark.parametrize(

@@ -155,7 +155,9 @@ def _breaks_a_rule(body: str, conversation: Conversation) -> Outcome | None:
     return None
 
 
-def _send_persons_reply(command: CommandEvent, conversation: Conversation, received_at: datetime) -> dict[str, Any]:
+def _send_persons_reply(
+    command: CommandEvent, conversation: Conversation, received_at: datetime
+) -> dict[str, Any]:
     """Out through the conversation's number once, then into its OpenAI conversation;
     outside WhatsApp's 24 hours, the template instead when the command asks for it. (The
     Twilio and OpenAI SDKs are loaded here, not at a cold start that may only pause.)"""
@@ -182,7 +184,11 @@ def _send_persons_reply(command: CommandEvent, conversation: Conversation, recei
                 credentials=secrets.twilio_credentials_in_tenant_session,
             )
         if template is not None:
-            return {"outcome": Outcome.TEMPLATE_SENT.value, "turn_id": ref.assistant_turn_id, "message_sids": [template]}
+            return {
+                "outcome": Outcome.TEMPLATE_SENT.value,
+                "turn_id": ref.assistant_turn_id,
+                "message_sids": [template],
+            }
         count("PersonRepliesNotSent")
         return {"outcome": Outcome.NOT_SENT.value, "error_code": error.code}
     item_id = person_reply.after_sent(conversation, ref)

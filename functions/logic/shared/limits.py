@@ -192,8 +192,7 @@ def admit_command(conversation: Conversation, event_id: str) -> CommandAdmission
     """Count a helpdesk's command (event `event_id`) for its conversation and its tenant,
     unless either has reached its hourly limit (MAX_COMMANDS_PER_HOUR_PER_CONVERSATION,
     MAX_COMMANDS_PER_HOUR_PER_TENANT): then refused by that limit, nothing counted, and the
-    metrics. Decided once per event: a redelivery finds the first delivery's time and
-    decision (one made by a delivery that died before recording it is made again)."""
+    metrics. Decided once per event: a redelivery finds the first delivery's time and decision."""
     now = clock.now()
     hour = int(now.timestamp()) // _HOUR
     receipt = usage_counters.receive_command(event_id, clock.iso(now), (hour + 48) * _HOUR)
