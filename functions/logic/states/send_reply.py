@@ -44,7 +44,8 @@ def send_reply(task: SendInput) -> SentSummary:
     callback (status_callback.py). A permanent refusal is recorded on the conversation; when it
     is WhatsApp's closed 24-hour window and a template is configured, the template is sent
     instead of the assistant's reply, once (a person's reply's command decides that itself).
-    Nothing to send unless the AI answered, or a limited turn carries a message of its own (an opt-out's confirmation, consent.py)."""
+    Nothing to send unless the AI answered, or a limited turn carries a message of its own
+    (an opt-out's confirmation, consent.py)."""
     notice = task.reply.answered_by == "limited" and task.reply.reply_chars > 0
     if task.reply.answered_by not in ("ai", "person") and not notice:
         return SentSummary(message_sids=[], parts=0)
