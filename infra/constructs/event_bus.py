@@ -33,49 +33,35 @@ class AnsweredBatchBusPolicy(Construct):
         super().__init__(scope, construct_id)
         role = publisher.role
         assert role is not None, "a function has a role"
-        bus.add_to_resource_policy(
-            iam.PolicyStatement(
-                sid="OnlyTheRecordingFunctionPublishes",
-                effect=iam.Effect.DENY,
-                principals=[iam.AnyPrincipal()],
-                actions=["events:PutEvents"],
-                resources=[bus.event_bus_arn],
-                conditions={
-                    "ArnNotEquals": {"aws:PrincipalArn": role.role_arn},
-                    "StringEquals": {"events:source": SOURCE},
-                },
+        deny = {
+            "OnlyTheRecordingFunctionPublishes": {
+                "ArnNotEquals": {"aws:PrincipalArn": role.role_arn},
+                "StringEquals": {"events:source": SOURCE},
+            },
+            # A command names its tenant (`detail.AccountSid`): only a principal tagged with
+            # that tenant may put it, with that tenant's source, which the function checks
+            # against the AccountSid. A principal without the tag puts no command at all (a
+            # policy variable that does not resolve would leave the statement above unapplied).
+            "CommandsOnlyWithTheirTenantsSource": {
+                "StringLike": {"events:detail-type": COMMANDS},
+                "StringNotEquals": {"events:source": TENANTS_OWN_SOURCE},
+            },
+            "CommandsOnlyFromATenantsPrincipal": {
+                "StringLike": {"events:detail-type": COMMANDS},
+                "Null": {"aws:PrincipalTag/tenant": "true"},
+            },
+        }
+        for sid, conditions in deny.items():
+            bus.add_to_resource_policy(
+                iam.PolicyStatement(
+                    sid=sid,
+                    effect=iam.Effect.DENY,
+                    principals=[iam.AnyPrincipal()],
+                    actions=["events:PutEvents"],
+                    resources=[bus.event_bus_arn],
+                    conditions=conditions,
+                )
             )
-        )
-        # A command names its tenant (`detail.AccountSid`): only a principal tagged with
-        # that tenant may put it, with that tenant's source, which the function checks
-        # against the AccountSid. A principal without the tag puts no command at all (a
-        # policy variable that does not resolve would leave the statement above unapplied).
-        bus.add_to_resource_policy(
-            iam.PolicyStatement(
-                sid="CommandsOnlyWithTheirTenantsSource",
-                effect=iam.Effect.DENY,
-                principals=[iam.AnyPrincipal()],
-                actions=["events:PutEvents"],
-                resources=[bus.event_bus_arn],
-                conditions={
-                    "StringLike": {"events:detail-type": COMMANDS},
-                    "StringNotEquals": {"events:source": TENANTS_OWN_SOURCE},
-                },
-            )
-        )
-        bus.add_to_resource_policy(
-            iam.PolicyStatement(
-                sid="CommandsOnlyFromATenantsPrincipal",
-                effect=iam.Effect.DENY,
-                principals=[iam.AnyPrincipal()],
-                actions=["events:PutEvents"],
-                resources=[bus.event_bus_arn],
-                conditions={
-                    "StringLike": {"events:detail-type": COMMANDS},
-                    "Null": {"aws:PrincipalTag/tenant": "true"},
-                },
-            )
-        )
         # What a helpdesk's role (tagged `tenant` = its AccountSid) attaches to put its
         # tenant's commands, and nothing else, on this bus.
         self.helpdesk_policy = iam.ManagedPolicy(

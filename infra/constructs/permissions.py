@@ -126,6 +126,8 @@ GRANTS: dict[str, Grants] = {
         (("dynamodb:GetItem",), ("Tenants",)),
         # a person's reply: its turn, sent once (Send Reply's code), its OpenAI item
         (("dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:UpdateItem"), ("Turns",)),
+        # the command limits: each event's receipt, counted on the counters' shards
+        (("dynamodb:UpdateItem", "dynamodb:BatchGetItem"), ("UsageCounters",)),
         # its Twilio credentials: in a tenant session, as Send Reply reads them
         (("secretsmanager:GetSecretValue",), ("secret:openai", "secrets:openai-tenants")),
     ],

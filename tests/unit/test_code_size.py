@@ -1,5 +1,6 @@
 """The code stays readable in pieces: no function in functions/ or infra/ over 50 lines
-(from its `def` to its last line, docstring included) and no file there over 300."""
+(from its `def` to its last line, docstring included) and no file there over 500: a
+concept (a table's access, a protocol) is kept whole in one file rather than cut to a count."""
 
 from __future__ import annotations
 
@@ -8,7 +9,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent.parent
 SOURCES = sorted(p for folder in ("functions", "infra") for p in (ROOT / folder).rglob("*.py"))
-MAX_FUNCTION_LINES, MAX_FILE_LINES = 50, 300
+MAX_FUNCTION_LINES, MAX_FILE_LINES = 50, 500
 
 
 def test_the_sources_are_found():
@@ -26,7 +27,7 @@ def test_no_function_is_over_50_lines():
     assert long == []
 
 
-def test_no_file_is_over_300_lines():
+def test_no_file_is_over_500_lines():
     long = [
         f"{path.relative_to(ROOT)} ({count} lines)"
         for path in SOURCES
