@@ -62,9 +62,12 @@ class AnsweredBatchBusPolicy(Construct):
                     conditions=conditions,
                 )
             )
-        # What a helpdesk's role (tagged `tenant` = its AccountSid) attaches to put its
-        # tenant's commands, and nothing else, on this bus.
-        self.helpdesk_policy = iam.ManagedPolicy(
+        self.helpdesk_policy = self._helpdesk_policy(bus)
+
+    def _helpdesk_policy(self, bus: events.EventBus) -> iam.ManagedPolicy:
+        """What a helpdesk's role (tagged `tenant` = its AccountSid) attaches to put its
+        tenant's commands, and nothing else, on this bus."""
+        return iam.ManagedPolicy(
             self,
             "HelpdeskCommands",
             description="Put a tenant's conversation commands on the bus "

@@ -69,11 +69,12 @@ def handed_off_batches(harness: Any) -> Any:
     return details
 
 
-def put_command(harness: Any, detail_type: str, detail: dict[str, Any]) -> None:
-    """A helpdesk's command, put on the bus as a helpdesk puts it (its own source)."""
+def put_command(harness: Any, detail_type: str, detail: dict[str, Any], source: str | None = None) -> None:
+    """A helpdesk's command, put on the bus as a helpdesk puts it (its tenant's own source,
+    unless another is given)."""
     entry = {
         "EventBusName": get_settings().event_bus_name,
-        "Source": f"helpdesk.{detail['AccountSid']}",
+        "Source": source or f"helpdesk.{detail['AccountSid']}",
         "DetailType": detail_type,
         "Detail": json.dumps(detail),
     }
@@ -171,6 +172,29 @@ def test_a_reply_event_delivered_twice_is_sent_once_and_another_tenants_is_refus
     assert harness.replies_to(user) == ["You said: hello", "A person here."]
     assert error is None and refused == {"outcome": "refused"}
     assert openai_items(harness, conversation_id).count(("assistant", "A person here.")) == 1
+
+
+def test_a_command_counts_only_from_its_tenants_own_source_and_keeps_the_persons_opt_out(harness):
+    user, stopped = harness.new_user(), harness.new_user()
+    conversation_id = answered_once(harness, user, "hello")
+    tenant = harness.stack.config.twilio_account_sid
+    stranger, _ = harness.add_tenant()
+    harness.send(stopped, "STOP")
+    harness.wait_until_quiet(harness.conversation_of(stopped).conversation_id, runs=1)
+    sent_to_stopped = harness.replies_to(stopped)
+
+    reply = {"AccountSid": tenant, "conversation": user}
+    put_command(harness, "conversation.reply", reply | {"body": "from A's helpdesk"}, f"helpdesk.{stranger}")
+    put_command(harness, "conversation.reply", reply | {"body": "from anyone"}, "helpdesk.example")
+    put_command(harness, "conversation.reply", {"AccountSid": stranger, "conversation": user, "body": "A's"})
+    put_command(harness, "conversation.reply", reply | {"body": "You typed STOP"} | {"conversation": stopped})
+    put_command(harness, "conversation.reply", reply | {"body": "B's own helpdesk"})
+
+    wait_for(lambda: "B's own helpdesk" in harness.replies_to(user))
+    time.sleep(1)  # the refused commands were put first: any that went out would be here by now
+    assert harness.replies_to(user) == ["You said: hello", "B's own helpdesk"]
+    assert harness.replies_to(stopped) == sent_to_stopped
+    assert openai_items(harness, conversation_id).count(("assistant", "B's own helpdesk")) == 1
 
 
 def test_a_helpdesk_pauses_and_resumes_with_events_on_the_bus(harness):
