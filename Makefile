@@ -27,7 +27,7 @@ export JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION := 20
 export PYTHONPYCACHEPREFIX := $(CURDIR)/build/pycache
 unexport PYTHONDONTWRITEBYTECODE
 
-.PHONY: help install lock test unit contract emulator e2e infra chaos bench replay capacity demo local runs console smoke lint format clean build synth preflight account deploy destroy
+.PHONY: help install browser lock test unit contract emulator e2e infra chaos bench replay capacity demo local runs console smoke lint format clean build synth preflight account deploy destroy
 
 # The tests run in parallel, one local stack per worker (pytest-xdist): WORKERS=1 runs them
 # in one process. Two workers per core: the tests wait out batch windows about half of the
@@ -76,10 +76,23 @@ lock: $(UV)
 ## Every test, in parallel: unit, contract, state machine on the emulator, end to end over HTTP,
 ## stand-ins, CDK template; then the preflight checklist (IAM judges the AWS calls the tests
 ## recorded) on the template and the asset the tests built (make preflight synthesizes its own).
-## The console's test renders its pages in headless Chromium (Debian's chromium; .ci/run installs it).
-test: install
+## The console's test renders its pages in headless Chromium (make browser finds or installs it).
+test: install browser
 	$(PYTEST)
 	$(BIN)/python -m infra.preflight --tested
+
+## Headless Chromium for the console's test: the one CHROMIUM names, else chromium (or
+## chromium-browser) on PATH, else Debian's chromium installed with apt-get (as root, or with sudo
+## where it asks no password); with neither, it says what to install and fails.
+browser:
+	@command -v "$${CHROMIUM:-chromium}" > /dev/null || command -v chromium-browser > /dev/null || { \
+		if [ "$$(id -u)" = 0 ]; then as=; elif sudo -n true 2> /dev/null; then as=sudo; else \
+			echo "The console's test needs Chromium: install Debian's chromium (apt-get install chromium)" \
+				"or name a Chromium binary with CHROMIUM=/path" >&2; exit 1; fi; \
+		command -v apt-get > /dev/null || { echo "No Chromium and no apt-get: install Chromium and name it" \
+			"with CHROMIUM=/path" >&2; exit 1; }; \
+		echo "Installing Debian's chromium for the console's test (apt-get, once)"; \
+		$$as apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$as apt-get install -y -qq chromium > /dev/null; }
 
 ## The randomized fault test at a larger size: make chaos CONVERSATIONS=60 SEED=7 AT_ONCE=40
 chaos: install

@@ -44,7 +44,10 @@ from tests.support.waiting import wait_until
 
 pytestmark = pytest.mark.e2e
 
-CHROMIUM = os.environ.get("CHROMIUM", "chromium")  # Debian's package; .ci/run installs it
+# The one CHROMIUM names, else the first on PATH (make browser installs Debian's chromium).
+CHROMIUM = os.environ.get("CHROMIUM") or next(
+    (name for name in ("chromium", "chromium-browser") if shutil.which(name)), "chromium"
+)
 REFRESH = '<meta http-equiv="refresh"'
 PRESS = 'form[action="/message-text"] button'  # "Show message text"
 PAUSE_SECONDS = 0.2  # between fragments: well inside the 1 s window, apart on the timeline
