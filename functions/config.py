@@ -7,7 +7,7 @@ import os
 from functools import cache
 from typing import Annotated, Any, Literal
 
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from functions import stack_names
 from functions.default_model import DEFAULT_MODEL
@@ -242,6 +242,13 @@ class Settings(BaseModel):
     webhook_max_body_bytes: Annotated[int, Field(ge=1024)] = 128 * 1024
     webhook_max_fields: Annotated[int, Field(ge=10)] = 100
 
+    @model_validator(mode="after")
+    def _quiet_bounds_in_order(self) -> "Settings":
+        """Settings that contradict each other stop a synth (and a cold start) by name."""
+        if self.quiet_min_seconds > self.quiet_max_seconds:
+            raise ValueError("QUIET_MIN_SECONDS is above QUIET_MAX_SECONDS (adaptive mode's bounds)")
+        return self
+
     def public_base(self) -> PublicBase:
         """WEBHOOK_BASE_URL without its fragment (empty: not set), and the connection
         overrides Twilio's URLs carry: WEBHOOK_BASE_URL's fragment, or the setting."""
@@ -280,7 +287,7 @@ class SettingsError(ValueError):
 
     def __init__(self, error: ValidationError) -> None:
         self.names = tuple(dict.fromkeys(str(e["loc"][0]) for e in error.errors() if e["loc"]))
-        reasons = "; ".join(f"{e['loc'][0] if e['loc'] else '?'}: {e['msg']}" for e in error.errors())
+        reasons = "; ".join(f"{e['loc'][0]}: {e['msg']}" if e["loc"] else e["msg"] for e in error.errors())
         super().__init__(f"settings amiss: {reasons}")
 
 

@@ -41,6 +41,11 @@ def state_machine_log_group_name(machine_name: str) -> str:
     return f"/aws/vendedlogs/states/{machine_name}"
 
 
+# A WAFv2 rate-based statement's Limit, requests per evaluation window: 10 to 2,000,000,000
+# (AWS WAF API reference, RateBasedStatement); another fails the create and rolls the stack back.
+WAF_RATE_LIMITS = (10, 2_000_000_000)
+
+
 @dataclass(frozen=True)
 class StackSettings:
     """What a deployment chooses: CDK context (`-c name=value`, or cdk.json's context).
@@ -92,6 +97,8 @@ class StackSettings:
         for name in ("api_rate_limit", "api_burst_limit", "api_rate_limit_per_ip", "batch_window_seconds"):
             if getattr(self, name) < 1:
                 raise ValueError(f"{name}: at least 1")
+        if not WAF_RATE_LIMITS[0] <= self.api_rate_limit_per_ip <= WAF_RATE_LIMITS[1]:
+            raise ValueError("api_rate_limit_per_ip: from 10 to 2000000000 (AWS WAF's rate-based rule)")
         if self.webhook_reserved_concurrency < 0:
             raise ValueError("webhook_reserved_concurrency: 0 (none) or more")
 

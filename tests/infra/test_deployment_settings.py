@@ -177,7 +177,16 @@ def test_a_setting_a_function_read_while_the_tests_ran_that_the_stack_would_not_
 
 
 @pytest.mark.parametrize(
-    "line", ["WEBHOOK_RESERVED_CONCURRENCY=-1", "API_RATE_LIMIT=0", "STATE_MACHINE_LOG_LEVEL=ALLL"]
+    "line",
+    [
+        "WEBHOOK_RESERVED_CONCURRENCY=-1",
+        "API_RATE_LIMIT=0",
+        "STATE_MACHINE_LOG_LEVEL=ALLL",
+        # AWS WAF's rate-based statement: Limit from 10 to 2,000,000,000 (else the create fails
+        # and the stack rolls back)
+        "API_RATE_LIMIT_PER_IP=5",
+        "API_RATE_LIMIT_PER_IP=2000000001",
+    ],
 )
 def test_a_stack_setting_amiss_in_the_file_is_refused_naming_it(tmp_path, line):
     from infra.names import StackSettings
@@ -188,3 +197,12 @@ def test_a_stack_setting_amiss_in_the_file_is_refused_naming_it(tmp_path, line):
 
     with pytest.raises(ValueError, match=name):
         StackSettings.from_context({"settings_file": str(path)}.get, Path("."), Path("."))
+
+
+def test_settings_that_contradict_each_other_stop_the_synth_naming_both(tmp_path):
+    """Adaptive mode's least quiet wait above its longest would learn nothing: refused."""
+    from infra.deployment_settings import DeploymentSettingsError, validate
+
+    with pytest.raises(DeploymentSettingsError, match="QUIET_MIN_SECONDS.*QUIET_MAX_SECONDS"):
+        validate({"QUIET_MIN_SECONDS": "30", "QUIET_MAX_SECONDS": "20"})
+    validate({"QUIET_MIN_SECONDS": "2", "QUIET_MAX_SECONDS": "20"})
