@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable
 from typing import Any
 
@@ -58,18 +59,30 @@ def reserved_concurrency(template: dict[str, Any] | None) -> int:
     return sum(v for v in values if isinstance(v, int))
 
 
+def deployed_template(clients: Clients, deploy: Deploy) -> dict[str, Any] | None:
+    """The template the deployed stack runs (None before a first create)."""
+    if deploy.creates:
+        return None
+    body = clients("cloudformation").get_template(StackName=deploy.stack)["TemplateBody"]
+    return json.loads(body) if isinstance(body, str) else dict(body)  # botocore parses JSON itself
+
+
 def concurrency(clients: Clients, deploy: Deploy) -> Line:
     limits = clients("lambda").get_account_settings()["AccountLimit"]
     total, unreserved = limits["ConcurrentExecutions"], limits["UnreservedConcurrentExecutions"]
     reserved = reserved_concurrency(deploy.template)
     minimum = min(MINIMUM_UNRESERVED, total)
-    # A deployed stack's reservations are already out of the unreserved pool.
-    room = unreserved if deploy.creates else unreserved + reserved
+    # The deployed stack's own reservations are out of the unreserved pool already; the
+    # update gives them back before it takes the new ones.
+    held = reserved_concurrency(deployed_template(clients, deploy))
+    room = unreserved + held
+    desired = max(RECOMMENDED_CONCURRENCY, reserved + MINIMUM_UNRESERVED)
     increase = (
         f"aws service-quotas request-service-quota-increase --service-code lambda --quota-code "
-        f"{CONCURRENCY_QUOTA_CODE} --desired-value {RECOMMENDED_CONCURRENCY} --region {deploy.region}"
+        f"{CONCURRENCY_QUOTA_CODE} --desired-value {desired} --region {deploy.region}"
     )
     figures = f"{total} concurrent executions, {unreserved} unreserved; the stack reserves {reserved}"
+    figures += f" (the deployed stack reserves {held})" if held else ""
     if reserved and room - reserved < minimum:
         return Line(
             "FAIL",

@@ -224,6 +224,31 @@ def test_concurrency_the_stack_reserves_fails_when_lambda_cannot_keep_its_minimu
     assert account.concurrency(aws, _deploy(template=reserving)).status == "ok"
 
 
+def test_an_update_adds_back_the_deployed_reservation_and_asks_for_the_reservation_plus_lambdas_minimum(aws):
+    """1,000 in all, 1,000 unreserved (the deployed stack reserves none), the new template
+    950: Lambda would refuse it (100 must stay unreserved), so the check fails; and the quota
+    it asks for leaves 100 beside the new reservation."""
+    deployed, reserving = copy.deepcopy(TEMPLATE), copy.deepcopy(TEMPLATE)
+    reserving["Resources"]["FunctionsWebhook"]["Properties"]["ReservedConcurrentExecutions"] = 950
+    deployed["Resources"]["FunctionsWebhook"]["Properties"]["ReservedConcurrentExecutions"] = 900
+    settings, templates = Stubber(aws("lambda")), Stubber(aws("cloudformation"))
+    for unreserved, template in ((1000, TEMPLATE), (100, deployed)):
+        limits = {"ConcurrentExecutions": 1000, "UnreservedConcurrentExecutions": unreserved}
+        settings.add_response("get_account_settings", {"AccountLimit": limits, "AccountUsage": {}})
+        body = {"TemplateBody": json.dumps(template)}
+        templates.add_response("get_template", body, {"StackName": "BurstReply"})
+    settings.activate()
+    templates.activate()
+    updating = {"StackName": "BurstReply", "StackStatus": "UPDATE_COMPLETE"}
+
+    line = account.concurrency(aws, _deploy(template=reserving, deployed=updating))
+    assert line.status == "FAIL", line.detail
+    assert "--desired-value 1050" in line.detail
+    # 100 unreserved beside the 900 the deployed stack holds: 1,000 - 950 = 50 would be left
+    line = account.concurrency(aws, _deploy(template=reserving, deployed=updating))
+    assert line.status == "FAIL" and "the deployed stack reserves 900" in line.detail
+
+
 # --- CDK bootstrap, the OpenAI key, WAF -------------------------------------------------
 
 
