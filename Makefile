@@ -168,7 +168,7 @@ SETTINGS_CONTEXT := $(if $(SETTINGS),-c settings_file=$(abspath $(SETTINGS)))
 ## The CloudFormation template in cdk.out (offline; no AWS account needed); SETTINGS=FILE: the deployment's settings.
 synth: build
 	$(BIN)/python -m infra.app $(SETTINGS_CONTEXT)
-	@echo "Template: cdk.out/BurstReply.template.json"
+	@echo "Template: cdk.out/$${STACK_NAME:-BurstReply}.template.json"
 
 node_modules/.package-lock.json: package.json package-lock.json
 	npm ci --no-audit --no-fund

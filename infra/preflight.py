@@ -38,7 +38,7 @@ import openai
 from functions.config import Settings
 from functions.integrations.openai_models import retiring_warning, shutdown_of
 from infra import build_lambda, checks, preflight_template
-from infra.iam import CALLS_FILE, TEMPLATE_FILE, TESTED_TEMPLATE_FILE, evaluate_recording, load_template
+from infra.iam import CALLS_FILE, TESTED_TEMPLATE_FILE, evaluate_recording, load_template, template_file
 from infra.iam.template import Deployed
 from infra.local.aws_calls import load
 
@@ -211,9 +211,8 @@ CHECKS: tuple[Callable[[dict[str, Any]], Line], ...] = (
 def main(argv: list[str] | None = None) -> int:
     """`--tested`: the template the last test run synthesized and judged its calls against
     (make test), instead of cdk.out's (make preflight synthesizes it first)."""
-    path = (
-        TESTED_TEMPLATE_FILE if "--tested" in (argv if argv is not None else sys.argv[1:]) else TEMPLATE_FILE
-    )
+    tested = "--tested" in (argv if argv is not None else sys.argv[1:])
+    path = TESTED_TEMPLATE_FILE if tested else template_file()
     if not path.exists():
         print(f"No template at {path}: run make synth (make preflight does).", file=sys.stderr)
         return 2

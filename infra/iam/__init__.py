@@ -6,10 +6,12 @@ from __future__ import annotations
 
 import functools
 import json
+import os
 import tempfile
 from pathlib import Path
 from typing import Any
 
+from functions.stack_names import STACK_NAME
 from infra.iam.evaluate import Report, evaluate
 from infra.iam.template import Deployed
 from infra.local.aws_calls import Recording
@@ -18,7 +20,15 @@ from infra.statemachine import DEFINITION_FILE
 ROOT = Path(__file__).resolve().parent.parent.parent
 # Where a test run leaves the calls its functions made, for `python -m infra.iam`.
 CALLS_FILE = ROOT / "build" / "iam" / "aws-calls.json"
-TEMPLATE_FILE = ROOT / "cdk.out" / "BurstReply.template.json"
+
+
+def template_file(stack: str | None = None) -> Path:
+    """The template `make synth` wrote for the stack: `stack`, else STACK_NAME, else
+    BurstReply (as infra/app.py names it), in CDK_OUTDIR, else cdk.out."""
+    name = stack or os.environ.get("STACK_NAME") or STACK_NAME
+    return Path(os.environ.get("CDK_OUTDIR") or ROOT / "cdk.out") / f"{name}.template.json"
+
+
 # The template a test run synthesized and judged its calls against (make test's preflight
 # reads it rather than synthesizing the same code again).
 TESTED_TEMPLATE_FILE = ROOT / "build" / "iam" / "template.json"
@@ -49,15 +59,15 @@ def evaluate_recording(template: dict[str, Any], recording: Recording) -> Report
     return evaluate(Deployed(template), DEFINITION_FILE.read_text(), recording)
 
 
-def load_template(path: Path = TEMPLATE_FILE) -> dict[str, Any]:
+def load_template(path: Path) -> dict[str, Any]:
     template: dict[str, Any] = json.loads(path.read_text())
     return template
 
 
 __all__ = [
     "CALLS_FILE",
-    "TEMPLATE_FILE",
     "TESTED_TEMPLATE_FILE",
+    "template_file",
     "Report",
     "evaluate_recording",
     "load_template",

@@ -9,19 +9,20 @@ import argparse
 import sys
 from pathlib import Path
 
-from infra.iam import CALLS_FILE, TEMPLATE_FILE, evaluate_recording, load_template, synthesize
+from infra.iam import CALLS_FILE, evaluate_recording, load_template, synthesize, template_file
 from infra.local.aws_calls import load
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m infra.iam", description=__doc__)
-    parser.add_argument("--template", type=Path, default=TEMPLATE_FILE)
+    parser.add_argument("--template", type=Path, default=None)
     parser.add_argument("--calls", type=Path, default=CALLS_FILE)
     args = parser.parse_args(argv)
     if not args.calls.exists():
         print(f"No recorded calls in {args.calls}: run the tests first (make test).", file=sys.stderr)
         return 2
-    template = load_template(args.template) if args.template.exists() else synthesize()
+    path = args.template or template_file()
+    template = load_template(path) if path.exists() else synthesize()
     recording = load(args.calls)
     report = evaluate_recording(template, recording)
     for line in report.lines():

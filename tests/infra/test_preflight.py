@@ -71,7 +71,7 @@ def test_tested_reads_the_template_the_test_run_judged_and_says_when_there_is_no
     """make test's preflight (`--tested`): the test run's template, not cdk.out's."""
     tested = tmp_path / "template.json"
     monkeypatch.setattr(preflight, "TESTED_TEMPLATE_FILE", tested)
-    monkeypatch.setattr(preflight, "TEMPLATE_FILE", tmp_path / "absent.json")
+    monkeypatch.setenv("CDK_OUTDIR", str(tmp_path / "absent"))
     read: list[dict[str, Any]] = []
     monkeypatch.setattr(
         preflight, "CHECKS", (lambda t: read.append(t) or preflight.Line(True, "Read", "ok"),)
@@ -84,3 +84,21 @@ def test_tested_reads_the_template_the_test_run_judged_and_says_when_there_is_no
     assert preflight.main(["--tested"]) == 0
     assert read == [synthesized[1]]
     assert preflight.main([]) == 2  # without it: cdk.out's, which is absent here
+
+
+def test_preflight_judges_the_template_of_the_stack_synth_named(synthesized, tmp_path, monkeypatch, capsys):
+    """`STACK_NAME=ShopTwo make synth` writes cdk.out/ShopTwo.template.json; preflight reads
+    that one, not BurstReply's (an old one, or none)."""
+    monkeypatch.setenv("CDK_OUTDIR", str(tmp_path))
+    monkeypatch.setenv("STACK_NAME", "ShopTwo")
+    read: list[dict[str, Any]] = []
+    monkeypatch.setattr(
+        preflight, "CHECKS", (lambda t: read.append(t) or preflight.Line(True, "Read", "ok"),)
+    )
+    (tmp_path / "BurstReply.template.json").write_text(json.dumps({"Resources": {}}))
+
+    assert preflight.main([]) == 2
+    assert "ShopTwo.template.json" in capsys.readouterr().err
+    (tmp_path / "ShopTwo.template.json").write_text(json.dumps(synthesized[1]))
+    assert preflight.main([]) == 0
+    assert read == [synthesized[1]]
