@@ -188,8 +188,9 @@ deploy: preflight node_modules/.package-lock.json
 account: install
 	$(BIN)/python -m infra.account $(SETTINGS_CONTEXT)
 
-## Delete the deployed stack.
-destroy: node_modules/.package-lock.json
+## Delete the deployed stack (STACK_NAME's, else BurstReply). The CDK CLI runs the app to find
+## it, so the asset is built first: it works on a clean checkout too.
+destroy: build node_modules/.package-lock.json
 	$(CDK) destroy
 
 ## ruff, mypy (functions and infra), and an independent validator of the ASL file.
