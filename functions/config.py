@@ -124,10 +124,14 @@ class Settings(BaseModel):
     # the functions that create conversations, once per instance.
     conversation_id_key_secret_name: str = stack_names.conversation_id_key_secret_name(STACK_NAME)
     secrets_max_age_seconds: int = 300
-    # Generate Reply reads its tenant's Twilio credentials through a session of this role
-    # tagged with the tenant, which can read no other tenant's secrets
-    # (infra/constructs/tenant_reader.py); empty: through its own role.
+    # The functions that send for a conversation read its tenant's Twilio credentials through
+    # a session of this role tagged with the tenant, which can read no other tenant's
+    # secrets (infra/constructs/tenant_reader.py); empty: through their own roles.
     twilio_tenant_reader_role_arn: str = ""
+    # Generate Reply and Conversation Commands read a tenant's own OpenAI key (a
+    # conversation's `openai_api_key_secret`) through a session of this role tagged with the
+    # tenant, as above; empty: through their own roles. The deployment's key: their own roles.
+    openai_tenant_reader_role_arn: str = ""
     # The webhook keeps tenants in memory: a known one this long (a change made with
     # `infra.tenants` reaches a warm webhook within this time), an unknown AccountSid longer.
     tenant_cache_seconds: Annotated[float, Field(ge=0)] = 60

@@ -41,6 +41,7 @@ SET_BY_STACK = frozenset(
         "TWILIO_TENANT_SECRET_PREFIX",
         "OPENAI_TENANT_SECRET_PREFIX",
         "TWILIO_TENANT_READER_ROLE_ARN",
+        "OPENAI_TENANT_READER_ROLE_ARN",
         # Only for the local stand-in of Twilio: on AWS it would send a tenant's credentials
         # to another host.
         "TWILIO_API_BASE_URL",

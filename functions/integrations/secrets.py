@@ -6,7 +6,9 @@ Twilio signs its webhooks with shared keys, {"signing_keys": {<SharedKey SID>: <
 `token_version` names the change that wrote them (infra/tenants.py writes the same version
 on the tenant's item once the secret holds it).
 OpenAI keys ({"api_key"}) are the deployment's (OPENAI_SECRET_NAME) unless a conversation
-names one of its tenant's own, under <OPENAI_TENANT_SECRET_PREFIX><AccountSid>.
+names one of its tenant's own, under <OPENAI_TENANT_SECRET_PREFIX><AccountSid>. A
+conversation's tenant's secrets are read in a session tagged with the tenant
+(tenant_sessions), which can read no other tenant's.
 
 A conversation may name its secrets (`twilio_credentials_secret`, `openai_api_key_secret`),
 but only within its own tenant's prefix: the name is checked here, where it is resolved,
@@ -118,16 +120,19 @@ def _conversation_secret(conversation: Conversation, tenant: str) -> str:
 
 
 def openai_api_key_for(conversation: Conversation, fresh: bool = False) -> str:
-    """The OpenAI key for a conversation: the deployment's, or the tenant's own key that
-    the conversation names (within the tenant's OpenAI prefix) (`fresh`: read past the
-    cache)."""
+    """The OpenAI key for a conversation: the deployment's, read with the function's own
+    role, or the tenant's own key that the conversation names (within the tenant's OpenAI
+    prefix), read through a session that can read only that tenant's keys where the
+    deployment has a reader role for them (OPENAI_TENANT_READER_ROLE_ARN) (`fresh`: read
+    past the cache)."""
     settings = get_settings()
-    name = settings.openai_secret_name
-    if conversation.openai_api_key_secret:
-        name = within_tenant(
-            settings.openai_tenant_secret_prefix, _tenant_of(conversation), conversation.openai_api_key_secret
-        )
-    return str(_secret(name, fresh)["api_key"])
+    if not conversation.openai_api_key_secret:
+        return str(_secret(settings.openai_secret_name, fresh)["api_key"])
+    tenant = _tenant_of(conversation)
+    name = within_tenant(settings.openai_tenant_secret_prefix, tenant, conversation.openai_api_key_secret)
+    role = settings.openai_tenant_reader_role_arn
+    provider = tenant_sessions.secrets_of(tenant, role) if role else None
+    return str(_secret(name, fresh, provider)["api_key"])
 
 
 def within_tenant(prefix: str, account_sid: str, requested: str | None) -> str:

@@ -1,10 +1,12 @@
 """Sessions that can read one tenant's secrets and no other's.
 
-The roles of Generate Reply, Send Reply, Record Failed Batch and Conversation Commands read
-no tenant's Twilio secret. For the tenant of the conversation at hand each assumes
-TWILIO_TENANT_READER_ROLE_ARN with the session tag `tenant=<AccountSid>`; that role may
-read only the secrets named after the tag (infra/constructs/tenant_reader.py).
-Each tenant's session is kept for most of its life (a Lambda instance serves one batch at
+The roles of the functions that send for a conversation read no tenant's Twilio secret,
+and Generate Reply's and Conversation Commands' no tenant's own OpenAI key. For the tenant
+of the conversation at hand each assumes TWILIO_TENANT_READER_ROLE_ARN (the Twilio secrets)
+or OPENAI_TENANT_READER_ROLE_ARN (the tenant's OpenAI keys) with the session tag
+`tenant=<AccountSid>`; that role may read only the secrets named after the tag
+(infra/constructs/tenant_reader.py).
+Each tenant's session of each role is kept for most of its life (a Lambda instance serves one batch at
 a time, but a tenant's batches follow one another), and with it a Powertools secrets
 provider whose cache is the session's own."""
 
@@ -33,7 +35,7 @@ class _Session:
     expires_at: float  # epoch seconds
 
 
-_sessions: dict[str, _Session] = {}
+_sessions: dict[tuple[str, str], _Session] = {}  # by (role, tenant)
 _lock = threading.Lock()
 
 
@@ -42,14 +44,14 @@ def _sts() -> Any:
     return boto3.client("sts")
 
 
-def secrets_of(tenant: str) -> SecretsProvider:
-    """A secrets provider whose credentials can read only `tenant`'s secrets (a session of
-    TWILIO_TENANT_READER_ROLE_ARN, which must be set)."""
-    role = get_settings().twilio_tenant_reader_role_arn
+def secrets_of(tenant: str, role: str | None = None) -> SecretsProvider:
+    """A secrets provider whose credentials can read only `tenant`'s secrets: a session of
+    `role`, TWILIO_TENANT_READER_ROLE_ARN by default (which must then be set)."""
+    role = role or get_settings().twilio_tenant_reader_role_arn
     with _lock:
-        session = _sessions.get(tenant)
+        session = _sessions.get((role, tenant))
         if session is None or session.expires_at - RENEW_BEFORE_SECONDS < time.time():
-            session = _sessions[tenant] = _assume(role, tenant)
+            session = _sessions[(role, tenant)] = _assume(role, tenant)
     return session.secrets
 
 

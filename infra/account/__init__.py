@@ -2,13 +2,15 @@
 runs it after `make preflight`, before `cdk deploy`): what a deploy needs of the AWS account
 and Region of your credentials, checked before CloudFormation starts. One line per check:
 `[ok]`, `[warn]` (the deploy works; something to do), `[FAIL]` (with what to do); exit 1
-if any fails. Read-only: it changes nothing in the account.
+if any fails. Read-only: it changes nothing in the account (but for --put-openai-key).
 
 - API Gateway's CloudWatch role is set on the account (the stage's logs need it), unless
   the deploy sets it (CDK context `manage_api_gateway_account_role=true`).
 - Lambda concurrency: room for what the stack reserves, and the floor for real volume.
 - CDK bootstrap: the version parameter `cdk deploy` reads.
-- The OpenAI key's secret: created by the deploy; then the key must be put in it.
+- The OpenAI key's secret: created by the deploy; then the key must be put in it:
+  `python -m infra.account --put-openai-key` (the key on standard input, or typed at its
+  prompt; put_key.py), the one thing this command writes, and only when asked.
 - AWS WAF (REGIONAL) answers in the Region (the stage's web ACL).
 - Tables left behind by an earlier stack of that name (a failed create, a `make destroy`).
 
@@ -22,7 +24,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 from pathlib import Path
 from typing import Any
 
@@ -37,7 +38,9 @@ from infra.account.checks import (
     orphan_tables,
 )
 from infra.account.model import Clients, Deploy, Line
+from infra.account.put_key import put_openai_key, read_key
 from infra.account.run import check
+from infra.iam import template_file
 from infra.names import StackSettings
 
 __all__ = [
@@ -76,7 +79,7 @@ def cdk_context(given: list[str], root: Path = ROOT) -> dict[str, Any]:
 
 
 def load_template(stack: str) -> dict[str, Any] | None:
-    path = Path(os.environ.get("CDK_OUTDIR", ROOT / "cdk.out")) / f"{stack}.template.json"
+    path = template_file(stack)
     try:
         template: dict[str, Any] = json.loads(path.read_text())
     except (OSError, ValueError):
@@ -88,8 +91,18 @@ def main(argv: list[str] | None = None, clients: Clients | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m infra.account", description=__doc__.split("\n\n")[0])
     stack_lookup.add_stack_option(parser)
     parser.add_argument("-c", "--context", action="append", default=[], metavar="NAME=VALUE")
+    parser.add_argument(
+        "--put-openai-key",
+        action="store_true",
+        help="put the OpenAI key, read from standard input (or typed, not echoed), in the stack's secret",
+    )
     args = parser.parse_args(argv)
     context = cdk_context(args.context)
+    if args.put_openai_key:
+        stack = stack_lookup.chosen_stack(args.stack or context.get("stack_name"))
+        line = put_openai_key(clients or Clients(), stack, read_key())
+        print(line)
+        return 1 if line.failed else 0
     try:
         settings = StackSettings.from_context(context.get, Path("."), Path("."))
     except ValueError as error:

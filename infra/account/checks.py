@@ -21,9 +21,9 @@ RECOMMENDED_CONCURRENCY = 1_000
 # https://docs.aws.amazon.com/lambda/latest/dg/configuration-concurrency.html).
 MINIMUM_UNRESERVED = 100
 DEFAULT_BOOTSTRAP_PARAMETER = "/cdk-bootstrap/hnb659fds/version"
-PUT_OPENAI_KEY = (
-    'aws secretsmanager put-secret-value --secret-id {name} --secret-string \'{{"api_key": "sk-..."}}\''
-)
+# The key on standard input, or typed at a prompt that does not echo it: never on a
+# command line (a shell's history, `ps`; infra/account/put_key.py).
+PUT_OPENAI_KEY = "python -m infra.account --stack {stack} --put-openai-key (it asks for the key)"
 
 
 def cloudwatch_role(clients: Clients, deploy: Deploy) -> Line:
@@ -141,7 +141,7 @@ def openai_secret(clients: Clients, deploy: Deploy) -> Line:
             "warn",
             "OpenAI key",
             "the deploy creates its secret with a placeholder; then put the key in it (output "
-            f"OpenAISecretName): {PUT_OPENAI_KEY.format(name='<OpenAISecretName>')}",
+            f"OpenAISecretName): {PUT_OPENAI_KEY.format(stack=deploy.stack)}",
         )
     assert deploy.deployed is not None
     outputs = {o["OutputKey"]: o["OutputValue"] for o in deploy.deployed.get("Outputs", [])}
@@ -166,7 +166,9 @@ def openai_secret(clients: Clients, deploy: Deploy) -> Line:
         )
     if len(secret.get("VersionIdsToStages", {})) < 2:
         return Line(
-            "warn", "OpenAI key", f"{name} still holds the placeholder: {PUT_OPENAI_KEY.format(name=name)}"
+            "warn",
+            "OpenAI key",
+            f"{name} still holds the placeholder: {PUT_OPENAI_KEY.format(stack=deploy.stack)}",
         )
     return Line("ok", "OpenAI key", f"{name} holds a value put after the deploy")
 

@@ -20,8 +20,9 @@ from infra.names import state_machine_name
 # function → (actions, resources). Resources name a table ("Conversations"), an index
 # ("StagedMessages/index/pending"), the state machine ("state-machine"), its runs
 # ("executions"), the deployment's OpenAI key ("secret:openai"), the key of conversation
-# ids ("secret:conversation-id-key"), the tenants' Twilio secrets ("secrets:twilio-tenants"),
-# the tenants' OpenAI keys ("secrets:openai-tenants") or the event bus ("bus").
+# ids ("secret:conversation-id-key"), the tenants' Twilio secrets ("secrets:twilio-tenants")
+# or the event bus ("bus"). The tenants' own OpenAI keys are read by no function's role:
+# only in a session tagged with the tenant (OPENAI_KEY_READERS).
 Grants = list[tuple[tuple[str, ...], tuple[str, ...]]]
 OPEN_WINDOWS: Grants = [
     (("dynamodb:PutItem", "dynamodb:DeleteItem"), ("BatchWindows",)),
@@ -32,18 +33,23 @@ OPEN_WINDOWS: Grants = [
 # would be denied.
 WAKE_RUNS: Grants = [(("states:SendTaskSuccess",), ("*",))]
 TWILIO_SECRETS: Grants = [(("secretsmanager:GetSecretValue",), ("secrets:twilio-tenants",))]
-# The functions that read a tenant's Twilio secret only in a session tagged with the tenant
-# (infra/constructs/tenant_reader.py), never with their own role: the conversation's tenant
-# is a stored fact where they read it. (The webhook and the status callback read it to
-# check a claim of the tenant; the reconciler's resends keep the wide grant too:
-# docs/decisions.md.)
+# The functions that read a tenant's Twilio secret for a conversation only in a session
+# tagged with the tenant (infra/constructs/tenant_reader.py), never with their own role:
+# the conversation's tenant is a stored fact where they read it. (The webhook and the
+# status callback also read it with their own roles, to check the signature of a claimed
+# tenant: docs/decisions.md; the status callback's template goes out in a session.)
 TENANT_SESSION_READERS = (
     "GenerateReply",
     "SendReply",
     "RecordFailedBatch",
     "ConversationCommands",
     "Reconciler",
+    "StatusCallback",
 )
+# The functions that ask OpenAI with a tenant's own key (a conversation's
+# `openai_api_key_secret`): read only in a session of the OpenAI reader tagged with the
+# tenant; the deployment's key ("secret:openai") with their own roles.
+OPENAI_KEY_READERS = ("GenerateReply", "ConversationCommands")
 GRANTS: dict[str, Grants] = {
     "Webhook": [
         (("dynamodb:Query",), ("Conversations/index/by_address",)),
@@ -68,7 +74,7 @@ GRANTS: dict[str, Grants] = {
             ("Turns",),
         ),  # the statuses; the template's claim and receipt
         (("dynamodb:PutItem",), ("BatchWindows",)),  # a part due for a resend (63018)
-        *TWILIO_SECRETS,  # the signature; the template
+        *TWILIO_SECRETS,  # the claimed tenant's signature (its template: in a tenant session)
     ],
     "WaitForTheBurstToEnd": [
         (("dynamodb:UpdateItem",), ("BatchWindows",)),
@@ -93,7 +99,8 @@ GRANTS: dict[str, Grants] = {
         (("dynamodb:BatchGetItem", "dynamodb:UpdateItem"), ("StagedMessages",)),
         (("dynamodb:Query",), ("Turns",)),  # the last reply, to tell a lost request's copies
         (("dynamodb:GetItem",), ("BatchWindows",)),  # fragments counted after the merge (on_newer)
-        (("secretsmanager:GetSecretValue",), ("secret:openai", "secrets:openai-tenants")),
+        # the deployment's OpenAI key; a tenant's own: in a tenant session (OPENAI_KEY_READERS)
+        (("secretsmanager:GetSecretValue",), ("secret:openai",)),
         # The media people sent and "typing…" use the tenant's Twilio credentials, read
         # through a session of the tenant's own (infra/constructs/tenant_reader.py).
     ],
@@ -128,8 +135,9 @@ GRANTS: dict[str, Grants] = {
         (("dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:UpdateItem"), ("Turns",)),
         # the command limits: each event's receipt, counted on the counters' shards
         (("dynamodb:UpdateItem", "dynamodb:BatchGetItem"), ("UsageCounters",)),
-        # its Twilio credentials: in a tenant session, as Send Reply reads them
-        (("secretsmanager:GetSecretValue",), ("secret:openai", "secrets:openai-tenants")),
+        # its Twilio credentials: in a tenant session, as Send Reply reads them; the
+        # deployment's OpenAI key (a tenant's own: in a tenant session, OPENAI_KEY_READERS)
+        (("secretsmanager:GetSecretValue",), ("secret:openai",)),
     ],
     "Reconciler": [
         (("dynamodb:Scan",), ("StagedMessages/index/pending", "BatchWindows")),
@@ -172,7 +180,6 @@ class Permissions(Construct):
                 "secret:openai": credentials.openai.secret_arn,
                 "secret:conversation-id-key": credentials.conversation_id_key.secret_arn,
                 "secrets:twilio-tenants": credentials.secrets_under(credentials.twilio_prefix),
-                "secrets:openai-tenants": credentials.secrets_under(credentials.openai_prefix),
                 "bus": bus.event_bus_arn,
                 "*": "*",
             }
@@ -187,13 +194,28 @@ class Permissions(Construct):
         for function_id in CREATES_CONVERSATIONS:
             name = credentials.conversation_id_key.secret_name
             functions[function_id].add_environment("CONVERSATION_ID_KEY_SECRET_NAME", name)
+        self._tenant_readers(functions, credentials)
+        self._explain(functions, credentials)
+
+    def _tenant_readers(self, functions: Functions, credentials: Credentials) -> None:
+        """Two readers, one per prefix: a session for sending reads no OpenAI key, and the
+        reverse (functions/stack_names.py)."""
         TenantReader(
             self,
             "TwilioTenantReader",
             readers=[functions[f] for f in TENANT_SESSION_READERS],
-            twilio_prefix=credentials.twilio_prefix,
+            prefix=credentials.twilio_prefix,
+            role_setting="TWILIO_TENANT_READER_ROLE_ARN",
+            what="Twilio secrets",
         )
-        self._explain(functions, credentials)
+        TenantReader(
+            self,
+            "OpenAITenantReader",
+            readers=[functions[f] for f in OPENAI_KEY_READERS],
+            prefix=credentials.openai_prefix,
+            role_setting="OPENAI_TENANT_READER_ROLE_ARN",
+            what="own OpenAI keys",
+        )
 
     @staticmethod
     def _explain(functions: Functions, credentials: Credentials) -> None:
@@ -212,23 +234,20 @@ class Permissions(Construct):
             ],
             apply_to_children=True,
         )
-        for resource, prefix in (
-            ("secrets:twilio-tenants", credentials.twilio_prefix),
-            ("secrets:openai-tenants", credentials.openai_prefix),
-        ):
-            readers = [f for f, grants in GRANTS.items() if any(resource in r for _, r in grants)]
-            NagSuppressions.add_resource_suppressions(
-                [functions[f] for f in readers],
-                [
-                    NagPackSuppression(
-                        id="AwsSolutions-IAM5",
-                        reason="Each tenant's secret is named after its account under one prefix, "
-                        "read by name at run time; the prefix holds nothing else.",
-                        applies_to=[
-                            "Resource::arn:<AWS::Partition>:secretsmanager:<AWS::Region>:<AWS::AccountId>:"
-                            f"secret:{prefix}*"
-                        ],
-                    )
-                ],
-                apply_to_children=True,
-            )
+        # the webhook's and the status callback's: a claimed tenant's signature
+        readers = [f for f, grants in GRANTS.items() if any("secrets:twilio-tenants" in r for _, r in grants)]
+        NagSuppressions.add_resource_suppressions(
+            [functions[f] for f in readers],
+            [
+                NagPackSuppression(
+                    id="AwsSolutions-IAM5",
+                    reason="Each tenant's secret is named after its account under one prefix, "
+                    "read by name at run time; the prefix holds nothing else.",
+                    applies_to=[
+                        "Resource::arn:<AWS::Partition>:secretsmanager:<AWS::Region>:<AWS::AccountId>:"
+                        f"secret:{credentials.twilio_prefix}*"
+                    ],
+                )
+            ],
+            apply_to_children=True,
+        )

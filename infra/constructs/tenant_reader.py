@@ -1,15 +1,19 @@
-"""A role that can read one tenant's Twilio secrets, and no other tenant's.
+"""A role that can read one tenant's secrets under one prefix, and no other tenant's.
 
+Two of them: the Twilio reader and the OpenAI reader (the tenants' Twilio secrets and
+their own OpenAI keys lie under separate prefixes, so that a session for sending reads no
+OpenAI key, and the reverse: functions/stack_names.py).
 Generate Reply fetches the media a person sent and shows them "typing…", Send Reply sends
 the reply (and Conversation Commands a person's, with Send Reply's code), Record Failed
-Batch the fallback reply, each with the Twilio credentials of the conversation's tenant
-(its `tenant_account_sid`, a fact of the stored conversation by then). Their own roles read
-no tenant's Twilio secret: each assumes this role for the tenant at hand, tagging the
-session `tenant=<AccountSid>`,
-and this role's policy allows only the secrets named after the session's tag
-(`${aws:PrincipalTag/tenant}`, an IAM policy variable). A mistake that resolved another
-tenant's secret for a conversation is then refused by IAM, not only by the code
-(functions/integrations/tenant_sessions.py).
+Batch the fallback reply, Status Callback the WhatsApp template, each with the Twilio
+credentials of the conversation's tenant (its `tenant_account_sid`, a fact of the stored
+conversation by then); Generate Reply and Conversation Commands ask OpenAI with the
+tenant's own key when the conversation names one. Their own roles read no tenant's secret
+of that kind: each assumes the reader for the tenant at hand, tagging the session
+`tenant=<AccountSid>`, and the reader's policy allows only the secrets named after the
+session's tag (`${aws:PrincipalTag/tenant}`, an IAM policy variable). A mistake that
+resolved another tenant's secret for a conversation is then refused by IAM, not only by
+the code (functions/integrations/tenant_sessions.py).
 
 https://docs.aws.amazon.com/IAM/latest/UserGuide/id_session-tags.html
 https://docs.aws.amazon.com/IAM/latest/UserGuide/reference_policies_variables.html"""
@@ -29,11 +33,19 @@ TENANT_PATTERN = "AC*"
 
 
 class TenantReader(Construct):
-    """The role, assumable by the `readers`' roles only, with a tag naming a Twilio account;
-    the functions are told its ARN (TWILIO_TENANT_READER_ROLE_ARN)."""
+    """The role, assumable by the `readers`' roles only, with a tag naming a Twilio account,
+    that reads the secrets under `prefix` of that account; the functions are told its ARN
+    in `role_setting` (TWILIO_TENANT_READER_ROLE_ARN, OPENAI_TENANT_READER_ROLE_ARN)."""
 
     def __init__(
-        self, scope: Construct, construct_id: str, *, readers: list[lambda_.Function], twilio_prefix: str
+        self,
+        scope: Construct,
+        construct_id: str,
+        *,
+        readers: list[lambda_.Function],
+        prefix: str,
+        role_setting: str,
+        what: str,
     ) -> None:
         super().__init__(scope, construct_id)
         self.role = iam.Role(
@@ -41,9 +53,9 @@ class TenantReader(Construct):
             "Role",
             assumed_by=iam.CompositePrincipal(*(_tagged(reader) for reader in readers)),
             max_session_duration=Duration.hours(1),
-            description="Reads the Twilio secrets of the one tenant its session is tagged with",
+            description=f"Reads the {what} of the one tenant its session is tagged with",
         )
-        own = f"{twilio_prefix}${{aws:PrincipalTag/{TENANT_TAG}}}"
+        own = f"{prefix}${{aws:PrincipalTag/{TENANT_TAG}}}"
         stack = Stack.of(self)
         secrets = [
             stack.format_arn(
@@ -64,7 +76,10 @@ class TenantReader(Construct):
                     actions=["sts:AssumeRole", "sts:TagSession"], resources=[self.role.role_arn]
                 )
             )
-            reader.add_environment("TWILIO_TENANT_READER_ROLE_ARN", self.role.role_arn)
+            reader.add_environment(role_setting, self.role.role_arn)
+        self._explain(prefix)
+
+    def _explain(self, prefix: str) -> None:
         NagSuppressions.add_resource_suppressions(
             self.role,
             [
@@ -73,7 +88,7 @@ class TenantReader(Construct):
                     reason="The secrets under the one tenant's name that the session is tagged with.",
                     applies_to=[  # cdk-nag writes the policy variable ${x} as <x>
                         "Resource::arn:<AWS::Partition>:secretsmanager:<AWS::Region>:<AWS::AccountId>:"
-                        f"secret:{twilio_prefix}<aws:PrincipalTag/{TENANT_TAG}>/*"
+                        f"secret:{prefix}<aws:PrincipalTag/{TENANT_TAG}>/*"
                     ],
                 )
             ],

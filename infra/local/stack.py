@@ -227,6 +227,7 @@ class LocalStack:
             "STATE_MACHINE_ARN": self.state_machine_arn,
             "EVENT_BUS_NAME": EVENT_BUS_NAME,
             "TWILIO_TENANT_READER_ROLE_ARN": f"arn:aws:iam::{ACCOUNT}:role/{STACK_NAME}-tenant-reader",
+            "OPENAI_TENANT_READER_ROLE_ARN": f"arn:aws:iam::{ACCOUNT}:role/{STACK_NAME}-openai-tenant-reader",
             **c.function_settings(),
             "POWERTOOLS_METRICS_NAMESPACE": "BurstReply",
             # EMF metrics are CloudWatch's; locally they would only clutter the output.

@@ -14,9 +14,11 @@ import secrets
 import pytest
 from twilio.request_validator import RequestValidator
 
+from functions.config import get_settings
 from functions.dal import staged_messages, turns
 from functions.logic.shared import fresh_credentials
 from functions.logic.states import generate_reply, send_reply
+from infra.local.aws_calls import RECORDER
 from infra.local.webhooks import inbound_form, post_webhook
 from tests.support.waiting import wait_until
 
@@ -130,3 +132,10 @@ def test_a_revoked_openai_key_keeps_the_batch_until_the_secret_has_a_new_one(har
     assert again["status"] == "SUCCEEDED"
     assert harness.replies_to(user) == ["You said: hello?\nanyone there?"]
     assert staged_messages.pending(conversation_id) == []
+    # the tenant's own key, read only in a session of the OpenAI reader tagged with the tenant
+    sessions = {
+        c.session
+        for c in RECORDER.calls()
+        if c.function == "GenerateReply" and c.names == (("SecretId", secret),)
+    }
+    assert sessions == {(("role", get_settings().openai_tenant_reader_role_arn), ("tag:tenant", account_sid))}

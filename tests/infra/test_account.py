@@ -265,7 +265,64 @@ def test_an_account_not_bootstrapped_fails_with_the_command(aws):
 def test_the_openai_key_before_the_first_deploy_is_a_warning_with_the_command_for_after_it(aws):
     line = account.openai_secret(aws, _deploy())
     assert line.status == "warn"
-    assert "aws secretsmanager put-secret-value --secret-id <OpenAISecretName>" in line.detail
+    assert "python -m infra.account --stack BurstReply --put-openai-key" in line.detail
+    # the key itself is never on a command line it suggests (shell history, ps)
+    assert "--secret-string" not in line.detail and "sk-" not in line.detail
+
+
+def _deployed_with_openai_secret(aws: Clients, name: str = "OpenAI-generated-name") -> str:
+    """A deployed stack whose output OpenAISecretName names a secret holding the placeholder."""
+    secret = aws("secretsmanager").create_secret(Name=name, SecretString='{"api_key": "placeholder"}')["Name"]
+    body = {
+        "Resources": {"Handle": {"Type": "AWS::CloudFormation::WaitConditionHandle"}},
+        "Outputs": {"OpenAISecretName": {"Value": secret}},
+    }
+    aws("cloudformation").create_stack(StackName="BurstReply", TemplateBody=json.dumps(body))
+    return str(secret)
+
+
+def test_put_openai_key_reads_the_key_from_standard_input_and_puts_it_in_the_stacks_secret(
+    aws, capsys, monkeypatch
+):
+    import io
+
+    name = _deployed_with_openai_secret(aws)
+    monkeypatch.setattr("sys.stdin", io.StringIO("sk-test-from-stdin\n"))
+
+    code, lines = _run(aws, capsys, "--stack", "BurstReply", "--put-openai-key")
+
+    assert code == 0
+    stored = json.loads(aws("secretsmanager").get_secret_value(SecretId=name)["SecretString"])
+    assert stored == {"api_key": "sk-test-from-stdin"}
+    assert lines == [f"[ok] OpenAI key: put in {name}"]  # never the key
+    deployed = {
+        "StackStatus": "CREATE_COMPLETE",
+        "Outputs": [{"OutputKey": "OpenAISecretName", "OutputValue": name}],
+    }
+    assert account.openai_secret(aws, _deploy(deployed=deployed)).status == "ok"
+
+
+@pytest.mark.parametrize("given", ["", "   \n", "not an OpenAI key\n"])
+def test_put_openai_key_refuses_an_empty_or_malformed_key_and_puts_nothing(aws, capsys, monkeypatch, given):
+    import io
+
+    name = _deployed_with_openai_secret(aws)
+    monkeypatch.setattr("sys.stdin", io.StringIO(given))
+
+    code, lines = _run(aws, capsys, "--put-openai-key")
+
+    assert code == 1 and lines[0].startswith("[FAIL] OpenAI key:")
+    assert "not an OpenAI key" not in "".join(lines)  # what was given is never echoed
+    stored = json.loads(aws("secretsmanager").get_secret_value(SecretId=name)["SecretString"])
+    assert stored == {"api_key": "placeholder"}
+
+
+def test_put_openai_key_needs_a_deployed_stack(aws, capsys, monkeypatch):
+    import io
+
+    monkeypatch.setattr("sys.stdin", io.StringIO("sk-test-never-put\n"))
+    code, lines = _run(aws, capsys, "--put-openai-key")
+    assert code == 1 and "BurstReply" in lines[0] and "OpenAISecretName" in lines[0]
 
 
 def test_a_deployed_stacks_openai_secret_is_checked_for_a_key_put_after_the_deploy(aws):

@@ -174,25 +174,41 @@ def test_a_bus_policy_denying_everyone_but_one_role_is_judged_by_its_condition()
 
 # --- a role assumed for one tenant ------------------------------------------------------
 READER = "arn:local:tenant-reader"
+OPENAI_READER = "arn:local:openai-tenant-reader"
 TENANT_A, TENANT_B = "AC" + "a" * 32, "AC" + "b" * 32
 # What the local stack names, by the settings the functions read (defaults included).
-LOCAL_NAMES = naming_settings({**REQUIRED, **LOCAL, "TWILIO_TENANT_READER_ROLE_ARN": READER})
+LOCAL_NAMES = naming_settings(
+    {
+        **REQUIRED,
+        **LOCAL,
+        "TWILIO_TENANT_READER_ROLE_ARN": READER,
+        "OPENAI_TENANT_READER_ROLE_ARN": OPENAI_READER,
+    }
+)
 
 
 def as_function(function: str, operation: str, service: str, session: tuple = (), **params: Any) -> AwsCall:
     return AwsCall(function, service, operation, names_of(service, operation, params), session)
 
 
-def assume(function: str = "GenerateReply", **tags: str) -> AwsCall:
+def assume(function: str = "GenerateReply", role: str = READER, **tags: str) -> AwsCall:
     tag_list = [{"Key": k, "Value": v} for k, v in tags.items()]
-    return as_function(function, "AssumeRole", "sts", RoleArn=READER, RoleSessionName="s", Tags=tag_list)
+    return as_function(function, "AssumeRole", "sts", RoleArn=role, RoleSessionName="s", Tags=tag_list)
 
 
-def read_secret(tenant: str, session_tenant: str | None, suffix: str = "") -> AwsCall:
-    session = (("role", READER), ("tag:tenant", session_tenant)) if session_tenant else ()
-    prefix = LOCAL_NAMES["TWILIO_TENANT_SECRET_PREFIX"]
+def read_secret(
+    tenant: str,
+    session_tenant: str | None,
+    suffix: str = "",
+    *,
+    function: str = "GenerateReply",
+    role: str = READER,
+    prefix_setting: str = "TWILIO_TENANT_SECRET_PREFIX",
+) -> AwsCall:
+    session = (("role", role), ("tag:tenant", session_tenant)) if session_tenant else ()
+    prefix = LOCAL_NAMES[prefix_setting]
     return as_function(
-        "GenerateReply", "GetSecretValue", "secretsmanager", session, SecretId=prefix + tenant + suffix
+        function, "GetSecretValue", "secretsmanager", session, SecretId=prefix + tenant + suffix
     )
 
 
@@ -221,13 +237,82 @@ def test_generate_reply_reads_a_tenants_twilio_token_only_in_a_session_tagged_wi
     ]
 
 
-# The functions whose conversation's tenant is a stored fact when they read its Twilio secret.
+def read_openai_key(function: str, tenant: str, session_tenant: str | None, suffix: str = "") -> AwsCall:
+    return read_secret(
+        tenant,
+        session_tenant,
+        suffix,
+        function=function,
+        role=OPENAI_READER,
+        prefix_setting="OPENAI_TENANT_SECRET_PREFIX",
+    )
+
+
+OPENAI_KEY_READERS = ("GenerateReply", "ConversationCommands")
+
+
+@pytest.mark.parametrize("reader", OPENAI_KEY_READERS)
+def test_a_tenants_own_openai_key_is_read_only_in_a_session_tagged_with_that_tenant(synthesized, reader):
+    template_json = synthesized[1]
+    allowed = [
+        assume(reader, OPENAI_READER, tenant=TENANT_A),
+        read_openai_key(reader, TENANT_A, TENANT_A),
+        read_openai_key(reader, TENANT_A, TENANT_A, "/support"),
+    ]
+    assert refusals(template_json, *allowed) == []
+
+    assert refusals(template_json, read_openai_key(reader, TENANT_B, TENANT_A, "/support")) == [
+        ("secretsmanager:GetSecretValue", f"support{SECRET_SUFFIX}", "no statement allows it")
+    ]
+    assert refusals(template_json, read_openai_key(reader, TENANT_A, None, "/support")) == [  # its own role
+        ("secretsmanager:GetSecretValue", f"support{SECRET_SUFFIX}", "no statement allows it")
+    ]
+    assert refusals(template_json, read_openai_key(reader, TENANT_A, None)) == [
+        ("secretsmanager:GetSecretValue", f"{TENANT_A}{SECRET_SUFFIX}", "no statement allows it")
+    ]
+
+
+def test_the_openai_reader_is_assumed_only_by_the_functions_that_ask_openai(synthesized):
+    trust = "the role's trust policy does not allow it"
+    for other in ("SendReply", "RecordFailedBatch", "Reconciler", "Webhook", "StatusCallback"):
+        assert trust in {
+            r[2] for r in refusals(synthesized[1], assume(other, OPENAI_READER, tenant=TENANT_A))
+        }
+    (untagged,) = refusals(synthesized[1], assume("GenerateReply", OPENAI_READER))
+    assert untagged[2] == trust
+
+
+def test_a_twilio_tenant_session_reads_no_openai_key_and_the_reverse(synthesized):
+    """Two readers: the functions that send with Twilio read no OpenAI key (stack_names)."""
+    twilio_session_reads_openai = read_secret(
+        TENANT_A, TENANT_A, "/support", function="SendReply", prefix_setting="OPENAI_TENANT_SECRET_PREFIX"
+    )
+    assert refusals(synthesized[1], twilio_session_reads_openai) == [
+        ("secretsmanager:GetSecretValue", f"support{SECRET_SUFFIX}", "no statement allows it")
+    ]
+    openai_session_reads_twilio = read_secret(TENANT_A, TENANT_A, role=OPENAI_READER)
+    assert refusals(synthesized[1], openai_session_reads_twilio) == [
+        ("secretsmanager:GetSecretValue", f"{TENANT_A}{SECRET_SUFFIX}", "no statement allows it")
+    ]
+
+
+def test_the_deployments_own_openai_key_is_still_read_with_the_functions_own_role(synthesized):
+    for reader in OPENAI_KEY_READERS:
+        own = as_function(
+            reader, "GetSecretValue", "secretsmanager", SecretId=LOCAL_NAMES["OPENAI_SECRET_NAME"]
+        )
+        assert refusals(synthesized[1], own) == []
+
+
+# The functions whose conversation's tenant is a stored fact when they read its Twilio
+# secret (the status callback's is a claim it checked, when it sends the template).
 TENANT_SESSION_READERS = (
     "GenerateReply",
     "SendReply",
     "RecordFailedBatch",
     "ConversationCommands",
     "Reconciler",
+    "StatusCallback",
 )
 
 
@@ -242,7 +327,7 @@ def test_the_tenant_reader_is_assumed_by_the_functions_that_know_the_tenant_with
     assert {r[2] for r in refusals(synthesized[1], assume(reader, tenant="not-an-account"))} == {trust}
 
 
-@pytest.mark.parametrize("other", ["Webhook", "StatusCallback", "MergeStagedMessages"])
+@pytest.mark.parametrize("other", ["Webhook", "MergeStagedMessages", "AcquireProcessingLock"])
 def test_the_tenant_reader_is_not_assumed_by_the_other_functions(synthesized, other):
     trust = "the role's trust policy does not allow it"
     assert trust in {r[2] for r in refusals(synthesized[1], assume(other, tenant=TENANT_A))}

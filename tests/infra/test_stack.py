@@ -395,20 +395,21 @@ def _secret_statements(stack_json: dict[str, Any], function: str) -> list[dict[s
     [
         ("Webhook", ["BurstReply/tenants/twilio/*"]),
         ("StatusCallback", ["BurstReply/tenants/twilio/*"]),
-        # Twilio's, for these: through the tenant reader only
+        # Twilio's and the tenants' OpenAI keys, for these: through the tenant readers only
         ("SendReply", []),
         ("RecordFailedBatch", []),
         ("Reconciler", []),  # a part due for a resend after 63018
-        ("GenerateReply", ["BurstReply/tenants/openai/*"]),
-        ("ConversationCommands", ["BurstReply/tenants/openai/*"]),
+        ("GenerateReply", []),
+        ("ConversationCommands", []),
     ],
 )
 def test_tenant_secrets_are_readable_under_their_own_prefix_only(synthesized, function, prefixes):
     """Each statement's resources, rendered: the webhook and the status callback get the
-    Twilio prefix and nothing broader, the OpenAI readers the OpenAI prefix (and the
-    deployment's key, by Ref); the others read no tenant's secret with their own role: they
-    read a tenant's Twilio token in a session of the tenant reader (tests/infra/test_iam.py).
-    (The key of conversation ids, which the webhook reads too: the test below.)"""
+    Twilio prefix and nothing broader (a claimed tenant's signature), the OpenAI readers
+    the deployment's key (by Ref); no role reads a tenant's OpenAI key, and the others read
+    no tenant's secret with their own role: they read a tenant's Twilio token, or its own
+    OpenAI key, in a session of a tenant reader (tests/infra/test_iam.py). (The key of
+    conversation ids, which the webhook reads too: the test below.)"""
     stack_json = synthesized[1]
     openai_key = logical_id_of(stack_json, "AWS::SecretsManager::Secret", "/Credentials/OpenAI/")
     id_key = logical_id_of(stack_json, "AWS::SecretsManager::Secret", "/Credentials/ConversationIdKey/")

@@ -290,3 +290,27 @@ def test_the_template_carries_the_configured_variables(world, template, configur
     status_callback.send_template_once(store.conversations["c1"], "w1", owner="SM-part-1")
 
     assert [m["content_variables"] for m in twilio.sent] == ['{"1": "our shop"}']
+
+
+def test_the_status_callbacks_template_is_sent_with_credentials_read_in_the_tenants_session(
+    world, template, monkeypatch
+):
+    """Its own role may read every tenant's token (it checks a claimed tenant's signature),
+    so the template it sends for a conversation goes out with a session of that tenant."""
+    from functions.integrations import secrets
+
+    store, twilio = world
+    read_in_session: list[str] = []
+
+    def own_role(conversation, fresh=False):
+        raise AssertionError("read with the function's own role")
+
+    def in_session(conversation, fresh=False):
+        read_in_session.append(conversation.conversation_id)
+
+    monkeypatch.setattr(secrets, "twilio_credentials_for", own_role)
+    monkeypatch.setattr(secrets, "twilio_credentials_in_tenant_session", in_session)
+
+    status_callback.send_template_once(store.conversations["c1"], "w1", owner="SM-part-1")
+
+    assert read_in_session == ["c1"] and [m["content_sid"] for m in twilio.sent] == [template]

@@ -156,6 +156,33 @@ def test_media_credentials_are_read_in_a_session_tagged_with_the_conversations_t
     assert len(providers) == 2
 
 
+def test_a_tenants_own_openai_key_is_read_in_a_session_of_the_openai_reader_tagged_with_it(
+    sts, configure, monkeypatch
+):
+    configure(OPENAI_TENANT_READER_ROLE_ARN="arn:aws:iam::123456789012:role/openai-reader")
+    providers = []
+
+    def fake_secret(name, fresh=False, provider=None):
+        providers.append((name, provider))
+        return STORED[name]
+
+    monkeypatch.setattr(secrets, "_secret", fake_secret)
+
+    own = _conversation(openai_api_key_secret=OPENAI + A + "/support")
+    assert secrets.openai_api_key_for(own) == "key-a"
+    assert secrets.openai_api_key_for(_conversation()) == "deployment-key"  # the deployment's: own role
+
+    assert [(r["RoleArn"], r["Tags"]) for r in sts.requests] == [
+        ("arn:aws:iam::123456789012:role/openai-reader", [{"Key": "tenant", "Value": A}])
+    ]
+    openai_session = tenant_sessions.secrets_of(A, "arn:aws:iam::123456789012:role/openai-reader")
+    assert providers == [(OPENAI + A + "/support", openai_session), (DEPLOYMENT_KEY, None)]
+    assert openai_session is not tenant_sessions.secrets_of(A)  # the Twilio reader's is another
+    with pytest.raises(SecretOutsideTenant):  # still refused before anything is read
+        secrets.openai_api_key_for(_conversation(openai_api_key_secret=OPENAI + B))
+    assert len(providers) == 2
+
+
 def test_a_tenants_session_is_taken_again_before_it_ends(sts, monkeypatch):
     first = tenant_sessions.secrets_of(A)
     assert tenant_sessions.secrets_of(B) is not first  # each tenant its own

@@ -161,7 +161,7 @@ def _send_persons_reply(
     """Out through the conversation's number once, then into its OpenAI conversation;
     outside WhatsApp's 24 hours, the template instead when the command asks for it. (The
     Twilio and OpenAI SDKs are loaded here, not at a cold start that may only pause.)"""
-    from functions.integrations import secrets, twilio_messages
+    from functions.integrations import twilio_messages
     from functions.logic.entry_points.status_callback import send_template_once
     from functions.logic.shared import person_reply
     from functions.logic.states.send_reply import send_reply
@@ -177,12 +177,7 @@ def _send_persons_reply(
         logger.warning("Person's reply refused by Twilio", extra={"error_code": error.code})
         template = None
         if error.code == twilio_messages.WHATSAPP_WINDOW_CLOSED and command.detail.template:
-            template = send_template_once(
-                conversation,
-                ref.window_id,
-                owner=f"send:{ref.execution_name}",
-                credentials=secrets.twilio_credentials_in_tenant_session,
-            )
+            template = send_template_once(conversation, ref.window_id, owner=f"send:{ref.execution_name}")
         if template is not None:
             return {
                 "outcome": Outcome.TEMPLATE_SENT.value,

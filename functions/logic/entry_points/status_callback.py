@@ -12,7 +12,6 @@ replaces a status of the same or a later rank."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime
 from enum import StrEnum
@@ -102,23 +101,17 @@ def record_status(
     return CallbackOutcome.RECORDED if recorded else CallbackOutcome.UNCHANGED
 
 
-# How the sender reads the tenant's Twilio credentials: with its own role (this function's,
-# the tenant a claim) or in a session tagged with the tenant (Send Reply's).
-ReadCredentials = Callable[[Conversation], secrets.TwilioCredentials]
-
-
-def send_template_once(
-    conversation: Conversation, window_id: str, owner: str, credentials: ReadCredentials | None = None
-) -> str | None:
+def send_template_once(conversation: Conversation, window_id: str, owner: str) -> str | None:
     """Send the configured WhatsApp template (WHATSAPP_TEMPLATE_CONTENT_SID) for the
     turn's reply, once, whoever asks how many times: the first to claim it (`owner`: the
     MessageSid whose callback said 63016, or Send Reply) sends it, and only that owner
     tries again if its attempt failed, after looking for a message that attempt may have
     sent (send_once.py). It goes through TWILIO_MESSAGING_SERVICE_SID, as Twilio sends
     templates. Its SID, or None when no template (or no Messaging Service) is configured,
-    it is not WhatsApp, or another owner sends it. `credentials`: how the tenant's Twilio
-    credentials are read (secrets.twilio_credentials_for, with the function's own role, by
-    default)."""
+    it is not WhatsApp, or another owner sends it. Whoever sends it (this function, Send
+    Reply, Conversation Commands) reads the tenant's Twilio credentials in a session tagged
+    with the conversation's tenant, never with its own role (which, here, may read every
+    tenant's: it checks a claimed tenant's signature)."""
     settings = get_settings()
     template = settings.whatsapp_template_content_sid
     if not template or conversation.channel != Channel.WHATSAPP:
@@ -129,8 +122,7 @@ def send_template_once(
     # Within the StatusCallback function's timeout when it sends: a wait, then a create.
     wait = STATUS_CALLBACK.timeout_seconds - settings.twilio_timeout_seconds - 1
     service = settings.twilio_messaging_service_sid
-    read = credentials or secrets.twilio_credentials_for
-    return send_once(_Template(conversation, window_id, owner, template, service, read), receipt_wait=wait)
+    return send_once(_Template(conversation, window_id, owner, template, service), receipt_wait=wait)
 
 
 def template_without_messaging_service() -> bool:
@@ -160,7 +152,6 @@ class _Template:
     owner: str
     content_sid: str
     messaging_service_sid: str
-    read_credentials: ReadCredentials
     turn: Turn = field(init=False)  # as claimed
 
     @property
@@ -169,7 +160,7 @@ class _Template:
 
     @cached_property
     def client(self) -> Client:
-        return twilio_messages.client_for(self.read_credentials(self.conversation))
+        return twilio_messages.client_for(secrets.twilio_credentials_in_tenant_session(self.conversation))
 
     def claim(self, now: str) -> Claim:
         self.turn = turns.claim_template(self.conversation.conversation_id, self.turn_id, self.owner, now)

@@ -71,10 +71,7 @@ def send_reply(task: SendInput) -> SentSummary:
             if error.code != twilio_messages.WHATSAPP_WINDOW_CLOSED or sent or person:
                 raise
             sid = status_callback.send_template_once(
-                conversation,
-                task.window_id,
-                owner=f"send:{task.execution_name}",
-                credentials=secrets.twilio_credentials_in_tenant_session,
+                conversation, task.window_id, owner=f"send:{task.execution_name}"
             )
             if sid is None:
                 raise
