@@ -120,10 +120,24 @@ def kind_of(lines: list[str]) -> str:
 
 
 def preview_of(lines: list[str]) -> str:
+    """What a message said, clipped (`text_of`)."""
+    return _clip(text_of(lines))
+
+
+def text_of(lines: list[str]) -> str:
     """What a message said: its own text, else its bracketed lines (a location's, a
     button's), without their brackets."""
     own = _own_text(lines)
-    return _clip(" ".join(own) if own else " ".join(line.strip("[]") for line in lines))
+    return "\n".join(own) if own else " ".join(line.strip("[]") for line in lines)
+
+
+def said_of(turn: Turn) -> list[tuple[str, str]]:
+    """A user turn's messages as (kind, what it said), in arrival order; one ("message",
+    the batch's own text) when they cannot be told apart."""
+    messages = split_body(turn.body, len(turn.message_sids) or turn.message_count or 1)
+    if messages is None:
+        return [("message", "\n".join(_own_text(turn.body.split("\n"))))] if turn.body else []
+    return [(kind_of(lines), text_of(lines)) for lines in messages]
 
 
 def merged_preview(turn: Turn) -> str:

@@ -8,6 +8,7 @@ from datetime import UTC, datetime
 from html import escape
 from urllib.parse import quote, urlencode
 
+from infra.console import transcript
 from infra.console.svg import draw
 from infra.console.views import STATUSES, ConversationLine, ConversationPage, Pause
 
@@ -44,7 +45,7 @@ def _page(title: str, body: str, refresh: bool) -> str:
     meta = f'<meta http-equiv="refresh" content="{REFRESH_SECONDS}">' if refresh else ""
     return (
         f'<!doctype html><html lang="en"><head><meta charset="utf-8">{meta}'
-        f"<title>{escape(title)}</title><style>{STYLE}</style></head><body>"
+        f"<title>{escape(title)}</title><style>{STYLE}{transcript.CSS}</style></head><body>"
         f'<nav><a href="/">Conversations</a></nav>{body}</body></html>'
     )
 
@@ -127,7 +128,9 @@ def conversation_page(page: ConversationPage, show_text: bool, here: str) -> str
         + _pause_line(page.pause)
         + _windows_nav(page)
         + _text_toggle(show_text, here)
-        + draw(view, show_text)
+        + transcript.render(page.transcript, page.left_out, show_text, page.selected)
+        + "<h2>The burst, on its timeline</h2>"
+        + draw(view, show_text, f"burst-{page.selected}" if page.selected else "")
     )
     body += _runs_table(page) + _parts_table(page)
     return _page(f"Conversation {c.conversation_id}", body, refresh=view.in_flight)

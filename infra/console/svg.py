@@ -71,7 +71,14 @@ class Canvas:
         return x
 
 
-def draw(view: BurstView, show_text: bool) -> str:
+def clipped(text: str) -> str:
+    """A text on one line, PREVIEW_CHARS at most."""
+    text = " ".join(text.split())
+    return text if len(text) <= PREVIEW_CHARS else text[: PREVIEW_CHARS - 1] + "…"
+
+
+def draw(view: BurstView, show_text: bool, anchor: str = "") -> str:
+    """The timeline; `anchor`: its id (the transcript's turns link to it)."""
     canvas = Canvas(view.start_ms, view.end_ms)
     _axis(canvas)
     _fragments(canvas, view, show_text)
@@ -81,8 +88,9 @@ def draw(view: BurstView, show_text: bool) -> str:
     _replies(canvas, view, show_text)
     _other_rules(canvas, view)
     height = canvas.y + 12
+    ident = f' id="{escape(anchor)}"' if anchor else ""
     return (
-        f'<svg xmlns="http://www.w3.org/2000/svg" width="{WIDTH}" height="{height}" '
+        f'<svg xmlns="http://www.w3.org/2000/svg"{ident} width="{WIDTH}" height="{height}" '
         f'viewBox="0 0 {WIDTH} {height}" role="img" aria-labelledby="timeline-title">'
         '<title id="timeline-title">The burst, fragment by fragment, state by state</title>'
         + "".join(canvas.parts)
@@ -171,7 +179,9 @@ def _replies(canvas: Canvas, view: BurstView, show_text: bool) -> None:
         code = f" (error {part.error_code})" if part.error_code else ""
         canvas.text(x + 10, middle + 4, f"{part.status}{code}", "error" if bad else "note")
         if show_text and part.text:
-            canvas.text(LABELS, canvas.row("its text") + 4, f"“{part.text[:PREVIEW_CHARS]}”", "preview")
+            canvas.text(LABELS, canvas.row("its text") + 4, f"“{clipped(part.text)}”", "preview")
+        elif part.untold:
+            canvas.text(LABELS, canvas.row("its text") + 4, part.untold, "note")
     for mark in view.marks:
         middle = canvas.row(mark.label)
         canvas.dot(mark.at_ms, middle, COLOURS["mark"], mark.label)

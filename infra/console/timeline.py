@@ -11,6 +11,7 @@ from dataclasses import dataclass, field, replace
 from functions.batching_rules import BatchingRules
 from functions.dal.models import BatchWindow, Delivery, StagedMessage, Turn
 from functions.logic.rules.handoff import PERSON
+from functions.logic.rules.replies import split_reply
 from infra.console.fragments import Fragment, merged_preview, of_staged, of_turn, split_body
 from infra.console.reading import ConversationRow, Run
 from infra.replay.simulate import batches_of
@@ -20,6 +21,11 @@ from infra.runs import StateSpan, short_cause, timeline
 WAIT_STATE = "Wait For The Burst To End"
 GENERATE_STATE = "Generate Reply"
 PERSONS_REPLY = "a person's reply"
+# Why a message sent for a turn has no text on the console: none is recorded.
+UNTOLD = {
+    "template": "its text is the WhatsApp template's (Twilio's Content), not recorded",
+    "fallback": "its text is the deployment's FALLBACK_REPLY, not recorded",
+}
 _WINDOW_ID = re.compile(r"(\d{13})-[0-9a-f]+$")
 
 
@@ -72,7 +78,10 @@ class ReplyPart:
     error_code: int | None = None
     by_person: bool = False  # a person's reply (a helpdesk's conversation.reply)
     sent_ms: int | None = None
-    text: str = ""  # a person's reply's text, shown only when the operator asks
+    # Its text (split from the turn's body as Send Reply splits it), shown only when the
+    # operator asks; `untold`: why a message sent has none (a template's is Twilio's).
+    text: str = ""
+    untold: str = ""
 
 
 @dataclass(frozen=True)
@@ -159,12 +168,17 @@ def reply_parts(turns: list[Turn]) -> list[ReplyPart]:
         if turn.written_by == PERSON:
             parts += _persons_reply(turn, sent_ms)
             continue
+        texts = split_reply(turn.body) if listed else []
         for n, sid in enumerate(listed):
-            parts.append(_part(turn, f"part {n + 1}", sid, turn.deliveries.get(sid), sent_ms))
+            part = _part(turn, f"part {n + 1}", sid, turn.deliveries.get(sid), sent_ms)
+            parts.append(replace(part, text=texts[n] if n < len(texts) else ""))
         extra = {turn.template_sid, turn.fallback_message_sid} | set(turn.deliveries)
         for sid in sorted(s for s in extra if s and s not in listed):
             delivery = turn.deliveries.get(sid)
-            parts.append(_part(turn, delivery.message if delivery else "message", sid, delivery, sent_ms))
+            label = delivery.message if delivery else "message"
+            label = "template" if sid == turn.template_sid else label
+            part = _part(turn, label, sid, delivery, sent_ms)
+            parts.append(replace(part, untold=UNTOLD.get(label, "")))
     return parts
 
 
@@ -172,13 +186,14 @@ def _persons_reply(turn: Turn, sent_ms: int | None) -> list[ReplyPart]:
     """A person's reply, a part per message sent (one part, "not sent", before any is)."""
     sent_ms = sent_ms or (epoch_ms(turn.created_at) if turn.created_at else None)
     sids = turn.message_sids
-    made = [
-        _part(
-            turn, PERSONS_REPLY + f", part {n + 1}" * (len(sids) > 1), sid, turn.deliveries.get(sid), sent_ms
-        )
-        for n, sid in enumerate(sids)
-    ] or [ReplyPart(turn.window_id, PERSONS_REPLY, "-", sent_ms, "not sent")]
-    return [replace(p, by_person=True, sent_ms=sent_ms, text=turn.body) for p in made]
+    texts = split_reply(turn.body)
+    made = []
+    for n, sid in enumerate(sids):
+        label = PERSONS_REPLY + f", part {n + 1}" * (len(sids) > 1)
+        part = _part(turn, label, sid, turn.deliveries.get(sid), sent_ms)
+        made.append(replace(part, text=texts[n] if n < len(texts) else ""))
+    made = made or [ReplyPart(turn.window_id, PERSONS_REPLY, "-", sent_ms, "not sent", text=turn.body)]
+    return [replace(p, by_person=True, sent_ms=sent_ms) for p in made]
 
 
 def _part(turn: Turn, label: str, sid: str, delivery: Delivery | None, sent_ms: int | None) -> ReplyPart:

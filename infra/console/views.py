@@ -25,6 +25,7 @@ from infra.console.timeline import (
     window_of_run,
     window_opened_ms,
 )
+from infra.console.transcript import Entry, transcript_of
 from infra.replay.sources import epoch_ms
 
 # Delivery reports later than this after the run are drawn at the timeline's right edge.
@@ -126,6 +127,8 @@ class ConversationPage:
     windows: list[tuple[str, str]]  # (window id, its run's status), newest first
     selected: str
     pause: Pause | None = None
+    transcript: list[Entry] = field(default_factory=list)  # the conversation, turn by turn
+    left_out: int = 0  # earlier turns the transcript leaves out
 
 
 def conversation_page(
@@ -165,7 +168,12 @@ def conversation_page(
     reported = [p.at_ms for p in view.parts if p.at_ms]
     closed = [b.closed_ms for batches in view.other_rules.values() for b in batches]
     view.end_ms = max(end, min(max(reported, default=end), end + LATE_REPORTS_MS), *closed)
-    return ConversationPage(view, windows, selected, pause)
+    page = ConversationPage(view, windows, selected, pause)
+    waiting = [f for f in fragments if f.state == "pending"]
+    page.transcript, page.left_out = transcript_of(
+        turns, waiting, [w for w, _ in windows], reply_parts(turns)
+    )
+    return page
 
 
 def _parts_shown(

@@ -99,6 +99,15 @@ def browse(
     """The text on the console's `page` as headless Chromium renders it, opened as an
     operator opens it (the printed URL's token in its URL, a cookie from then on); with
     `show_text`, after pressing "Show message text" on it (its form's POST)."""
+    seen = _Seen()
+    seen.feed(rendered(console, page, profile, show_text, screenshot))
+    return seen.pieces
+
+
+def rendered(
+    console: str, page: str, profile: Path, show_text: bool = False, screenshot: Path | None = None
+) -> str:
+    """The HTML of the console's `page` as headless Chromium holds it (as `browse` opens it)."""
     base, _, token = console.partition("/?token=")
     with _Chromium(profile) as chromium:
         chromium.load("Page.navigate", url=f"{base}{page}{'&' if '?' in page else '?'}token={token}")
@@ -114,9 +123,7 @@ def browse(
             )
             screenshot.write_bytes(base64.b64decode(chromium.call("Page.captureScreenshot")["data"]))
         html = chromium.call("Runtime.evaluate", expression="document.documentElement.outerHTML")
-    seen = _Seen()
-    seen.feed(html["result"]["value"])
-    return seen.pieces
+    return html["result"]["value"]
 
 
 class _Chromium:
@@ -234,6 +241,43 @@ def test_a_burst_of_three_fragments_as_a_person_sees_it(harness, console, tmp_pa
     assert states[0] == "Wait For The Burst To End" and "Send Reply" in states
     assert [p for p in page if p in states] == states  # each state's row, in the run's order
     assert _in_order(page, ["part 1", reported, "Replies sent", sent["sid"], reported])
+    _reads_like_the_conversation(console, page, conversation_id, run["name"], sent, reported, tmp_path)
+
+
+def _reads_like_the_conversation(
+    console: str,
+    page: list[str],
+    conversation_id: str,
+    run_name: str,
+    sent: dict,
+    reported: str | None,
+    tmp_path: Path,
+) -> None:
+    """The transcript: the person's three fragments in order, then the reply that answered
+    them (the OpenAI stand-in's `You said: ...`, as Twilio was asked to send it), with what
+    the model was given; each part's text beside its status on the timeline. Without "Show
+    message text", kinds and lengths only: none of these texts anywhere in the page."""
+    from functions.dal import turns
+    from tests.support.events import load_event
+
+    window_id = run_name.removeprefix(f"{conversation_id}-")
+    reply = turns.get(conversation_id, assistant_turn_id(window_id))
+    assert reply is not None and reply.body.strip() == sent["body"].strip()
+    assert reply.body.startswith("You said: ")
+    texts = [load_event("whatsapp_text")["Body"], load_event("whatsapp_image")["Body"], "Twilio HQ"]
+    given = f"model {reply.model}, {reply.prompt_tokens} input tokens"
+    assert _in_order(page, ["Transcript", *texts, "the assistant", reply.body.strip(), given, "Fragments"])
+    clipped = " ".join(reply.body.split())[:40]
+    assert _in_order(page, ["Replies, as Twilio reported them", "part 1", reported, f"“{clipped}"])
+
+    hidden = rendered(console, f"/conversations/{conversation_id}", tmp_path / "hidden")
+    seen = _Seen()
+    seen.feed(hidden)
+    assert _in_order(seen.pieces, ["Transcript", "3 fragments: text, photo, location", "the assistant"])
+    assert f"{len(reply.body)} characters" in " ".join(seen.pieces)
+    assert f'href="?window={window_id}#burst-{window_id}"' in hidden and f'id="burst-{window_id}"' in hidden
+    for text in [*texts, "You said", load_event("whatsapp_location")["Address"]]:
+        assert text not in hidden, text
 
 
 def _reported(conversation_id: str, run_name: str, sid: str) -> str | None:

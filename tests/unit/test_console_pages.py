@@ -20,6 +20,7 @@ from functions.dal.tables import assistant_turn_id, user_turn_id
 from functions.inbound import Location, MessageContent
 from functions.logic.rules.content import render
 from functions.logic.rules.handoff import PERSON
+from functions.logic.rules.replies import split_reply
 from functions.logic.shared.person_reply import person_window_id
 from infra.console import pages
 from infra.console.fragments import Fragment, of_turn
@@ -297,4 +298,77 @@ def test_a_paused_conversations_page_shows_the_pause_and_the_persons_replies():
     assert "a person's reply at +" in timeline and f"({first.message_sids[0][-6:]})" in timeline
     assert "delivered" in timeline and "undelivered" not in timeline  # the next burst's
     assert later.message_sids[0][-6:] not in timeline
-    assert first.body not in hidden and first.body in shown and later.body not in shown
+    assert first.body not in hidden and first.body in shown
+    assert later.body not in shown.split("<svg")[1]  # the timeline's burst: the first only
+
+
+def _burst_turns(minute: int, sent: list[MessageContent], reply: str, **assistant: Any) -> list[Turn]:
+    """A burst's user turn (its fragments 300 ms apart) and the assistant turn that answered it."""
+    window_id = window_of_run(_burst_run(minute))
+    user = Turn(
+        conversation_id="c1",
+        turn_id=user_turn_id(window_id),
+        role="user",
+        window_id=window_id,
+        status="answered",
+        body=render(sent).body,
+        message_sids=[f"SM{minute:02d}{n}" for n in range(len(sent))],
+        first_received_at=_at(minute).isoformat(),
+        arrival_offsets_ms=[300 * n for n in range(len(sent))],
+    )
+    answer = Turn(
+        conversation_id="c1",
+        turn_id=assistant_turn_id(window_id),
+        role="assistant",
+        window_id=window_id,
+        body=reply,
+        sent_at=_at(minute, 4).isoformat(),
+        **{"status": "sent", **assistant},
+    )
+    return [user, answer]
+
+
+def test_the_transcript_reads_like_the_conversation_and_each_part_shows_its_text():
+    """The turns in order, as a chat: the person's fragments, the assistant's reply with
+    what the model was given, a person's reply, an opt-out and its confirmation; each linked
+    to its burst's timeline. Texts only when asked: else kinds and lengths."""
+    photo = {"url": "u", "content_type": "image/jpeg"}
+    sent = [MessageContent(body="Where is my parcel?"), MessageContent(body="It is late", media=(photo,))]
+    reply = "Your parcel leaves today. " * 62 + "Call us on Monday."
+    parts = split_reply(reply)
+    delivered = Delivery(message="0", status="delivered", rank=3, at=_at(0, 5).isoformat())
+    refused = Delivery(message="1", status="failed", rank=4, error_code=30003, at=_at(0, 5).isoformat())
+    answered = _burst_turns(
+        0,
+        sent,
+        reply,
+        message_sids=["SMa", "SMb"],
+        deliveries={"SMa": delivered, "SMb": refused},
+        model="gpt-test",
+        prompt_tokens=321,
+        completion_tokens=12,
+    )
+    stop = _burst_turns(20, [MessageContent(body="STOP")], "You are unsubscribed.", status="limited")
+    stop[1] = stop[1].model_copy(update={"limited": "opted_out"})
+    turns = [*answered, _person_reply(10, "I am Ana from support"), *stop]
+    runs = [_burst_run(0), _burst_run(20)]
+    reader = _Stack([_conversation("c1")], turns, runs)
+
+    page = conversation_page(reader, "c1", window_of_run(runs[0]), NOW_MS, local=True)  # type: ignore[arg-type]
+    assert page is not None
+    hidden, shown = (
+        unescape(pages.conversation_page(page, show, "/conversations/c1")) for show in (False, True)
+    )
+
+    said = re.sub(r"<[^>]+>", "|", shown.split("Transcript")[1].split("<svg")[0])
+    order = ["Where is my parcel?", "It is late", "the assistant", reply.strip(), "model gpt-test, 321 input"]
+    order += ["a person (helpdesk)", "I am Ana from support", "STOP", "opt-out confirmation", "unsubscribed"]
+    assert all(said.index(a) < said.index(b) for a, b in zip(order, order[1:], strict=False))
+    timeline = shown.split("<svg")[1].split("</svg>")[0]
+    assert "part 2" in timeline and "failed (error 30003)" in timeline
+    assert " ".join(parts[1].split())[:40] in timeline.split("failed (error 30003)")[1]
+    window_id = window_of_run(runs[0])
+    assert f'href="?window={window_id}#burst-{window_id}"' in hidden and f'id="burst-{window_id}"' in hidden
+    assert "2 fragments: text, photo" in hidden and f"{len(reply)} characters in 2 parts" in hidden
+    for text in ("Where is my parcel?", "It is late", "Your parcel", "Ana", "STOP", "unsubscribed"):
+        assert text not in hidden, text
