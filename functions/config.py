@@ -7,7 +7,7 @@ import os
 from functools import cache
 from typing import Annotated, Any, Literal
 
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError
 
 from functions import stack_names
 from functions.default_model import DEFAULT_MODEL
@@ -245,13 +245,6 @@ class Settings(BaseModel):
     # What the webhook reads before anything else: larger or longer forms are refused.
     webhook_max_body_bytes: Annotated[int, Field(ge=1024)] = 128 * 1024
     webhook_max_fields: Annotated[int, Field(ge=10)] = 100
-
-    @model_validator(mode="after")
-    def _quiet_bounds_in_order(self) -> "Settings":
-        """Settings that contradict each other stop a synth (and a cold start) by name."""
-        if self.quiet_min_seconds > self.quiet_max_seconds:
-            raise ValueError("QUIET_MIN_SECONDS is above QUIET_MAX_SECONDS (adaptive mode's bounds)")
-        return self
 
     def public_base(self) -> PublicBase:
         """WEBHOOK_BASE_URL without its fragment (empty: not set), and the connection

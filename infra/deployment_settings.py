@@ -93,9 +93,12 @@ def validate(chosen: Mapping[str, str]) -> Settings:
     for): a value amiss fails here, named, as it would fail every function's cold start."""
     stand_ins = {name: f"set-by-stack-{name.lower()}" for name in SET_BY_STACK}
     try:
-        return read_settings({**stand_ins, **chosen})
+        settings = read_settings({**stand_ins, **chosen})
     except SettingsError as error:
         raise DeploymentSettingsError(str(error)) from None
+    if settings.quiet_min_seconds > settings.quiet_max_seconds:  # settings that contradict each other
+        raise DeploymentSettingsError("QUIET_MIN_SECONDS is above QUIET_MAX_SECONDS (adaptive mode's bounds)")
+    return settings
 
 
 def for_function(definition: FunctionDefinition, chosen: Mapping[str, str]) -> dict[str, str]:
