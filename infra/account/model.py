@@ -61,6 +61,17 @@ class Deploy:
         return self.deployed is None or self.deployed["StackStatus"] in NEVER_CREATED
 
 
+def describe_stack(clients: Clients, name: str) -> dict[str, Any] | None:
+    """describe_stacks' answer for the stack, or None where it does not exist."""
+    try:
+        stacks = clients("cloudformation").describe_stacks(StackName=name)["Stacks"]
+    except ClientError as error:
+        if error_code(error) == "ValidationError":  # "Stack with id ... does not exist"
+            return None
+        raise
+    return stacks[0] if stacks else None
+
+
 def error_code(error: ClientError) -> str:
     return str(error.response.get("Error", {}).get("Code", "Error"))
 

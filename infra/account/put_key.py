@@ -16,7 +16,7 @@ import sys
 
 from botocore.exceptions import BotoCoreError, ClientError
 
-from infra.account.model import Clients, Line, error_code
+from infra.account.model import Clients, Line, describe_stack, error_code
 
 WHAT = "OpenAI key"
 # What an OpenAI API key looks like: "sk-" and no white space (sk-proj-..., sk-svcacct-...).
@@ -48,11 +48,6 @@ def put_openai_key(clients: Clients, stack: str, key: str) -> Line:
 
 
 def _secret_name(clients: Clients, stack: str) -> str | None:
-    try:
-        stacks = clients("cloudformation").describe_stacks(StackName=stack)["Stacks"]
-    except ClientError as error:
-        if error_code(error) == "ValidationError":  # "Stack with id ... does not exist"
-            return None
-        raise
-    outputs = {o["OutputKey"]: o["OutputValue"] for s in stacks for o in s.get("Outputs", [])}
+    described = describe_stack(clients, stack)
+    outputs = {o["OutputKey"]: o["OutputValue"] for o in (described or {}).get("Outputs", [])}
     return outputs.get("OpenAISecretName")

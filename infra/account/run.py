@@ -4,13 +4,12 @@ then the stack as it stands, then each check; an AWS error in one check is its l
 from __future__ import annotations
 
 import os
-from typing import Any
 
 from botocore.exceptions import BotoCoreError, ClientError
 from botocore.exceptions import ConnectionError as EndpointUnreachable
 
 from infra.account.checks import CHECKS
-from infra.account.model import NEVER_CREATED, Clients, Deploy, Line, error_code
+from infra.account.model import NEVER_CREATED, Clients, Deploy, Line, describe_stack, error_code
 
 
 def _stack_line(deploy: Deploy) -> Line:
@@ -24,16 +23,6 @@ def _stack_line(deploy: Deploy) -> Line:
             "ok", "Stack", f"{deploy.stack} is {status} (a create failed): cdk deploy creates it again"
         )
     return Line("ok", "Stack", f"{deploy.stack} is {status}: the deploy updates it")
-
-
-def _describe_stack(clients: Clients, name: str) -> dict[str, Any] | None:
-    try:
-        stacks = clients("cloudformation").describe_stacks(StackName=name)["Stacks"]
-    except ClientError as error:
-        if error_code(error) == "ValidationError":  # "Stack with id ... does not exist"
-            return None
-        raise
-    return stacks[0] if stacks else None
 
 
 def check(clients: Clients, deploy: Deploy) -> list[Line]:
@@ -65,7 +54,7 @@ def check(clients: Clients, deploy: Deploy) -> list[Line]:
         ]
     lines = [Line("ok", "Account", f"{identity['Account']} in {region}")]
     try:
-        described = _describe_stack(clients, deploy.stack)
+        described = describe_stack(clients, deploy.stack)
     except (ClientError, BotoCoreError) as error:
         described = None
         lines.append(Line("warn", "Stack", f"could not read {deploy.stack} ({error}): taken as not deployed"))
