@@ -37,6 +37,8 @@ class Settings(BaseModel):
     projects_table: Annotated[str, Field(min_length=1)]
     tenants_table: Annotated[str, Field(min_length=1)]
     usage_counters_table: Annotated[str, Field(min_length=1)]
+    assistant_profiles_table: Annotated[str, Field(min_length=1)]
+    tool_calls_table: Annotated[str, Field(min_length=1)]
     # Set on the functions that start or inspect runs.
     state_machine_arn: str = ""
     event_bus_name: Annotated[str, Field(min_length=1)]
@@ -132,6 +134,13 @@ class Settings(BaseModel):
     # conversation's `openai_api_key_secret`) through a session of this role tagged with the
     # tenant, as above; empty: through their own roles. The deployment's key: their own roles.
     openai_tenant_reader_role_arn: str = ""
+    # Call Tools signs each call with the tenant's tool-signing secret,
+    # <TOOL_TENANT_SECRET_PREFIX><AccountSid>, read through a session of this role tagged
+    # with the tenant (as above); empty: through its own role.
+    tool_tenant_secret_prefix: Annotated[str, Field(min_length=1)] = stack_names.tool_tenant_secret_prefix(
+        STACK_NAME
+    )
+    tool_tenant_reader_role_arn: str = ""
     # The webhook keeps tenants in memory: a known one this long (a change made with
     # `infra.tenants` reaches a warm webhook within this time), an unknown AccountSid longer.
     tenant_cache_seconds: Annotated[float, Field(ge=0)] = 60
@@ -215,6 +224,19 @@ class Settings(BaseModel):
     # `reasoning.effort`, sent to a model that takes one (openai_models.py); empty: its own.
     openai_reasoning_effort: Literal["", "none", "minimal", "low", "medium", "high", "xhigh"] = "low"
     twilio_timeout_seconds: float = 10.0
+    # The assistant's function tools (docs/assistants.md): at most this many rounds of calls
+    # per batch (the last round's answer is asked for with no further call), each call given
+    # this long, its answer at most this many bytes. A profile may set lower round and time
+    # limits of its own.
+    max_tool_rounds: Annotated[int, Field(ge=1, le=10)] = 3
+    tool_timeout_seconds: Annotated[float, Field(ge=1, le=25)] = 10.0
+    tool_max_answer_bytes: Annotated[int, Field(ge=256, le=65_536)] = 4096
+    # Tool endpoints on a loopback address over http: the local stack's only (deployed, a
+    # tool's url must be https to a public address: functions/integrations/tool_endpoints.py).
+    tool_loopback_http: Flag = False
+    # Generate Reply keeps the profiles in force in memory this long (a profile written with
+    # `infra.assistants` reaches a warm function within this time).
+    assistant_profile_cache_seconds: Annotated[float, Field(ge=0, le=3600)] = 30
     # WhatsApp: one "typing…" indicator per burst, on its last message, when the reply is
     # asked for (it marks the message read), refreshed once if the reply is still being
     # written 26 s later (functions/logic/shared/typing_indicator.py). SMS has none.

@@ -129,6 +129,21 @@ class ReplySummary(Contract):
     regenerations: int = 0  # replies of this batch discarded for newer fragments, so far
 
 
+class CallToolsInput(BatchRef):
+    batch: BatchSummary
+
+
+class ToolsSummary(Contract):
+    """Call Tools' round: the calls the response asked for, those made now (the others were
+    made by an earlier attempt, or refused), and those whose outcome is in doubt or that got
+    no answer. Counts only: the arguments and answers stay in DynamoDB."""
+
+    calls: int
+    made: int
+    in_doubt: int
+    failed: int
+
+
 class SendInput(BatchRef):
     reply: ReplySummary
 

@@ -41,6 +41,17 @@ class NewerFragments(Exception):
     again ("Answer Again With Newer Fragments"), at most `max_regenerations` times."""
 
 
+class ToolCallsRequested(Exception):
+    """The model's response asks for tool calls before it answers. Not a failure: the run
+    catches it and makes them ("Call Tools"), then Generate Reply asks again with their
+    outputs. Its message counts the calls; their arguments stay out of the run's history."""
+
+
+class ToolCallRetryableError(Exception):
+    """A tool endpoint could not be reached (or a read-only call got no answer): Call Tools'
+    Retry tries again; calls already made are not made again."""
+
+
 class AICredentialsRefused(AIPermanentError):
     """OpenAI refused the key (401 `invalid_api_key`: revoked, rotated, another project's),
     also once the key was read again past its cache. The configuration is at fault, not the

@@ -14,3 +14,5 @@ class ConversationItem:
     id: str
     role: str  # user, assistant, or "" for items that are not messages
     text: str
+    kind: str = "message"  # the item's type: message, function_call, function_call_output...
+    call_id: str = ""  # a function call's, or its output's

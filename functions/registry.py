@@ -12,6 +12,7 @@ from functions.contract import (
     AcquireInput,
     BatchSummary,
     BurstStatus,
+    CallToolsInput,
     CloseInput,
     CloseOutput,
     FailedInput,
@@ -25,6 +26,7 @@ from functions.contract import (
     ReplySummary,
     SendInput,
     SentSummary,
+    ToolsSummary,
 )
 
 
@@ -102,6 +104,8 @@ TASKS = (
     task("Acquire Processing Lock", AcquireInput, BurstStatus, timeout=10),
     task("Merge Staged Messages", MergeInput, BatchSummary),
     task("Generate Reply", GenerateInput, ReplySummary, timeout=90, memory=512),
+    # Each call within TOOL_TIMEOUT_SECONDS (at most 25): two of them, and the rest in the next attempt.
+    task("Call Tools", CallToolsInput, ToolsSummary, timeout=60),
     task("Send Reply", SendInput, SentSummary, timeout=60),
     task("Record Turns And Release Lock", RecordInput, RecordOutput),
     task("Close Batch Window", CloseInput, CloseOutput),

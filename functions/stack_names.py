@@ -26,6 +26,12 @@ def openai_tenant_secret_prefix(stack_name: str) -> str:
     return f"{stack_name}/tenants/openai/"
 
 
+def tool_tenant_secret_prefix(stack_name: str) -> str:
+    """A tenant's tool-signing secret is <prefix><AccountSid>: read by Call Tools alone, in a
+    session tagged with the tenant, apart from the Twilio and OpenAI secrets."""
+    return f"{stack_name}/tenants/tools/"
+
+
 def openai_secret_name(stack_name: str) -> str:
     """The deployment's OpenAI key where the stack names it: the local stack, and the
     functions' default. The CDK stack's secret keeps the name CloudFormation generated

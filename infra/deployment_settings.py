@@ -42,11 +42,16 @@ SET_BY_STACK = frozenset(
         "OPENAI_TENANT_SECRET_PREFIX",
         "TWILIO_TENANT_READER_ROLE_ARN",
         "OPENAI_TENANT_READER_ROLE_ARN",
+        "TOOL_TENANT_SECRET_PREFIX",
+        "TOOL_TENANT_READER_ROLE_ARN",
         # Only for the local stand-in of Twilio: on AWS it would send a tenant's credentials
         # to another host.
         "TWILIO_API_BASE_URL",
     }
 )
+# The local stack's only, refused in a settings file: on AWS, a tool endpoint on loopback
+# would be the Lambda runtime's own API.
+LOCAL_ONLY = frozenset({"TOOL_LOOPBACK_HTTP"})
 # What a secret looks like: an OpenAI key, a Twilio auth token or API key secret.
 _SECRET_LIKE = re.compile(r"\b(sk-[A-Za-z0-9_-]{20,}|[0-9a-f]{32})\b")
 
@@ -79,6 +84,8 @@ def read_file(path: Path) -> dict[str, str]:
             problems.append(f"{name}: no value (write {name}=value)")
         elif name in SET_BY_STACK:
             problems.append(f"{name}: set by the stack itself (its resources' names); leave it out")
+        elif name in LOCAL_ONLY:
+            problems.append(f"{name}: the local stack's only; leave it out")
         elif name not in known:
             problems.append(f"{name}: not a setting (docs/configuration.md lists them)")
         elif _SECRET_LIKE.search(value):

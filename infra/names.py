@@ -15,6 +15,7 @@ from functions.stack_names import (
     STACK_NAME,
     event_bus_name,
     openai_tenant_secret_prefix,
+    tool_tenant_secret_prefix,
     state_machine_name,
     twilio_tenant_secret_prefix,
 )
@@ -27,6 +28,7 @@ __all__ = [
     "event_bus_name",
     "openai_tenant_secret_prefix",
     "state_machine_name",
+    "tool_tenant_secret_prefix",
     "twilio_tenant_secret_prefix",
 ]
 

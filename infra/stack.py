@@ -43,6 +43,7 @@ class BurstReplyStack(Stack):
             "OPENAI_SECRET_NAME": credentials.openai.secret_name,
             "TWILIO_TENANT_SECRET_PREFIX": credentials.twilio_prefix,
             "OPENAI_TENANT_SECRET_PREFIX": credentials.openai_prefix,
+            "TOOL_TENANT_SECRET_PREFIX": credentials.tool_prefix,
             "EVENT_BUS_NAME": bus.event_bus_name,
         }
         functions = Functions(self, "Functions", settings, environment, settings.functions_environment())

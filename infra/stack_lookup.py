@@ -40,6 +40,7 @@ from functions.stack_names import (
     openai_secret_name,
     openai_tenant_secret_prefix,
     state_machine_name,
+    tool_tenant_secret_prefix,
     twilio_tenant_secret_prefix,
 )
 
@@ -50,6 +51,7 @@ OUTPUTS: dict[str, str] = {
     "EventBusName": "EVENT_BUS_NAME",
     "TwilioTenantSecretPrefix": "TWILIO_TENANT_SECRET_PREFIX",
     "OpenAITenantSecretPrefix": "OPENAI_TENANT_SECRET_PREFIX",
+    "ToolTenantSecretPrefix": "TOOL_TENANT_SECRET_PREFIX",
     "OpenAISecretName": "OPENAI_SECRET_NAME",
     "WebhookBaseUrl": "WEBHOOK_BASE_URL",
 }
@@ -101,6 +103,7 @@ def local_names(environ: Mapping[str, str] | None = None) -> dict[str, str]:
         "EVENT_BUS_NAME": event_bus_name(stack_name),
         "TWILIO_TENANT_SECRET_PREFIX": twilio_tenant_secret_prefix(stack_name),
         "OPENAI_TENANT_SECRET_PREFIX": openai_tenant_secret_prefix(stack_name),
+        "TOOL_TENANT_SECRET_PREFIX": tool_tenant_secret_prefix(stack_name),
         "OPENAI_SECRET_NAME": openai_secret_name(stack_name),
         "WEBHOOK_BASE_URL": f"http://127.0.0.1:{port}",
     }

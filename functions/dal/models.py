@@ -95,6 +95,41 @@ class Conversation(TableItem):
     paused_by_message: str | None = None
 
 
+class AskedCall(BaseModel):
+    """A function call a response asked for (its `function_call` item): the arguments as
+    the model wrote them (JSON text)."""
+
+    model_config = ConfigDict(extra="ignore", frozen=True)
+
+    call_id: str
+    name: str
+    arguments: str
+
+
+class ToolCall(TableItem):
+    """A tool call, claimed before it is made and its outcome recorded (functions/dal/
+    tool_calls.py): `claimed` while an attempt makes it (found so by a later attempt: in
+    doubt), `not_made` (no connection: may be made again), and the outcomes, final:
+    `answered`, `refused`, `in_doubt` (sent, no answer: never made again when it has side
+    effects), `unavailable` (a read-only call that never got an answer)."""
+
+    conversation_id: str
+    call_key: str
+    name: str
+    side_effects: bool = False
+    status: Literal["claimed", "not_made", "answered", "refused", "in_doubt", "unavailable"] = "claimed"
+    attempts: int = 0
+    output: str | None = None  # what the model is told (the endpoint's JSON, or why none)
+    window_id: str = ""
+    claimed_at: str = ""
+    finished_at: str | None = None
+    expires_at: int = 0
+
+    @property
+    def finished(self) -> bool:
+        return self.status in ("answered", "refused", "in_doubt", "unavailable")
+
+
 class AIRequest(TableItem):
     """The OpenAI response asked for a batch, kept on the batch's first staged message
     until the batch is answered (its tombstone drops it), so that every later attempt, and
@@ -111,6 +146,13 @@ class AIRequest(TableItem):
     recovered: bool = False
     # Asked without the batch's images, after OpenAI refused one of them.
     images_left_out: bool = False
+    # Tool rounds (functions/logic/states/call_tools.py): the rounds of tool outputs sent so
+    # far for this batch (0: the request was the user turn), and the calls the response
+    # `response_id` asked for, to be made and answered in the next round.
+    tool_round: int = 0
+    answering: list[AskedCall] = []  # the calls whose outputs this request sends
+    called: list[str] = []  # the tools called in the rounds so far (names, in order)
+    calls: list[AskedCall] = []
 
 
 class StagedMessage(MessageContent, TableItem):
@@ -277,6 +319,12 @@ class Turn(TableItem):
     limited: str | None = None
     # An assistant turn a person wrote (a helpdesk's conversation.reply): "person".
     written_by: str | None = None
+    # The assistant profile the batch was asked with (functions/dal/assistant_profiles.py),
+    # pinned on the user turn when it is first asked (every retry asks the same way), and the
+    # tools the reply called (names, in order).
+    profile_key: str | None = None
+    profile_version: int | None = None
+    tools_called: list[str] = []
 
 
 class Tenant(TableItem):

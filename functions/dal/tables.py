@@ -119,4 +119,37 @@ USAGE_COUNTERS = TableDefinition(
     ttl_attribute="expires_at",
 )
 
-ALL_TABLES = (CONVERSATIONS, STAGED_MESSAGES, BATCH_WINDOWS, TURNS, PROJECTS, TENANTS, USAGE_COUNTERS)
+# The assistants' profiles (functions/dal/assistant_profiles.py): one item per version of a
+# tenant's (`tenant#<AccountSid>`) or a project's (`tenant#<AccountSid>#project#<id>`)
+# profile, never changed once written; the newest is the profile in force.
+ASSISTANT_PROFILES = TableDefinition(
+    logical_id="AssistantProfiles",
+    env_var="ASSISTANT_PROFILES_TABLE",
+    placeholder="AssistantProfilesTableName",
+    partition_key="profile_key",
+    sort_key="version",
+)
+
+# Each tool call the model asked for, claimed before it is made and its outcome recorded
+# (functions/dal/tool_calls.py), keyed by what makes it the same call (the batch, the tool,
+# the arguments), so that no retry, rerun or regenerated response makes it twice.
+TOOL_CALLS = TableDefinition(
+    logical_id="ToolCalls",
+    env_var="TOOL_CALLS_TABLE",
+    placeholder="ToolCallsTableName",
+    partition_key="conversation_id",
+    sort_key="call_key",
+    ttl_attribute="expires_at",
+)
+
+ALL_TABLES = (
+    CONVERSATIONS,
+    STAGED_MESSAGES,
+    BATCH_WINDOWS,
+    TURNS,
+    PROJECTS,
+    TENANTS,
+    USAGE_COUNTERS,
+    ASSISTANT_PROFILES,
+    TOOL_CALLS,
+)

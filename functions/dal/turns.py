@@ -73,6 +73,24 @@ def record_transcripts(conversation_id: str, turn_id: str, transcripts: dict[str
     )
 
 
+def pin_profile(conversation_id: str, turn_id: str, key: str, version: int) -> Turn:
+    """Pin the assistant profile version (key "" and 0: none) the batch is asked with, unless
+    an earlier attempt pinned one; the user turn with the version it holds."""
+    try:
+        updated = _table().update_item(
+            Key={"conversation_id": conversation_id, "turn_id": turn_id},
+            UpdateExpression="SET profile_key = :key, profile_version = :version",
+            ConditionExpression=f"{expressions.IS_A_TURN} AND attribute_not_exists(profile_version)",
+            ExpressionAttributeValues={":key": key, ":version": version},
+            ReturnValues="ALL_NEW",
+        )
+    except ClientError as error:
+        if dynamo.condition_failed(error):
+            return require(conversation_id, turn_id)
+        raise
+    return Turn.from_item(updated["Attributes"])
+
+
 def mark_failed(conversation_id: str, turn_id: str, fields: dict[str, Any]) -> None:
     """Record a batch as failed on its user turn, creating the turn if the run failed
     before merging."""

@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any
 
 import openai
 
+from functions.dal.models import AskedCall
 from functions.errors import AICredentialsRefused, AIModelUnavailable, AIPermanentError, AIRetryableError
 from functions.observability import count, logger, milliseconds
 from functions.openai_items import ConversationItem
@@ -82,6 +83,7 @@ class ResponseState:
     prompt_tokens: int = 0
     completion_tokens: int = 0
     total_tokens: int = 0
+    calls: tuple[AskedCall, ...] = ()  # the function calls it asks for (a tool round follows)
 
     @property
     def finished(self) -> bool:
@@ -113,13 +115,19 @@ def create_response(
     budget: Budget,
     context_tokens: int = 0,
     reasoning_effort: ReasoningEffort = None,
+    tools: list[dict[str, Any]] | None = None,
+    tool_choice: str | None = None,
+    metadata: dict[str, str] | None = None,
+    safety_identifier: str | None = None,
 ) -> ResponseState:
     """Start a response in background mode, stored (`store: true`, said explicitly: without
     it, a project with modified abuse monitoring loses a background response after about
     10 minutes, and a later attempt would poll in vain). `truncation: auto` drops the oldest
     items from what the model reads once the conversation outgrows its context window.
     Past `context_tokens` of input (0: never), OpenAI compacts what came before.
-    `reasoning_effort`: sent if given (a model that does not reason refuses it)."""
+    `reasoning_effort`: sent if given (a model that does not reason refuses it).
+    `tools` (function tools, strict), `tool_choice` ("none": answer without another call),
+    `metadata` and `safety_identifier`: sent if given."""
     compaction: list[ContextManagement] = [{"type": "compaction", "compact_threshold": context_tokens}]
     response = _call(
         lambda: client.responses.create(
@@ -133,6 +141,10 @@ def create_response(
             max_output_tokens=max_output_tokens,
             context_management=compaction if context_tokens > 0 else openai.omit,
             reasoning={"effort": reasoning_effort} if reasoning_effort else openai.omit,
+            tools=tools or openai.omit,  # type: ignore[arg-type]
+            tool_choice=tool_choice if tools and tool_choice else openai.omit,  # type: ignore[arg-type]
+            metadata=metadata or openai.omit,
+            safety_identifier=safety_identifier or openai.omit,
             timeout=budget.timeout(),
         ),
         conversation_call=True,
@@ -200,6 +212,26 @@ def delete_items(client: openai.OpenAI, conversation: str, item_ids: list[str], 
         _unless_gone(partial(items.delete, item_id, conversation_id=conversation, timeout=budget.timeout()))
 
 
+def add_items(client: openai.OpenAI, conversation: str, items: list[dict[str, Any]], budget: Budget) -> None:
+    """Add items to the conversation (an interrupted tool round's outputs: functions/logic/
+    shared/ai_requests.py)."""
+    _call(
+        lambda: client.conversations.items.create(conversation, items=items, timeout=budget.timeout()),  # type: ignore[arg-type]
+        conversation_call=True,
+    )
+
+
+def holds_unanswered_call(error: BaseException) -> bool:
+    """Whether OpenAI refused a request because its conversation holds a function call
+    without its output (400 "No tool output found for function call ...")."""
+    cause = error.__cause__
+    return (
+        isinstance(cause, openai.APIStatusError)
+        and cause.status_code == 400
+        and "no tool output found" in str(cause.message).lower()
+    )
+
+
 def outcome_unknown(error: BaseException) -> bool:
     """Whether a failed request may still have been carried out: no answer (timeout,
     connection lost) or a 5xx. A 4xx answer means the request was refused."""
@@ -225,12 +257,18 @@ def _state(response: Any) -> ResponseState:
         prompt_tokens=usage.input_tokens if usage else 0,
         completion_tokens=usage.output_tokens if usage else 0,
         total_tokens=usage.total_tokens if usage else 0,
+        calls=tuple(
+            AskedCall(call_id=item.call_id, name=item.name, arguments=item.arguments or "")
+            for item in response.output or []
+            if getattr(item, "type", "") == "function_call"
+        ),
     )
 
 
 def _item(item: Any) -> ConversationItem:
-    if getattr(item, "type", "") != "message":
-        return ConversationItem(id=item.id, role="", text="")
+    kind = getattr(item, "type", "")
+    if kind != "message":
+        return ConversationItem(id=item.id, role="", text="", kind=kind, call_id=getattr(item, "call_id", "") or "")
     parts = [getattr(part, "text", "") for part in item.content or []]
     return ConversationItem(id=item.id, role=item.role, text="\n".join(p for p in parts if p))
 

@@ -135,6 +135,22 @@ def openai_api_key_for(conversation: Conversation, fresh: bool = False) -> str:
     return str(_secret(name, fresh, provider)["api_key"])
 
 
+def tool_signing_key(conversation: Conversation) -> str | None:
+    """The key Call Tools signs the tenant's tool calls with (the secret
+    <TOOL_TENANT_SECRET_PREFIX><AccountSid>, `signing_key`), read through a session that can
+    read only that tenant's (TOOL_TENANT_READER_ROLE_ARN); None if the tenant has none."""
+    settings = get_settings()
+    tenant = _tenant_of(conversation)
+    role = settings.tool_tenant_reader_role_arn
+    provider = tenant_sessions.secrets_of(tenant, role) if role else None
+    try:
+        return str(_secret(settings.tool_tenant_secret_prefix + tenant, provider=provider)["signing_key"])
+    except parameters.GetParameterError as error:
+        if _not_found(error):
+            return None
+        raise
+
+
 def within_tenant(prefix: str, account_sid: str, requested: str | None) -> str:
     """The secret name to read: `requested` if it is the tenant's secret <prefix><sid> or
     lies under it (<prefix><sid>/...), the tenant's secret if nothing is requested."""

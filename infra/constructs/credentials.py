@@ -9,7 +9,7 @@ from aws_cdk import aws_secretsmanager as secretsmanager
 from cdk_nag import NagPackSuppression, NagSuppressions
 from constructs import Construct
 
-from infra.names import openai_tenant_secret_prefix, twilio_tenant_secret_prefix
+from infra.names import openai_tenant_secret_prefix, tool_tenant_secret_prefix, twilio_tenant_secret_prefix
 
 
 class Credentials(Construct):
@@ -42,6 +42,7 @@ class Credentials(Construct):
         stack_name = Stack.of(self).stack_name
         self.twilio_prefix = twilio_tenant_secret_prefix(stack_name)
         self.openai_prefix = openai_tenant_secret_prefix(stack_name)
+        self.tool_prefix = tool_tenant_secret_prefix(stack_name)
         NagSuppressions.add_resource_suppressions(
             self.openai,
             [

@@ -50,6 +50,9 @@ TENANT_SESSION_READERS = (
 # `openai_api_key_secret`): read only in a session of the OpenAI reader tagged with the
 # tenant; the deployment's key ("secret:openai") with their own roles.
 OPENAI_KEY_READERS = ("GenerateReply", "ConversationCommands")
+# The functions that sign tool calls with a tenant's tool-signing secret: read only in a
+# session of the tool reader tagged with the tenant.
+TOOL_SECRET_READERS = ("CallTools",)
 GRANTS: dict[str, Grants] = {
     "Webhook": [
         (("dynamodb:Query",), ("Conversations/index/by_address",)),
@@ -99,10 +102,19 @@ GRANTS: dict[str, Grants] = {
         (("dynamodb:BatchGetItem", "dynamodb:UpdateItem"), ("StagedMessages",)),
         (("dynamodb:Query",), ("Turns",)),  # the last reply, to tell a lost request's copies
         (("dynamodb:GetItem",), ("BatchWindows",)),  # fragments counted after the merge (on_newer)
+        # the assistant profile in force (Query), and the version a batch pinned (GetItem)
+        (("dynamodb:Query", "dynamodb:GetItem"), ("AssistantProfiles",)),
+        (("dynamodb:BatchGetItem",), ("ToolCalls",)),  # the outputs of a round's calls
         # the deployment's OpenAI key; a tenant's own: in a tenant session (OPENAI_KEY_READERS)
         (("secretsmanager:GetSecretValue",), ("secret:openai",)),
         # The media people sent and "typing…" use the tenant's Twilio credentials, read
         # through a session of the tenant's own (infra/constructs/tenant_reader.py).
+    ],
+    "CallTools": [
+        (("dynamodb:BatchGetItem",), ("StagedMessages",)),  # the calls kept with the batch's request
+        (("dynamodb:GetItem",), ("Conversations", "Turns", "AssistantProfiles")),  # its tenant, pinned profile
+        (("dynamodb:UpdateItem",), ("ToolCalls",)),  # each call claimed, its outcome recorded
+        # the tenant's tool-signing secret: in a tenant session (TOOL_SECRET_READERS)
     ],
     "SendReply": [
         (("dynamodb:GetItem", "dynamodb:UpdateItem"), ("Conversations", "Turns")),
@@ -198,8 +210,8 @@ class Permissions(Construct):
         self._explain(functions, credentials)
 
     def _tenant_readers(self, functions: Functions, credentials: Credentials) -> None:
-        """Two readers, one per prefix: a session for sending reads no OpenAI key, and the
-        reverse (functions/stack_names.py)."""
+        """Three readers, one per prefix: a session for sending reads no OpenAI key nor
+        tool-signing secret, and the reverse (functions/stack_names.py)."""
         TenantReader(
             self,
             "TwilioTenantReader",
@@ -215,6 +227,14 @@ class Permissions(Construct):
             prefix=credentials.openai_prefix,
             role_setting="OPENAI_TENANT_READER_ROLE_ARN",
             what="own OpenAI keys",
+        )
+        TenantReader(
+            self,
+            "ToolTenantReader",
+            readers=[functions[f] for f in TOOL_SECRET_READERS],
+            prefix=credentials.tool_prefix,
+            role_setting="TOOL_TENANT_READER_ROLE_ARN",
+            what="tool-signing secrets",
         )
 
     @staticmethod

@@ -228,6 +228,9 @@ class LocalStack:
             "EVENT_BUS_NAME": EVENT_BUS_NAME,
             "TWILIO_TENANT_READER_ROLE_ARN": f"arn:aws:iam::{ACCOUNT}:role/{STACK_NAME}-tenant-reader",
             "OPENAI_TENANT_READER_ROLE_ARN": f"arn:aws:iam::{ACCOUNT}:role/{STACK_NAME}-openai-tenant-reader",
+            "TOOL_TENANT_READER_ROLE_ARN": f"arn:aws:iam::{ACCOUNT}:role/{STACK_NAME}-tool-tenant-reader",
+            # The tool endpoints the tests run listen on loopback, over http.
+            "TOOL_LOOPBACK_HTTP": "true",
             **c.function_settings(),
             "POWERTOOLS_METRICS_NAMESPACE": "BurstReply",
             # EMF metrics are CloudWatch's; locally they would only clutter the output.

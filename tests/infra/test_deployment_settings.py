@@ -13,7 +13,7 @@ from annotated_types import Ge, Gt, Le
 
 from functions.config import Settings, read_settings
 from functions.registry import ALL_FUNCTIONS
-from infra.deployment_settings import SET_BY_STACK, settings_read_by
+from infra.deployment_settings import LOCAL_ONLY, SET_BY_STACK, settings_read_by
 
 # infra.app imports the CDK: on the worker that synthesizes (tests/conftest.py SHARED_FIXTURES).
 pytestmark = [pytest.mark.infra, pytest.mark.xdist_group("synthesized")]
@@ -39,7 +39,9 @@ def _other_value(name: str) -> str:
 
 def _file_with_every_setting(tmp_path: Path) -> tuple[Path, dict[str, str]]:
     chosen = {
-        name.upper(): _other_value(name) for name in Settings.model_fields if name.upper() not in SET_BY_STACK
+        name.upper(): _other_value(name)
+        for name in Settings.model_fields
+        if name.upper() not in SET_BY_STACK | LOCAL_ONLY
     }
     chosen["WHATSAPP_TEMPLATE_VARIABLES"] = '{"1": "there"}'  # a JSON object of strings
     chosen["TWILIO_CONNECTION_OVERRIDES"] = "rc=3&rp=all"

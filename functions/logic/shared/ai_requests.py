@@ -27,6 +27,16 @@ tombstone drops it once the batch is answered.
   response's tokens.
 - A reply the content filter cut: its turn removed, and a permanent error (the user gets
   the fallback reply, not the cut text).
+- A response that asks for tool calls: the calls are kept on the request and
+  ToolCallsRequested raised; the run makes them ("Call Tools") and the next attempt asks
+  again with their outputs, one more round (at most `max_tool_rounds`; the last one with
+  `tool_choice: none`, so the model answers). Each round's request is kept before it is
+  asked, as the first is; one whose outcome is unknown has the outputs it may have left
+  removed before it is asked again. Once a round of calls was made, the reply is no longer
+  discarded for newer fragments (they are answered in the next window). A conversation
+  found holding a call without its output (a round interrupted for good) has the call
+  closed with a "cancelled" output, never left or deleted: OpenAI refuses every later turn
+  of a conversation that holds one.
 - Newer fragments while it is generated (`newer`, asked while it is polled and once it is
   done): the response is cancelled if it still runs, the turn it left removed (whatever
   its final status: a cancelled response may have kept its input), the kept
@@ -41,21 +51,30 @@ from typing import TYPE_CHECKING
 
 from functions import clock
 from functions.config import get_settings
-from functions.dal import staged_messages, turns
-from functions.dal.models import AIRequest
+from functions.dal import staged_messages, tool_calls, turns
+from functions.dal.models import AIRequest, AskedCall
 from functions.dal.tables import assistant_turn_id
-from functions.errors import AIModelUnavailable, AIPermanentError, AIRetryableError, NewerFragments
+from functions.errors import (
+    AIModelUnavailable,
+    AIPermanentError,
+    AIRetryableError,
+    NewerFragments,
+    ToolCallsRequested,
+)
 from functions.integrations import openai_models
 from functions.integrations import openai_responses as ai
 from functions.integrations.openai_image_errors import IMAGE_ERRORS
 from functions.integrations.openai_responses import Budget, OpenAIConversationGone, ResponseState
 from functions.logic.rules.conversation_items import exchange_of
+from functions.logic.rules import tools as tool_rules
 from functions.logic.rules.output_room import more_room
 from functions.logic.shared.stray_turns import StrayTurns
 from functions.observability import count, logger
 
 if TYPE_CHECKING:
     import openai
+    from typing import Any
+
     from openai.types.responses import ResponseInputParam
     from openai.types.shared import ReasoningEffort
 
@@ -85,9 +104,17 @@ class BatchRequest(StrayTurns):
     # Counting what it spends (limits.count_what_it_spends): a request asked again, named; tokens.
     asked_again_as: Callable[[str], None] | None = None
     tokens_spent: Callable[[ResponseState], None] | None = None
+    # The assistant's function tools (as OpenAI takes them) and its rounds of calls; what
+    # every request carries besides (metadata, a safety identifier that is no number).
+    tenant: str = ""
+    tools: list[dict[str, Any]] | None = None
+    max_tool_rounds: int = 0
+    metadata: dict[str, str] | None = None
+    safety_identifier: str | None = None
 
     def __post_init__(self) -> None:
         self.admitted_as = self.model  # the model the batch's AI call was counted for
+        self.tools_called: list[str] = []  # the tools the reply's rounds called (names)
         self.first_max_output_tokens = self.max_output_tokens
 
     @property
@@ -132,6 +159,11 @@ class BatchRequest(StrayTurns):
             return self._ask(recovered=False)
         if same.images_left_out:  # an earlier attempt's image was refused
             self._leave_images_out()
+        if same.tool_round > 0 or same.calls:
+            self.newer = None  # calls were made (or are to be): answered as they are
+        if same.response_id is None and same.tool_round > 0:  # a round's answer was lost
+            self._remove_round_copies(same.answering)
+            return self._ask_round(same, same.answering, recovered=True)
         if same.response_id is None:  # asked before, and the answer was lost (or discarded)
             self._remove_copies()
             if self.newer is not None and self.newer():  # its answer would be discarded
@@ -158,33 +190,152 @@ class BatchRequest(StrayTurns):
             recovered=recovered,
             images_left_out=self.images_left_out,
         )
+        again = None
+        if self.images_left_out or self.model != self.admitted_as:
+            again = f"asked of {self.model}" + (" without images" if self.images_left_out else "")
+        return self._create(request, self.input, None, on_refusal=None, asked_again=again)
+
+    def _ask_round(self, earlier: AIRequest, calls: list[AskedCall], recovered: bool) -> ResponseState:
+        """The next round: the outputs of `calls` (recorded by Call Tools), asked for on the
+        conversation that holds the calls; the last round allows no further call."""
+        outputs = self._recorded_outputs(calls)
+        if outputs is None:
+            raise ToolCallsRequested(f"{len(calls)} tool call(s) to make before round {earlier.tool_round + 1}")
+        number = earlier.tool_round if recovered else earlier.tool_round + 1
+        request = earlier.model_copy(
+            update={
+                "tool_round": number,
+                "answering": calls,
+                "called": earlier.called if recovered else [*earlier.called, *(call.name for call in calls)],
+                "calls": [],
+                "response_id": None,
+                "recovered": recovered,
+                "requested_at": clock.iso(clock.now()),
+            }
+        )
+        round_input: list[dict[str, Any]] = [
+            {"type": "function_call_output", "call_id": call.call_id, "output": output}
+            for call, output in zip(calls, outputs, strict=True)
+        ]
+        choice = "none" if number >= self.max_tool_rounds else None
+        again = f"asked of {self.model} with the outputs of tool round {number}"
+        return self._create(request, round_input, choice, on_refusal=earlier, asked_again=again)
+
+    def _create(
+        self,
+        request: AIRequest,
+        model_input: str | ResponseInputParam | list[dict[str, Any]],
+        tool_choice: str | None,
+        on_refusal: AIRequest | None,
+        asked_again: str | None,
+    ) -> ResponseState:
+        """Keep `request`, then ask (counted as one more AI call when `asked_again` names
+        how); a request OpenAI refused leaves `on_refusal` kept (the round it followed) or
+        nothing (the first), so that the next attempt asks the same way."""
         staged_messages.keep_ai_request(self.conversation_id, self.key, request)  # before asking
-        if self.asked_again_as is not None and (self.images_left_out or self.model != self.admitted_as):
-            self.asked_again_as(
-                f"asked of {self.model}" + (" without images" if self.images_left_out else "")
-            )
+        if asked_again is not None and self.asked_again_as is not None:
+            self.asked_again_as(asked_again)
         try:
-            state = ai.create_response(
-                self.client,
-                conversation=self.openai_conversation,
-                user_turn=self.input,
-                model=self.model,
-                instructions=self.instructions,
-                max_output_tokens=self.max_output_tokens,
-                budget=self.budget,
-                context_tokens=get_settings().openai_max_context_tokens,
-                reasoning_effort=_reasoning_effort(self.model),
-            )
+            state = self._create_response(model_input, tool_choice)
         except (AIRetryableError, AIPermanentError, AIModelUnavailable, OpenAIConversationGone) as error:
-            if not recovered and not ai.outcome_unknown(error):  # refused: nothing was asked
-                staged_messages.drop_ai_request(self.conversation_id, self.key)
+            if not request.recovered and not ai.outcome_unknown(error):  # refused: nothing was asked
+                if on_refusal is None:
+                    staged_messages.drop_ai_request(self.conversation_id, self.key)
+                else:
+                    staged_messages.keep_ai_request(self.conversation_id, self.key, on_refusal)
             raise
         request = request.model_copy(update={"response_id": state.id})
         staged_messages.keep_ai_request(self.conversation_id, self.key, request)
-        logger.info("Reply requested", extra={"response_id": state.id, "recovered": recovered})
+        logger.info(
+            "Reply requested", extra={"response_id": state.id, "recovered": request.recovered, "round": request.tool_round}
+        )
         return self._finish(request, state)
 
+    def _create_response(
+        self, model_input: str | ResponseInputParam | list[dict[str, Any]], tool_choice: str | None
+    ) -> ResponseState:
+        """One create; a conversation holding a call without its output (a round that was
+        interrupted for good) has it closed with a "cancelled" output, then is asked again."""
+        for closing in (True, False):
+            try:
+                return ai.create_response(
+                    self.client,
+                    conversation=self.openai_conversation,
+                    user_turn=model_input,  # type: ignore[arg-type]
+                    model=self.model,
+                    instructions=self.instructions,
+                    max_output_tokens=self.max_output_tokens,
+                    budget=self.budget,
+                    context_tokens=get_settings().openai_max_context_tokens,
+                    reasoning_effort=_reasoning_effort(self.model),
+                    tools=self.tools,
+                    tool_choice=tool_choice,
+                    metadata=self.metadata,
+                    safety_identifier=self.safety_identifier,
+                )
+            except AIPermanentError as error:
+                if not (closing and ai.holds_unanswered_call(error) and self._close_unanswered_calls()):
+                    raise
+        raise AssertionError("unreachable")
+
+    def _close_unanswered_calls(self) -> bool:
+        """Give each call in the conversation's newest items that has no output a
+        "cancelled" one; whether there was any."""
+        items = ai.newest_items(self.client, self.openai_conversation, self.budget, limit=50)
+        answered = {item.call_id for item in items if item.kind == "function_call_output"}
+        open_calls = [item.call_id for item in items if item.kind == "function_call" and item.call_id not in answered]
+        if not open_calls:
+            return False
+        outputs = [
+            {"type": "function_call_output", "call_id": call_id, "output": tool_rules.CANCELLED} for call_id in open_calls
+        ]
+        ai.add_items(self.client, self.openai_conversation, outputs, self.budget)
+        count("ToolCallsCancelled", len(open_calls))
+        logger.warning("Tool calls left without output closed as cancelled", extra={"calls": len(open_calls)})
+        return True
+
+    def _recorded_outputs(self, calls: list[AskedCall]) -> list[str] | None:
+        """Each call's recorded output (Call Tools'), in order; None while one has none."""
+        keys = [self.call_key(call) for call in calls]
+        found = tool_calls.get_many(self.conversation_id, [k for k in keys if k])
+        outputs: list[str] = []
+        for call, key in zip(calls, keys, strict=True):
+            if key is None:  # arguments that are no JSON object: nothing to call
+                outputs.append(tool_rules.bad_arguments())
+                continue
+            recorded = found.get(key)
+            if recorded is None or not recorded.finished or recorded.output is None:
+                return None
+            outputs.append(recorded.output)
+        return outputs
+
+    def call_key(self, call: AskedCall) -> str | None:
+        """The key the call is claimed under (functions/logic/rules/tools.py)."""
+        arguments = tool_rules.arguments_of(call.arguments)
+        if arguments is None:
+            return None
+        return tool_rules.call_key(self.tenant, self.conversation_id, self.key, call.name, arguments)
+
+    def _remove_round_copies(self, calls: list[AskedCall]) -> None:
+        """A round's request whose outcome is unknown may have added its outputs (and the
+        reply that followed them): remove them, newest first, before it is asked again."""
+        ids = {call.call_id for call in calls}
+        items = ai.newest_items(self.client, self.openai_conversation, self.budget, limit=50)
+        stray: list[str] = []
+        for item in items:  # newest first: the reply, then the outputs it followed
+            stray.append(item.id)
+            if item.kind == "function_call_output" and item.call_id in ids:
+                ids.discard(item.call_id)
+                if not ids:
+                    break
+        if ids == {call.call_id for call in calls}:
+            return  # none of its outputs is there: it was not carried out
+        ai.delete_items(self.client, self.openai_conversation, stray, self.budget)
+        count("AIStrayTurnsRemoved")
+        logger.warning("A lost tool round's outputs removed", extra={"items": len(stray)})
+
     def _finish(self, request: AIRequest, state: ResponseState) -> ResponseState:
+        self.tools_called = request.called
         state = ai.wait_for(
             self.client, state, self.budget, stop=self.newer, while_waiting=self.while_waiting
         )
@@ -193,6 +344,8 @@ class BatchRequest(StrayTurns):
         if self.newer is not None and (not state.finished or self.newer()):
             self._discard(request, state)
             raise NewerFragments(f"OpenAI response {state.id} discarded for newer fragments")
+        if state.status == "completed" and state.calls:
+            return self._tool_round(request, state)
         filtered = state.status == "incomplete" and state.incomplete_reason == ai.CONTENT_FILTER
         if state.text and state.status in ("completed", "incomplete") and not filtered:
             if state.status == "incomplete":
@@ -215,6 +368,16 @@ class BatchRequest(StrayTurns):
             count("AIRepliesFiltered")
             logger.warning("Reply stopped by OpenAI's content filter: not sent")
         raise AIPermanentError(described, state.error_code or state.incomplete_reason)
+
+    def _tool_round(self, request: AIRequest, state: ResponseState) -> ResponseState:
+        """The response asks for calls: kept with the request; the next round once Call
+        Tools recorded their outputs (ToolCallsRequested until then)."""
+        calls = list(state.calls)
+        if request.calls != calls:
+            request = request.model_copy(update={"calls": calls})
+            staged_messages.keep_ai_request(self.conversation_id, self.key, request)
+        self.newer = None
+        return self._ask_round(request, calls, recovered=False)
 
     def _room_for_reasoning(self, state: ResponseState) -> bool:
         """Whether to ask once more, with more output tokens, after a response that spent

@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Literal
 
 from functions import clock
 from functions.config import get_settings
 from functions.contract import GenerateInput, ReplySummary
-from functions.dal import batch_windows, conversations, turns
+from functions.assistant_profile import AssistantProfile
+from functions.dal import assistant_profiles, batch_windows, conversations, turns
 from functions.dal.models import Conversation, Turn
 from functions.errors import AICredentialsRefused, AIModelUnavailable, AIPermanentError
 from functions.inbound import Channel
@@ -90,7 +93,8 @@ def _new_assistant_turn(task: GenerateInput) -> Turn | None:
         return limits.store_limited_turn(task, limited, limits.notice_of(conversation))  # no AI call
     typing = TypingIndicator(conversation, user_turn)
     typing.show()  # a reply will follow: "typing…" on WhatsApp while it is written
-    reply = _reply_with_a_fresh_key_if_refused(task, conversation, user_turn, typing)
+    answer = _reply_with_a_fresh_key_if_refused(task, conversation, user_turn, typing)
+    reply = answer.state
     text, cut_by = _capped(conversation, reply.text)
     turn = Turn(
         conversation_id=task.conversation_id,
@@ -104,6 +108,9 @@ def _new_assistant_turn(task: GenerateInput) -> Turn | None:
         response_id=reply.id,
         item_ids=list(reply.item_ids),
         model=reply.model,
+        profile_key=answer.profile_key or None,
+        profile_version=answer.profile_version or None,
+        tools_called=list(answer.tools_called),
         prompt_tokens=reply.prompt_tokens,
         completion_tokens=reply.completion_tokens,
         total_tokens=reply.total_tokens,
@@ -136,9 +143,19 @@ def _max_output_tokens(conversation: Conversation) -> int:
     return settings.openai_max_output_tokens
 
 
+@dataclass(frozen=True)
+class Reply:
+    """The batch's finished response, and the tools its rounds called (names)."""
+
+    state: ResponseState
+    tools_called: tuple[str, ...]
+    profile_key: str
+    profile_version: int
+
+
 def _reply_with_a_fresh_key_if_refused(
     task: GenerateInput, conversation: Conversation, user_turn: Turn, typing: TypingIndicator
-) -> ResponseState:
+) -> Reply:
     """The batch's reply (_ask). If OpenAI refuses the key we hold (401: it may have been
     rotated since it was cached), the batch is asked once more with the key read again (safe:
     the request kept on the batch, ai_requests.py; fresh_credentials.py)."""
@@ -152,23 +169,26 @@ def _reply_with_a_fresh_key_if_refused(
 
 def _ask(
     task: GenerateInput, conversation: Conversation, user_turn: Turn, typing: TypingIndicator, api_key: str
-) -> ResponseState:
-    request = _batch_request(task, conversation, user_turn, api_key)
+) -> Reply:
+    user_turn, profile = _pinned_profile(conversation, user_turn)
+    request = _batch_request(task, conversation, user_turn, profile, api_key)
     request.while_waiting = typing.refresh_if_due
     limits.count_what_it_spends(request, conversation)  # a request asked again, tokens
     if not request.openai_conversation:
         request.openai_conversation = _start_conversation(request)
-    return _reply_with_a_served_model(request, get_settings().openai_fallback_model)
+    state = _reply_with_a_served_model(request, get_settings().openai_fallback_model)
+    return Reply(state, tuple(request.tools_called), user_turn.profile_key or "", user_turn.profile_version or 0)
 
 
 def _batch_request(
-    task: GenerateInput, conversation: Conversation, user_turn: Turn, api_key: str
+    task: GenerateInput, conversation: Conversation, user_turn: Turn, profile: AssistantProfile, api_key: str
 ) -> BatchRequest:
     """The batch's one request to OpenAI: its input (within its own time budget, and the
     same turn without its images, if it has any), model and instructions."""
     settings = get_settings()
     client = openai_responses.client_for(api_key)
     model_input, without_images = turn_input.inputs_for_model(conversation, user_turn, client)
+    tenant = conversation.tenant_account_sid or ""
     return BatchRequest(
         conversation_id=task.conversation_id,
         window_id=task.window_id,
@@ -178,12 +198,55 @@ def _batch_request(
         openai_conversation=conversation.openai_conversation_id or "",
         client=client,
         budget=Budget(settings.openai_timeout_seconds),
-        model=conversation.ai_model or settings.openai_model,
-        instructions=conversation.ai_instructions or settings.openai_instructions,
+        model=conversation.ai_model or profile.model or settings.openai_model,
+        instructions=conversation.ai_instructions or profile.instructions or settings.openai_instructions,
         max_output_tokens=_max_output_tokens(conversation),
         without_images=without_images,
         newer=newer_fragments_check(task, user_turn.created_at),
+        tenant=tenant,
+        tools=[tool.for_openai() for tool in profile.tools],
+        max_tool_rounds=min(settings.max_tool_rounds, profile.max_tool_rounds or settings.max_tool_rounds),
+        metadata={
+            "tenant": tenant,
+            "conversation": task.conversation_id,
+            "window": task.window_id,
+            "profile": f"{user_turn.profile_key}@{user_turn.profile_version}" if user_turn.profile_key else "",
+        },
+        safety_identifier=safety_identifier(task.conversation_id),
     )
+
+
+def safety_identifier(conversation_id: str) -> str:
+    """What OpenAI is told identifies the person (its abuse monitoring): the conversation's
+    id, hashed again to fit OpenAI's 64 characters; it holds nothing of the number."""
+    return hashlib.sha256(conversation_id.encode()).hexdigest()[:32]
+
+
+def _pinned_profile(conversation: Conversation, user_turn: Turn) -> tuple[Turn, AssistantProfile]:
+    """The assistant profile the batch is asked with: the version pinned on its user turn,
+    or else the one in force now (the project's, else the tenant's), pinned there first, so
+    that every retry asks the same way. No profile: an empty one (the settings' defaults)."""
+    if user_turn.profile_version is None:
+        found = _profile_in_force(conversation)
+        key, version = (found.profile_key, found.version) if found else ("", 0)
+        user_turn = turns.pin_profile(user_turn.conversation_id, user_turn.turn_id, key, version)
+    if not user_turn.profile_key or not user_turn.profile_version:
+        return user_turn, AssistantProfile()
+    pinned = assistant_profiles.get(user_turn.profile_key, user_turn.profile_version)
+    if pinned is None:
+        raise AIPermanentError(f"assistant profile {user_turn.profile_key} version {user_turn.profile_version} is gone")
+    return user_turn, pinned.profile
+
+
+def _profile_in_force(conversation: Conversation) -> assistant_profiles.ProfileVersion | None:
+    tenant = conversation.tenant_account_sid
+    if not tenant:
+        return None
+    if conversation.project_id:
+        found = assistant_profiles.newest(assistant_profiles.profile_key(tenant, conversation.project_id))
+        if found is not None:
+            return found
+    return assistant_profiles.newest(assistant_profiles.profile_key(tenant))
 
 
 def _reply_with_a_served_model(request: BatchRequest, fallback_model: str) -> ResponseState:
