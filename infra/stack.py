@@ -143,6 +143,7 @@ class BurstReplyStack(Stack):
         CfnOutput(self, "OpenAISecretName", value=credentials.openai.secret_name)
         CfnOutput(self, "TwilioTenantSecretPrefix", value=credentials.twilio_prefix)
         CfnOutput(self, "OpenAITenantSecretPrefix", value=credentials.openai_prefix)
+        CfnOutput(self, "ToolTenantSecretPrefix", value=credentials.tool_prefix)
         CfnOutput(self, "EventBusName", value=bus.event_bus_name)
         for table in ALL_TABLES:
             CfnOutput(
