@@ -8,50 +8,21 @@ import hashlib
 import hmac
 import json
 import socket
-import threading
-import time
 from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any
 
 import pytest
 
 from functions.integrations import tool_endpoints
+from tests.support.tool_endpoint import ToolEndpoint
 
 SECRET = "tool-signing-secret-for-tests"
 
 
-class Endpoint:
-    """A tool endpoint on loopback that answers what it is told and records what it got."""
-
-    def __init__(self) -> None:
-        self.received: list[dict[str, Any]] = []
-        self.status, self.answer, self.delay = 200, b'{"status": "shipped"}', 0.0
-        endpoint = self
-
-        class Handler(BaseHTTPRequestHandler):
-            def do_POST(self) -> None:  # noqa: N802 (http.server's name)
-                body = self.rfile.read(int(self.headers["Content-Length"]))
-                endpoint.received.append({"headers": dict(self.headers), "body": body})
-                time.sleep(endpoint.delay)
-                self.send_response(endpoint.status)
-                self.send_header("Content-Type", "application/json")
-                self.end_headers()
-                self.wfile.write(endpoint.answer)
-
-            def log_message(self, *args: object) -> None:
-                pass
-
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.url = f"http://127.0.0.1:{self.server.server_address[1]}/tools/order"
-        threading.Thread(target=self.server.serve_forever, daemon=True).start()
-
-
 @pytest.fixture
-def endpoint() -> Iterator[Endpoint]:
-    served = Endpoint()
+def endpoint() -> Iterator[ToolEndpoint]:
+    served = ToolEndpoint()
     yield served
-    served.server.shutdown()
+    served.close()
 
 
 def _call(url: str, loopback_http: bool = True, timeout: float = 2, max_bytes: int = 4096) -> tool_endpoints.EndpointAnswer:
