@@ -8,6 +8,19 @@ client's timeout still completes the work and adds the items.
 While a response is in progress its conversation is locked: another response on it is
 refused with 400 `conversation_locked`. The reply is `You said: <input text>`.
 
+Function tools (openai_tools.py, after OpenAI's function calling guide): a request may offer
+`tools` and a `tool_choice`; a call queued with `POST /_control/tool_calls` `{"name":
+"lookup_order", "arguments": {"order": "12345"}}` (or `{"calls": [...]}`) is made by the next
+response that may call it: it ends `completed` with `function_call` items and no message.
+The reply to an input holding `function_call_output` items is one line per output,
+`Tool said: <output>` (after `You said: <text>` when the input holds messages too). An
+output that answers no open call, and any request on a conversation (or after a previous
+response) holding a call without its output, are refused with 400 as OpenAI refuses them.
+`metadata` (16 pairs, keys up to 64 characters, values up to 512) and `safety_identifier`
+(up to 64 characters) are checked as OpenAI checks them. Each call in `GET /_control/calls`
+records the request's `tools` (names), `tool_choice`, `metadata` and `safety_identifier`.
+The faults below apply to tool rounds as to any request.
+
 Faults (see base.py for the queue) are used by `POST /v1/responses`:
   - `{"status": 503}`, `{"status": 429}`, `{"status": 429, "code": "insufficient_quota"}`,
     `{"status": 400, "code": "conversation_locked"}`, `{"status": 400, "code":
@@ -65,14 +78,24 @@ from infra.local.standins.openai_model import (
     words,
 )
 from infra.local.standins.openai_reasoning import effort_refusal, finish, orphan_reasoning
-from infra.local.standins.openai_transcriptions import TranscriptionsStandIn
+from infra.local.standins.openai_tools import (
+    ToolsStandIn,
+    chain_items,
+    finish_with_calls,
+    may_call,
+    previous_not_found,
+    reply_text,
+    request_refusal,
+    round_refusal,
+    tool_names,
+)
 
 _UNFINISHED = ("queued", "in_progress")
 
 
-class OpenAIStandIn(TranscriptionsStandIn):
+class OpenAIStandIn(ToolsStandIn):
     rules = [
-        *TranscriptionsStandIn.rules,
+        *ToolsStandIn.rules,
         Rule("/v1/responses", endpoint="create_response", methods=["POST"]),
         Rule("/v1/responses/<response_id>", endpoint="retrieve_response", methods=["GET"]),
         Rule("/v1/responses/<response_id>/cancel", endpoint="cancel_response", methods=["POST"]),
@@ -82,6 +105,8 @@ class OpenAIStandIn(TranscriptionsStandIn):
     def __init__(self, background_seconds: float = 0.05) -> None:
         super().__init__()
         self.responses: dict[str, dict[str, Any]] = {}
+        # Response id → its input items (a later `previous_response_id` reads them).
+        self.response_inputs: dict[str, list[dict[str, Any]]] = {}
         # How long a background response takes without a delay fault.
         self.background_seconds = background_seconds
         # The day the served models are judged by (their shutdown dates).
@@ -92,6 +117,7 @@ class OpenAIStandIn(TranscriptionsStandIn):
     def _reset(self) -> None:
         super()._reset()
         self.responses.clear()
+        self.response_inputs.clear()
         self.kept_on_cancel.clear()
         self.today = _utc_today
 
@@ -102,21 +128,7 @@ class OpenAIStandIn(TranscriptionsStandIn):
         conversation_id = _conversation_id(body.get("conversation"))
         background = bool(body.get("background"))
         fault = self._next_fault()
-        call: dict[str, Any] = {
-            "conversation": conversation_id,
-            "model": body.get("model"),
-            "instructions": body.get("instructions"),
-            "input": body.get("input"),
-            "background": background,
-            "store": body.get("store"),
-            "truncation": body.get("truncation"),
-            "context_management": body.get("context_management"),
-            "max_output_tokens": body.get("max_output_tokens"),
-            "reasoning": body.get("reasoning"),
-            "response_id": None,
-            "at": time.time(),
-            "fault": fault or None,  # what the stand-in was told to do with it
-        }
+        call = _call_record(body, conversation_id, fault)
         inputs = input_items(body.get("input"))
         fault = _for_this_input(fault, inputs)
         if fault.get("status"):
@@ -128,6 +140,7 @@ class OpenAIStandIn(TranscriptionsStandIn):
                 return self._answer(call, refusal)
             response = response_resource(body, conversation_id, "queued" if background else "in_progress")
             self.responses[response["id"]] = response
+            self.response_inputs[response["id"]] = inputs
             if conversation_id:
                 self.conversations[conversation_id].busy_with = response["id"]
             created = copy.deepcopy(response)
@@ -150,6 +163,8 @@ class OpenAIStandIn(TranscriptionsStandIn):
         self, body: dict[str, Any], conversation_id: str | None, inputs: list[dict[str, Any]]
     ) -> Response | None:
         """Why the request is refused before any work, if it is (lock held)."""
+        if (invalid := request_refusal(body)) is not None:
+            return invalid
         model = str(body.get("model") or "")
         if not openai_models.served(model, self.today()):
             return model_not_found(model)
@@ -167,6 +182,13 @@ class OpenAIStandIn(TranscriptionsStandIn):
             history = rendered(conversation.items)
         if (unsupported := effort_refusal(body) or orphan_reasoning(history)) is not None:
             return unsupported
+        if previous_id := body.get("previous_response_id"):
+            earlier = chain_items(self.responses, self.response_inputs, str(previous_id))
+            if earlier is None:
+                return previous_not_found(str(previous_id))
+            history = [*history, *earlier]
+        if (unanswered := round_refusal(history, inputs)) is not None:
+            return unanswered
         if body.get("truncation") != "auto" and not self.context_window.fits(history + inputs):
             return error(400, "context_length_exceeded")
         return image_refusal(inputs)
@@ -204,7 +226,8 @@ class OpenAIStandIn(TranscriptionsStandIn):
         self, response: dict[str, Any], inputs: list[dict[str, Any]], conversation: Any, fault: Fault
     ) -> None:
         """The response done: its reasoning and reply (cut if asked to, or by
-        max_output_tokens), its usage, and its items added to its conversation."""
+        max_output_tokens) or the tool calls it was told to make, its usage, and its items
+        added to its conversation."""
         history = rendered(conversation.items) if conversation else []
         seen = history + inputs
         if response["truncation"] == "auto":
@@ -214,8 +237,12 @@ class OpenAIStandIn(TranscriptionsStandIn):
         compacted = []
         if threshold is not None and input_tokens > threshold:
             compacted = [compaction_item(seen, threshold)]
-        reply = "You said: " + "\n".join(item_text(item) for item in inputs)
-        output = finish(response, reply, input_tokens, compacted, fault)
+        names = may_call(response, fault)
+        calls = self.take_tool_calls(names) if names else None
+        if calls:
+            output = finish_with_calls(response, calls, input_tokens, compacted, fault)
+        else:
+            output = finish(response, reply_text(inputs), input_tokens, compacted, fault)
         if conversation is not None:
             conversation.items.extend([*inputs, *output])
             if conversation.busy_with == response["id"]:
@@ -267,6 +294,30 @@ class OpenAIStandIn(TranscriptionsStandIn):
 
 def _utc_today() -> date:
     return datetime.now(UTC).date()
+
+
+def _call_record(body: dict[str, Any], conversation_id: str | None, fault: Fault) -> dict[str, Any]:
+    """What `GET /_control/calls` shows of a request (its `status` and `response_id` added
+    when it is answered)."""
+    return {
+        "conversation": conversation_id,
+        "model": body.get("model"),
+        "instructions": body.get("instructions"),
+        "input": body.get("input"),
+        "background": bool(body.get("background")),
+        "store": body.get("store"),
+        "truncation": body.get("truncation"),
+        "context_management": body.get("context_management"),
+        "max_output_tokens": body.get("max_output_tokens"),
+        "reasoning": body.get("reasoning"),
+        "tools": tool_names(body.get("tools")),
+        "tool_choice": body.get("tool_choice"),
+        "metadata": body.get("metadata"),
+        "safety_identifier": body.get("safety_identifier"),
+        "response_id": None,
+        "at": time.time(),
+        "fault": fault or None,  # what the stand-in was told to do with it
+    }
 
 
 def _conversation_id(value: Any) -> str | None:

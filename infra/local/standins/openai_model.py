@@ -69,12 +69,46 @@ def message_item(role: str, content: list[dict[str, Any]], status: str = "comple
     return {"type": "message", "id": new_id("msg"), "status": status, "role": role, "content": content}
 
 
+def function_call_item(call_id: str, name: str, arguments: str, item_id: str | None = None) -> dict[str, Any]:
+    """A `function_call` item as the API returns it in a response's output and a
+    conversation's items (the SDK's ResponseFunctionToolCallItem): `arguments` is a JSON string."""
+    return {
+        "type": "function_call",
+        "id": item_id or new_id("fc"),
+        "call_id": call_id,
+        "name": name,
+        "arguments": arguments,
+        "status": "completed",
+    }
+
+
+def function_call_output_item(call_id: str, output: Any) -> dict[str, Any]:
+    """A `function_call_output` item as a conversation keeps it (the SDK's
+    ResponseFunctionToolCallOutputItem); its id prefix is the stand-in's choice."""
+    return {
+        "type": "function_call_output",
+        "id": new_id("fco"),
+        "call_id": call_id,
+        "output": output,
+        "status": "completed",
+    }
+
+
 def input_items(value: Any) -> list[dict[str, Any]]:
-    """The input of `POST /v1/responses` (a string, or a list of items) as conversation items."""
+    """The input of `POST /v1/responses` (a string, or a list of items) as conversation items:
+    messages, and the function calls and their outputs (openai_tools.py)."""
     if isinstance(value, str):
         return [message_item("user", [{"type": "input_text", "text": value}])]
     items = []
     for entry in value or []:
+        call_id = str(entry.get("call_id") or "")
+        if entry.get("type") == "function_call_output":
+            items.append(function_call_output_item(call_id, entry.get("output") or ""))
+            continue
+        if entry.get("type") == "function_call":
+            name, arguments = str(entry.get("name") or ""), str(entry.get("arguments") or "")
+            items.append(function_call_item(call_id, name, arguments, entry.get("id")))
+            continue
         content = entry.get("content")
         if isinstance(content, str):
             content = [{"type": "input_text", "text": content}]
@@ -85,11 +119,19 @@ def input_items(value: Any) -> list[dict[str, Any]]:
 
 def item_text(item: dict[str, Any]) -> str:
     """An item's text; an image stands as `[image <type>, <n> bytes]` (so the echoed reply
-    shows which images the model received, and where); a compaction item as what it keeps."""
+    shows which images the model received, and where); a compaction item as what it keeps;
+    a function call as `name(arguments)`, its output as its text."""
     if item.get("type") == "compaction":
         return base64.b64decode(str(item.get("encrypted_content") or "")).decode()
+    if item.get("type") == "function_call":
+        return f"{item.get('name')}({item.get('arguments')})"
+    content = item.get("content")
+    if item.get("type") == "function_call_output":
+        content = item.get("output")
+        if isinstance(content, str):
+            return content
     texts = []
-    for part in item.get("content") or []:
+    for part in content or []:
         if "text" in part:
             texts.append(str(part["text"]))
         elif part.get("type") == "input_image":
@@ -184,8 +226,9 @@ def response_resource(body: dict[str, Any], conversation: str | None, status: st
         "store": body.get("store") is not False,
         "temperature": 1.0,
         "text": {"format": {"type": "text"}},
-        "tool_choice": "auto",
-        "tools": [],
+        "safety_identifier": body.get("safety_identifier"),
+        "tool_choice": body.get("tool_choice") or "auto",
+        "tools": body.get("tools") or [],
         "top_p": 1.0,
         "truncation": body.get("truncation") or "disabled",
         "context_management": body.get("context_management"),
