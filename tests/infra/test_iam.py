@@ -175,6 +175,7 @@ def test_a_bus_policy_denying_everyone_but_one_role_is_judged_by_its_condition()
 # --- a role assumed for one tenant ------------------------------------------------------
 READER = "arn:local:tenant-reader"
 OPENAI_READER = "arn:local:openai-tenant-reader"
+TOOL_READER = "arn:local:tool-tenant-reader"
 TENANT_A, TENANT_B = "AC" + "a" * 32, "AC" + "b" * 32
 # What the local stack names, by the settings the functions read (defaults included).
 LOCAL_NAMES = naming_settings(
@@ -183,6 +184,7 @@ LOCAL_NAMES = naming_settings(
         **LOCAL,
         "TWILIO_TENANT_READER_ROLE_ARN": READER,
         "OPENAI_TENANT_READER_ROLE_ARN": OPENAI_READER,
+        "TOOL_TENANT_READER_ROLE_ARN": TOOL_READER,
     }
 )
 
@@ -294,6 +296,34 @@ def test_a_twilio_tenant_session_reads_no_openai_key_and_the_reverse(synthesized
     assert refusals(synthesized[1], openai_session_reads_twilio) == [
         ("secretsmanager:GetSecretValue", f"{TENANT_A}{SECRET_SUFFIX}", "no statement allows it")
     ]
+
+
+def read_signing_key(function: str, tenant: str, session_tenant: str | None) -> AwsCall:
+    return read_secret(
+        tenant, session_tenant, function=function, role=TOOL_READER, prefix_setting="TOOL_TENANT_SECRET_PREFIX"
+    )
+
+
+def test_call_tools_reads_a_tenants_tool_signing_secret_only_in_a_session_tagged_with_that_tenant(synthesized):
+    template_json = synthesized[1]
+    allowed = [assume("CallTools", TOOL_READER, tenant=TENANT_A), read_signing_key("CallTools", TENANT_A, TENANT_A)]
+    assert refusals(template_json, *allowed) == []
+
+    assert refusals(template_json, read_signing_key("CallTools", TENANT_B, TENANT_A)) == [
+        ("secretsmanager:GetSecretValue", f"{TENANT_B}{SECRET_SUFFIX}", "no statement allows it")
+    ]
+    assert refusals(template_json, read_signing_key("CallTools", TENANT_A, None)) == [  # its own role
+        ("secretsmanager:GetSecretValue", f"{TENANT_A}{SECRET_SUFFIX}", "no statement allows it")
+    ]
+    trust = "the role's trust policy does not allow it"
+    for other in ("GenerateReply", "SendReply", "Webhook", "ConversationCommands"):
+        assert trust in {r[2] for r in refusals(template_json, assume(other, TOOL_READER, tenant=TENANT_A))}
+    # a tool session reads no Twilio token nor OpenAI key of its own tenant
+    for prefix in ("TWILIO_TENANT_SECRET_PREFIX", "OPENAI_TENANT_SECRET_PREFIX"):
+        other_secret = read_secret(TENANT_A, TENANT_A, function="CallTools", role=TOOL_READER, prefix_setting=prefix)
+        assert refusals(template_json, other_secret) == [
+            ("secretsmanager:GetSecretValue", f"{TENANT_A}{SECRET_SUFFIX}", "no statement allows it")
+        ]
 
 
 def test_the_deployments_own_openai_key_is_still_read_with_the_functions_own_role(synthesized):

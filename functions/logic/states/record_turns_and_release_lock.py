@@ -101,6 +101,7 @@ def _answered_batch(ref: BatchRef, user_turn: Turn | None, assistant_turn: Turn 
         "reply_chars": len(reply_text),
         "total_tokens": assistant_turn.total_tokens if assistant_turn else 0,
         "limited": assistant_turn.limited if assistant_turn else None,
+        "tools_called": assistant_turn.tools_called if assistant_turn else [],  # names, never arguments
     }
     if get_settings().event_includes_texts:
         merged, merged_clipped = event_bus.clip(merged_text)
