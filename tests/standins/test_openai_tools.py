@@ -198,6 +198,11 @@ def test_several_calls_in_one_response_each_need_their_output(ai, openai_standin
     waiting = ai.responses.create(model=MODEL, conversation=conversation.id, input="x", tools=[LOOKUP])
     assert waiting.output_text == "You said: x"  # not every tool of the group is offered
 
+    one_at_a_time = ai.responses.create(
+        model=MODEL, conversation=conversation.id, input="y", tools=[LOOKUP, TRACK], parallel_tool_calls=False
+    )
+    assert one_at_a_time.output_text == "You said: y" and one_at_a_time.parallel_tool_calls is False
+
     first, second = ai.responses.create(
         model=MODEL, conversation=conversation.id, input="7?", tools=[LOOKUP, TRACK], tool_choice="required"
     ).output

@@ -238,7 +238,7 @@ class OpenAIStandIn(ToolsStandIn):
         if threshold is not None and input_tokens > threshold:
             compacted = [compaction_item(seen, threshold)]
         names = may_call(response, fault)
-        calls = self.take_tool_calls(names) if names else None
+        calls = self.take_tool_calls(names, response["parallel_tool_calls"]) if names else None
         if calls:
             output = finish_with_calls(response, calls, input_tokens, compacted, fault)
         else:

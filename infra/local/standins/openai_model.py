@@ -71,7 +71,9 @@ def message_item(role: str, content: list[dict[str, Any]], status: str = "comple
 
 def function_call_item(call_id: str, name: str, arguments: str, item_id: str | None = None) -> dict[str, Any]:
     """A `function_call` item as the API returns it in a response's output and a
-    conversation's items (the SDK's ResponseFunctionToolCallItem): `arguments` is a JSON string."""
+    conversation's items (the SDK's ResponseFunctionToolCallItem; a conversation item is one
+    of a Response's output types: https://platform.openai.com/docs/api-reference/conversations/list-items):
+    `arguments` is a JSON string."""
     return {
         "type": "function_call",
         "id": item_id or new_id("fc"),
@@ -221,7 +223,7 @@ def response_resource(body: dict[str, Any], conversation: str | None, status: st
         "metadata": body.get("metadata") or {},
         "model": body.get("model"),
         "output": [],
-        "parallel_tool_calls": True,
+        "parallel_tool_calls": body.get("parallel_tool_calls") is not False,
         "previous_response_id": body.get("previous_response_id"),
         "store": body.get("store") is not False,
         "temperature": 1.0,

@@ -17,7 +17,10 @@ it ends `completed` with one `function_call` item per call (`id` "fc_…", `call
 "call_…", `arguments` the JSON of what was queued, `status` "completed") and no message
 (`output_text` ""); like any response on a conversation, its input and output items are
 added to the conversation then. A group no request may call waits, in order, for one that
-may; a response that fails or is cancelled takes none. `GET /_control/tool_calls` lists the
+may; a group of several calls waits for a request that leaves `parallel_tool_calls` on
+("whether to allow the model to run tool calls in parallel", default true: the API
+reference, pointing to the guide's "parallel function calling"); a response that fails or
+is cancelled takes none. `GET /_control/tool_calls` lists the
 queued groups; `POST /_control/reset` forgets them. Without a queued call, a request with
 `tool_choice` "required" or a forced function is answered with text all the same (a real
 model would call a tool).
@@ -40,15 +43,17 @@ Refusals, each a 400 with OpenAI's body, nothing done:
     response with id 'resp_…' not found.", code `previous_response_not_found` (as relayed
     in github.com/maximhq/bifrost/issues/2441);
   - `metadata` over "16 key-value pairs", a key over 64 characters or a value over 512
-    (https://platform.openai.com/docs/api-reference/responses/create#responses_create-metadata),
+    (https://platform.openai.com/docs/api-reference/responses/create#responses_create-metadata,
+    the text of OpenAI's OpenAPI spec),
     or a value that is not a string; `safety_identifier` over 64 characters ("a maximum
     length of 64 characters", same page): messages and codes as OpenAI words them (the
     16-property one is quoted from the Responses validator in a Microsoft Foundry
     troubleshooting note, the 512 one in github.com/spiceai/docs/issues/928, the length
     format for input call ids in github.com/AnswerDotAI/fastllm/issues/45);
   - a function name outside `^[a-zA-Z0-9_-]+$` (OpenAI's message, as reported by many
-    clients; the code `invalid_value` is the stand-in's guess), a `tool_choice` string other
-    than the three, a forced function not among the `tools` (the stand-in's wording).
+    clients; the code `invalid_value` is the stand-in's guess); a `tool_choice` string other
+    than the three, or a forced function not among the `tools` (in the stand-in's wording,
+    after OpenAI's usual "Invalid value" form: OpenAI's own is not documented).
 """
 
 from __future__ import annotations
@@ -104,11 +109,12 @@ class ToolsStandIn(TranscriptionsStandIn):
     def queue_tool_call(self, name: str, arguments: dict[str, Any] | str | None = None) -> None:
         self.queue_tool_calls({"name": name, "arguments": arguments if arguments is not None else {}})
 
-    def take_tool_calls(self, names: set[str]) -> list[dict[str, Any]] | None:
-        """The oldest queued group whose every call is among `names`, taken off the queue."""
+    def take_tool_calls(self, names: set[str], parallel: bool = True) -> list[dict[str, Any]] | None:
+        """The oldest queued group whose every call is among `names` (and that is one call,
+        unless `parallel`), taken off the queue."""
         with self._lock:
             for group in self._tool_calls:
-                if {call["name"] for call in group} <= names:
+                if {call["name"] for call in group} <= names and (parallel or len(group) == 1):
                     self._tool_calls.remove(group)
                     return group
             return None
