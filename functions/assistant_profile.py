@@ -28,7 +28,7 @@ MAX_TOOL_ROUNDS = 10  # what a profile may ask for at most (MAX_TOOL_ROUNDS, the
 
 
 class Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, defer_build=True)
 
 
 class FunctionTool(Strict):
@@ -116,7 +116,9 @@ def strict_schema_problems(schema: Any, where: str) -> None:
             raise ValueError(f'{where}: strict mode needs "additionalProperties": false')
         missing = sorted(set(properties) - set(schema.get("required", [])))
         if missing:
-            raise ValueError(f"{where}: strict mode needs every property in required ({', '.join(missing)} not)")
+            raise ValueError(
+                f"{where}: strict mode needs every property in required ({', '.join(missing)} not)"
+            )
         for name, sub in properties.items():
             strict_schema_problems(sub, f"{where}.properties.{name}")
     if isinstance(schema.get("items"), dict):

@@ -85,7 +85,9 @@ class AssistantAdmin:
                 raise
         return name
 
-    def show(self, tenant: str, project: str | None, version: int | None) -> assistant_profiles.ProfileVersion | None:
+    def show(
+        self, tenant: str, project: str | None, version: int | None
+    ) -> assistant_profiles.ProfileVersion | None:
         key = assistant_profiles.profile_key(tenant, project)
         if version is not None:
             return assistant_profiles.get(key, version, self.table)
@@ -126,14 +128,18 @@ def _command(args: argparse.Namespace) -> int:
         elif args.command == "show":
             found = admin.show(args.tenant, args.project, args.version)
             if found is None:
-                print(f"{assistant_profiles.profile_key(args.tenant, args.project)}: no such profile", file=sys.stderr)
+                print(
+                    f"{assistant_profiles.profile_key(args.tenant, args.project)}: no such profile",
+                    file=sys.stderr,
+                )
                 return 1
             print(json.dumps(found.profile.model_dump(mode="json", exclude_none=True), indent=2))
         elif args.command == "versions":
             key = assistant_profiles.profile_key(args.tenant, args.project)
             for found in assistant_profiles.versions(key, admin.table):
                 tools = ", ".join(tool.name for tool in found.profile.tools) or "no tools"
-                print(f"{found.version}  {found.written_at}  {found.profile.model or '(default model)'}  {tools}")
+                model = found.profile.model or "(default model)"
+                print(f"{found.version}  {found.written_at}  {model}  {tools}")
         else:
             listed = assistant_profiles.keys(admin.table)
             for key, version in listed.items():

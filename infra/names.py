@@ -15,8 +15,8 @@ from functions.stack_names import (
     STACK_NAME,
     event_bus_name,
     openai_tenant_secret_prefix,
-    tool_tenant_secret_prefix,
     state_machine_name,
+    tool_tenant_secret_prefix,
     twilio_tenant_secret_prefix,
 )
 

@@ -19,7 +19,7 @@ from pydantic import BaseModel, ConfigDict
 
 from functions.assistant_profile import AssistantProfile
 from functions.config import get_settings
-from functions.dal import dynamo
+from functions.dal import dynamo, expressions
 
 _newest: dict[str, tuple[float, ProfileVersion | None]] = {}
 _pinned: dict[tuple[str, int], ProfileVersion] = {}
@@ -29,7 +29,7 @@ _CACHE_LIMIT = 10_000
 class ProfileVersion(BaseModel):
     """One version of a profile."""
 
-    model_config = ConfigDict(frozen=True)
+    model_config = ConfigDict(frozen=True, defer_build=True)
 
     profile_key: str
     version: int
@@ -77,7 +77,7 @@ def put(key: str, profile: AssistantProfile, written_at: str, table: str | None 
         }
         try:
             _table(table).put_item(
-                Item=dynamo.to_dynamo(item), ConditionExpression="attribute_not_exists(version)"
+                Item=dynamo.to_dynamo(item), ConditionExpression=expressions.NEW_PROFILE_VERSION
             )
         except ClientError as error:
             if dynamo.condition_failed(error):
@@ -120,7 +120,7 @@ def versions(key: str, table: str | None = None) -> list[ProfileVersion]:
     """Every version of `key`, oldest first."""
     items = dynamo.all_items(
         _table(table).query,
-        KeyConditionExpression="profile_key = :key",
+        KeyConditionExpression=expressions.PROFILE_VERSIONS,
         ExpressionAttributeValues={":key": key},
         ConsistentRead=True,
     )
@@ -129,7 +129,7 @@ def versions(key: str, table: str | None = None) -> list[ProfileVersion]:
 
 def keys(table: str | None = None) -> dict[str, int]:
     """Every profile's key and its newest version number (a scan: the operator's list)."""
-    items = dynamo.all_items(_table(table).scan, ProjectionExpression="profile_key, version")
+    items = dynamo.all_items(_table(table).scan, ProjectionExpression=expressions.PROFILE_KEYS)
     found: dict[str, int] = {}
     for item in items:
         found[item["profile_key"]] = max(found.get(item["profile_key"], 0), int(item["version"]))
@@ -145,7 +145,7 @@ def _query_newest(key: str, table: str | None, consistent: bool = True) -> Profi
     items = (
         _table(table)
         .query(
-            KeyConditionExpression="profile_key = :key",
+            KeyConditionExpression=expressions.PROFILE_VERSIONS,
             ExpressionAttributeValues={":key": key},
             ScanIndexForward=False,
             Limit=1,

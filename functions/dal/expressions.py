@@ -176,3 +176,21 @@ RECEIVE_COMMAND = (
     "SET received_at = if_not_exists(received_at, :now), expires_at = if_not_exists(expires_at, :exp)"
 )
 ADMIT_COMMAND = "SET admitted = :admitted"
+
+# --- assistant profiles (functions/dal/assistant_profiles.py) -------------------------------
+PROFILE_VERSIONS = "profile_key = :key"
+NEW_PROFILE_VERSION = "attribute_not_exists(version)"
+PROFILE_KEYS = "profile_key, version"
+# A batch's profile version, pinned on its user turn by its first attempt.
+PIN_PROFILE = "SET profile_key = :key, profile_version = :version"
+PROFILE_NOT_PINNED = "attribute_exists(turn_id) AND attribute_not_exists(profile_version)"
+
+# --- tool calls (functions/dal/tool_calls.py) -----------------------------------------------
+# Claimed for an attempt (counted), its first claim's fields kept.
+CLAIM_TOOL_CALL = (
+    "SET #name = if_not_exists(#name, :name), side_effects = if_not_exists(side_effects, :side),"
+    " #status = if_not_exists(#status, :claimed), window_id = if_not_exists(window_id, :window),"
+    " claimed_at = if_not_exists(claimed_at, :now), expires_at = :expires ADD attempts :one"
+)
+MARK_TOOL_CALL = "SET #status = :status"
+RECORD_TOOL_CALL = "SET #status = :status, #output = :output, finished_at = :now"

@@ -99,7 +99,7 @@ class AskedCall(BaseModel):
     """A function call a response asked for (its `function_call` item): the arguments as
     the model wrote them (JSON text)."""
 
-    model_config = ConfigDict(extra="ignore", frozen=True)
+    model_config = ConfigDict(extra="ignore", frozen=True, defer_build=True)
 
     call_id: str
     name: str

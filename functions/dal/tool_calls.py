@@ -7,7 +7,7 @@ from __future__ import annotations
 from typing import Any
 
 from functions.config import get_settings
-from functions.dal import dynamo
+from functions.dal import dynamo, expressions
 from functions.dal.models import ToolCall
 
 TOOL_CALL_RETENTION_SECONDS = 30 * 24 * 3600
@@ -25,11 +25,7 @@ def claim(
     made when that attempt ended (in doubt)."""
     item = _table().update_item(
         Key={"conversation_id": conversation_id, "call_key": call_key},
-        UpdateExpression=(
-            "SET #name = if_not_exists(#name, :name), side_effects = if_not_exists(side_effects, :side),"
-            " #status = if_not_exists(#status, :claimed), window_id = if_not_exists(window_id, :window),"
-            " claimed_at = if_not_exists(claimed_at, :now), expires_at = :expires ADD attempts :one"
-        ),
+        UpdateExpression=expressions.CLAIM_TOOL_CALL,
         ExpressionAttributeNames={"#name": "name", "#status": "status"},
         ExpressionAttributeValues={
             ":name": name,
@@ -57,14 +53,17 @@ def record(conversation_id: str, call_key: str, status: str, output: str | None,
 
 def _set(conversation_id: str, call_key: str, status: str, output: str | None, now: str | None) -> None:
     values: dict[str, Any] = {":status": status}
-    update = "SET #status = :status"
+    update = expressions.MARK_TOOL_CALL
     if output is not None:
-        update += ", #output = :output, finished_at = :now"
+        update = expressions.RECORD_TOOL_CALL
         values.update({":output": output, ":now": now})
     _table().update_item(
         Key={"conversation_id": conversation_id, "call_key": call_key},
         UpdateExpression=update,
-        ExpressionAttributeNames={"#status": "status", **({"#output": "output"} if output is not None else {})},
+        ExpressionAttributeNames={
+            "#status": "status",
+            **({"#output": "output"} if output is not None else {}),
+        },
         ExpressionAttributeValues=values,
     )
 

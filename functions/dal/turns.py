@@ -79,8 +79,8 @@ def pin_profile(conversation_id: str, turn_id: str, key: str, version: int) -> T
     try:
         updated = _table().update_item(
             Key={"conversation_id": conversation_id, "turn_id": turn_id},
-            UpdateExpression="SET profile_key = :key, profile_version = :version",
-            ConditionExpression=f"{expressions.IS_A_TURN} AND attribute_not_exists(profile_version)",
+            UpdateExpression=expressions.PIN_PROFILE,
+            ConditionExpression=expressions.PROFILE_NOT_PINNED,
             ExpressionAttributeValues={":key": key, ":version": version},
             ReturnValues="ALL_NEW",
         )

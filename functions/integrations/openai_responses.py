@@ -129,6 +129,12 @@ def create_response(
     `tools` (function tools, strict), `tool_choice` ("none": answer without another call),
     `metadata` and `safety_identifier`: sent if given."""
     compaction: list[ContextManagement] = [{"type": "compaction", "compact_threshold": context_tokens}]
+    options: dict[str, Any] = {
+        "tools": tools or openai.omit,
+        "tool_choice": tool_choice if tools and tool_choice else openai.omit,
+        "metadata": metadata or openai.omit,
+        "safety_identifier": safety_identifier or openai.omit,
+    }
     response = _call(
         lambda: client.responses.create(
             model=model,
@@ -141,11 +147,8 @@ def create_response(
             max_output_tokens=max_output_tokens,
             context_management=compaction if context_tokens > 0 else openai.omit,
             reasoning={"effort": reasoning_effort} if reasoning_effort else openai.omit,
-            tools=tools or openai.omit,  # type: ignore[arg-type]
-            tool_choice=tool_choice if tools and tool_choice else openai.omit,  # type: ignore[arg-type]
-            metadata=metadata or openai.omit,
-            safety_identifier=safety_identifier or openai.omit,
             timeout=budget.timeout(),
+            **options,
         ),
         conversation_call=True,
     )
@@ -268,7 +271,9 @@ def _state(response: Any) -> ResponseState:
 def _item(item: Any) -> ConversationItem:
     kind = getattr(item, "type", "")
     if kind != "message":
-        return ConversationItem(id=item.id, role="", text="", kind=kind, call_id=getattr(item, "call_id", "") or "")
+        return ConversationItem(
+            id=item.id, role="", text="", kind=kind, call_id=getattr(item, "call_id", "") or ""
+        )
     parts = [getattr(part, "text", "") for part in item.content or []]
     return ConversationItem(id=item.id, role=item.role, text="\n".join(p for p in parts if p))
 

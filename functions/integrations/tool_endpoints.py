@@ -92,7 +92,14 @@ def call(
 
 
 def _send(
-    scheme: str, address: str, port: int, host: str, path: str, headers: dict[str, str], body: bytes, timeout: float
+    scheme: str,
+    address: str,
+    port: int,
+    host: str,
+    path: str,
+    headers: dict[str, str],
+    body: bytes,
+    timeout: float,
 ) -> tuple[int, bytes]:
     pool: urllib3.HTTPConnectionPool
     budget = urllib3.Timeout(connect=min(timeout, 5.0), read=timeout)

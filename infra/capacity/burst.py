@@ -118,7 +118,8 @@ CALLS: tuple[Calls, ...] = (
         PerBurst(burst=9),
     ),
     Calls("GenerateReply", "dynamodb:PutItem Turns", ONE),
-    Calls("GenerateReply", "dynamodb:UpdateItem Turns", ONE),
+    # The user turn's pinned assistant profile (the batch's first attempt), and the reply's turn.
+    Calls("GenerateReply", "dynamodb:UpdateItem Turns", PerBurst(burst=2)),
     Calls("SendReply", "dynamodb:GetItem Conversations", ONE),
     Calls("SendReply", "dynamodb:GetItem Turns", ONE),
     Calls("SendReply", "dynamodb:UpdateItem Turns", PerBurst(burst=2)),
@@ -162,6 +163,13 @@ CACHED_READS: tuple[CachedRead, ...] = (
     CachedRead("GenerateReply", "secretsmanager:GetSecretValue", "secrets_max_age_seconds"),
     CachedRead("GenerateReply", "secretsmanager:GetSecretValue", "secrets_max_age_seconds", per_tenant=True),
     CachedRead("GenerateReply", "sts:AssumeRole", 840, per_tenant=True),
+    # The tenant's (or its project's) assistant profile in force.
+    CachedRead(
+        "GenerateReply",
+        "dynamodb:Query AssistantProfiles",
+        "assistant_profile_cache_seconds",
+        per_tenant=True,
+    ),
     CachedRead("SendReply", "secretsmanager:GetSecretValue", "secrets_max_age_seconds", per_tenant=True),
 )
 

@@ -112,7 +112,10 @@ GRANTS: dict[str, Grants] = {
     ],
     "CallTools": [
         (("dynamodb:BatchGetItem",), ("StagedMessages",)),  # the calls kept with the batch's request
-        (("dynamodb:GetItem",), ("Conversations", "Turns", "AssistantProfiles")),  # its tenant, pinned profile
+        (
+            ("dynamodb:GetItem",),
+            ("Conversations", "Turns", "AssistantProfiles"),
+        ),  # its tenant, pinned profile
         (("dynamodb:UpdateItem",), ("ToolCalls",)),  # each call claimed, its outcome recorded
         # the tenant's tool-signing secret: in a tenant session (TOOL_SECRET_READERS)
     ],

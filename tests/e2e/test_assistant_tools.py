@@ -93,7 +93,9 @@ def _profile(endpoint: ToolEndpoint, name: str, **tool: Any) -> dict[str, Any]:
 
 def _items(harness: Any, conversation_id: str) -> list[dict[str, Any]]:
     openai_conversation = harness.conversation_item(conversation_id)["openai_conversation_id"]["S"]
-    control = f"{(harness.stack.openai_url or '').removesuffix('/v1')}/_control/conversations/{openai_conversation}"
+    control = (
+        f"{(harness.stack.openai_url or '').removesuffix('/v1')}/_control/conversations/{openai_conversation}"
+    )
     found = requests.get(control, timeout=5).json()
     return list(found.get("items", found.get("data", [])))
 
@@ -122,7 +124,10 @@ def test_the_order_burst_gets_one_reply_carrying_the_endpoints_answer(harness, e
     assert len(call["headers"]["Idempotency-Key"]) == 32
     signed = "sha256=" + hmac.new(shop.signing_key().encode(), call["body"], hashlib.sha256).hexdigest()
     assert hmac.compare_digest(call["headers"][tool_endpoints.SIGNATURE_HEADER], signed)
-    kinds = [item["type"] if item["type"] != "message" else item["role"] for item in _items(harness, conversation_id)]
+    kinds = [
+        item["type"] if item["type"] != "message" else item["role"]
+        for item in _items(harness, conversation_id)
+    ]
     assert kinds == ["user", "function_call", "function_call_output", "assistant"]
     states = harness.states_entered(runs[0]["executionArn"])
     assert states.count("Call Tools") == 1 and states.count("Generate Reply") == 2

@@ -25,6 +25,8 @@ REQUIRED = {
     "PROJECTS_TABLE": "p",
     "TENANTS_TABLE": "te",
     "USAGE_COUNTERS_TABLE": "u",
+    "ASSISTANT_PROFILES_TABLE": "ap",
+    "TOOL_CALLS_TABLE": "tc",
     "EVENT_BUS_NAME": "bus",
 }
 
@@ -300,13 +302,22 @@ def test_a_twilio_tenant_session_reads_no_openai_key_and_the_reverse(synthesized
 
 def read_signing_key(function: str, tenant: str, session_tenant: str | None) -> AwsCall:
     return read_secret(
-        tenant, session_tenant, function=function, role=TOOL_READER, prefix_setting="TOOL_TENANT_SECRET_PREFIX"
+        tenant,
+        session_tenant,
+        function=function,
+        role=TOOL_READER,
+        prefix_setting="TOOL_TENANT_SECRET_PREFIX",
     )
 
 
-def test_call_tools_reads_a_tenants_tool_signing_secret_only_in_a_session_tagged_with_that_tenant(synthesized):
+def test_call_tools_reads_a_tenants_tool_signing_secret_only_in_a_session_tagged_with_that_tenant(
+    synthesized,
+):
     template_json = synthesized[1]
-    allowed = [assume("CallTools", TOOL_READER, tenant=TENANT_A), read_signing_key("CallTools", TENANT_A, TENANT_A)]
+    allowed = [
+        assume("CallTools", TOOL_READER, tenant=TENANT_A),
+        read_signing_key("CallTools", TENANT_A, TENANT_A),
+    ]
     assert refusals(template_json, *allowed) == []
 
     assert refusals(template_json, read_signing_key("CallTools", TENANT_B, TENANT_A)) == [
@@ -320,7 +331,9 @@ def test_call_tools_reads_a_tenants_tool_signing_secret_only_in_a_session_tagged
         assert trust in {r[2] for r in refusals(template_json, assume(other, TOOL_READER, tenant=TENANT_A))}
     # a tool session reads no Twilio token nor OpenAI key of its own tenant
     for prefix in ("TWILIO_TENANT_SECRET_PREFIX", "OPENAI_TENANT_SECRET_PREFIX"):
-        other_secret = read_secret(TENANT_A, TENANT_A, function="CallTools", role=TOOL_READER, prefix_setting=prefix)
+        other_secret = read_secret(
+            TENANT_A, TENANT_A, function="CallTools", role=TOOL_READER, prefix_setting=prefix
+        )
         assert refusals(template_json, other_secret) == [
             ("secretsmanager:GetSecretValue", f"{TENANT_A}{SECRET_SUFFIX}", "no statement allows it")
         ]

@@ -10,7 +10,9 @@ from typing import Any
 
 
 class ToolEndpoint:
-    def __init__(self, answer: bytes = b'{"status": "shipped"}', status: int = 200, delay: float = 0.0) -> None:
+    def __init__(
+        self, answer: bytes = b'{"status": "shipped"}', status: int = 200, delay: float = 0.0
+    ) -> None:
         self.received: list[dict[str, Any]] = []
         self.status, self.answer, self.delay = status, answer, delay
         endpoint = self

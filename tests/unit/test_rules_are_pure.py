@@ -38,7 +38,9 @@ PURE_MODULES = {
     "datetime",  # the types and their arithmetic; `now()` and `today()` are refused below
     "enum",
     "functools",
+    "hashlib",  # digests of values given (a tool call's key)
     "itertools",
+    "json",  # values to and from text, given
     "math",
     "re",
     "regex",

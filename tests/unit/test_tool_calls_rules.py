@@ -33,4 +33,9 @@ def test_arguments_that_are_no_json_object_are_none():
 
 def test_the_body_names_the_call_and_the_conversation_not_the_person():
     body = json.loads(tools.request_body("lookup_order", {"order": "1"}, "call_1", "c123"))
-    assert body == {"name": "lookup_order", "arguments": {"order": "1"}, "call_id": "call_1", "conversation": "c123"}
+    assert body == {
+        "name": "lookup_order",
+        "arguments": {"order": "1"},
+        "call_id": "call_1",
+        "conversation": "c123",
+    }

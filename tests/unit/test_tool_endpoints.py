@@ -25,7 +25,9 @@ def endpoint() -> Iterator[ToolEndpoint]:
     served.close()
 
 
-def _call(url: str, loopback_http: bool = True, timeout: float = 2, max_bytes: int = 4096) -> tool_endpoints.EndpointAnswer:
+def _call(
+    url: str, loopback_http: bool = True, timeout: float = 2, max_bytes: int = 4096
+) -> tool_endpoints.EndpointAnswer:
     body = json.dumps({"name": "lookup_order", "arguments": {"order": "12345"}}).encode()
     return tool_endpoints.call(
         url,

@@ -48,6 +48,7 @@ TRANSIENT_ERRORS = frozenset(
         # The project's own retryable errors (functions/errors.py), once their Retry is spent.
         "AIRetryableError",
         "TwilioRetryableError",
+        "ToolCallRetryableError",
         "ProcessingLockHeld",
         "ProcessingLockLost",
         "TransactionConflict",

@@ -65,16 +65,16 @@ from functions.integrations import openai_models
 from functions.integrations import openai_responses as ai
 from functions.integrations.openai_image_errors import IMAGE_ERRORS
 from functions.integrations.openai_responses import Budget, OpenAIConversationGone, ResponseState
-from functions.logic.rules.conversation_items import exchange_of
 from functions.logic.rules import tools as tool_rules
+from functions.logic.rules.conversation_items import exchange_of
 from functions.logic.rules.output_room import more_room
 from functions.logic.shared.stray_turns import StrayTurns
 from functions.observability import count, logger
 
 if TYPE_CHECKING:
-    import openai
     from typing import Any
 
+    import openai
     from openai.types.responses import ResponseInputParam
     from openai.types.shared import ReasoningEffort
 
@@ -161,6 +161,8 @@ class BatchRequest(StrayTurns):
             self._leave_images_out()
         if same.tool_round > 0 or same.calls:
             self.newer = None  # calls were made (or are to be): answered as they are
+        if same.response_id is not None and same.calls:  # its calls were to be made: the next round
+            return self._ask_round(same, list(same.calls), recovered=False)
         if same.response_id is None and same.tool_round > 0:  # a round's answer was lost
             self._remove_round_copies(same.answering)
             return self._ask_round(same, same.answering, recovered=True)
@@ -200,7 +202,9 @@ class BatchRequest(StrayTurns):
         conversation that holds the calls; the last round allows no further call."""
         outputs = self._recorded_outputs(calls)
         if outputs is None:
-            raise ToolCallsRequested(f"{len(calls)} tool call(s) to make before round {earlier.tool_round + 1}")
+            raise ToolCallsRequested(
+                f"{len(calls)} tool call(s) to make before round {earlier.tool_round + 1}"
+            )
         number = earlier.tool_round if recovered else earlier.tool_round + 1
         request = earlier.model_copy(
             update={
@@ -247,7 +251,8 @@ class BatchRequest(StrayTurns):
         request = request.model_copy(update={"response_id": state.id})
         staged_messages.keep_ai_request(self.conversation_id, self.key, request)
         logger.info(
-            "Reply requested", extra={"response_id": state.id, "recovered": request.recovered, "round": request.tool_round}
+            "Reply requested",
+            extra={"response_id": state.id, "recovered": request.recovered, "round": request.tool_round},
         )
         return self._finish(request, state)
 
@@ -283,11 +288,14 @@ class BatchRequest(StrayTurns):
         "cancelled" one; whether there was any."""
         items = ai.newest_items(self.client, self.openai_conversation, self.budget, limit=50)
         answered = {item.call_id for item in items if item.kind == "function_call_output"}
-        open_calls = [item.call_id for item in items if item.kind == "function_call" and item.call_id not in answered]
+        open_calls = [
+            item.call_id for item in items if item.kind == "function_call" and item.call_id not in answered
+        ]
         if not open_calls:
             return False
         outputs = [
-            {"type": "function_call_output", "call_id": call_id, "output": tool_rules.CANCELLED} for call_id in open_calls
+            {"type": "function_call_output", "call_id": call_id, "output": tool_rules.CANCELLED}
+            for call_id in open_calls
         ]
         ai.add_items(self.client, self.openai_conversation, outputs, self.budget)
         count("ToolCallsCancelled", len(open_calls))
@@ -299,7 +307,7 @@ class BatchRequest(StrayTurns):
         keys = [self.call_key(call) for call in calls]
         found = tool_calls.get_many(self.conversation_id, [k for k in keys if k])
         outputs: list[str] = []
-        for call, key in zip(calls, keys, strict=True):
+        for key in keys:
             if key is None:  # arguments that are no JSON object: nothing to call
                 outputs.append(tool_rules.bad_arguments())
                 continue

@@ -49,7 +49,9 @@ def call_tools(task: CallToolsInput) -> ToolsSummary:
     for call in request.calls:
         round_.make_once(call)
     logger.info("Tool calls made", extra={"calls": len(request.calls), "made": round_.made})
-    return ToolsSummary(calls=len(request.calls), made=round_.made, in_doubt=round_.in_doubt, failed=round_.failed)
+    return ToolsSummary(
+        calls=len(request.calls), made=round_.made, in_doubt=round_.in_doubt, failed=round_.failed
+    )
 
 
 def _pinned_profile(task: CallToolsInput) -> AssistantProfile:
@@ -65,7 +67,12 @@ class _Round:
     """One attempt at a round's calls."""
 
     def __init__(
-        self, task: CallToolsInput, conversation: Conversation, batch_key: str, profile: AssistantProfile, started: float
+        self,
+        task: CallToolsInput,
+        conversation: Conversation,
+        batch_key: str,
+        profile: AssistantProfile,
+        started: float,
     ) -> None:
         self.task = task
         self.conversation = conversation
@@ -74,7 +81,9 @@ class _Round:
         self.profile = profile
         self.started = started
         settings = get_settings()
-        self.timeout = min(settings.tool_timeout_seconds, profile.tool_timeout_seconds or settings.tool_timeout_seconds)
+        self.timeout = min(
+            settings.tool_timeout_seconds, profile.tool_timeout_seconds or settings.tool_timeout_seconds
+        )
         self._signing_key: str | None = None
         self.made = self.in_doubt = self.failed = 0
 
@@ -84,7 +93,9 @@ class _Round:
             self.failed += 1
             return
         tool = self.profile.tool(asked.name)
-        key = tool_rules.call_key(self.tenant, self.task.conversation_id, self.batch_key, asked.name, arguments)
+        key = tool_rules.call_key(
+            self.tenant, self.task.conversation_id, self.batch_key, asked.name, arguments
+        )
         now = clock.now()
         claimed = tool_calls.claim(
             self.task.conversation_id,
@@ -109,7 +120,9 @@ class _Round:
             return
         self._make(claimed, tool, asked, arguments)
 
-    def _make(self, claimed: ToolCall, tool: FunctionTool, asked: AskedCall, arguments: dict[str, object]) -> None:
+    def _make(
+        self, claimed: ToolCall, tool: FunctionTool, asked: AskedCall, arguments: dict[str, object]
+    ) -> None:
         left = _time_left(self.started)
         if left < self.timeout + _TIMEOUT_MARGIN_SECONDS:
             tool_calls.record(claimed.conversation_id, claimed.call_key, "not_made", None, None)
@@ -142,7 +155,9 @@ class _Round:
             self._finish(claimed, "unavailable", tool_rules.UNAVAILABLE)
         else:
             tool_calls.record(claimed.conversation_id, claimed.call_key, "not_made", None, None)
-            raise ToolCallRetryableError(f"tool {asked.name}: {answer.outcome} ({answer.status or 'no answer'})")
+            raise ToolCallRetryableError(
+                f"tool {asked.name}: {answer.outcome} ({answer.status or 'no answer'})"
+            )
 
     def _finish(self, claimed: ToolCall, status: str, output: str) -> None:
         tool_calls.record(claimed.conversation_id, claimed.call_key, status, output, clock.iso(clock.now()))

@@ -8,9 +8,9 @@ from dataclasses import dataclass
 from typing import Literal
 
 from functions import clock
+from functions.assistant_profile import AssistantProfile
 from functions.config import get_settings
 from functions.contract import GenerateInput, ReplySummary
-from functions.assistant_profile import AssistantProfile
 from functions.dal import assistant_profiles, batch_windows, conversations, turns
 from functions.dal.models import Conversation, Turn
 from functions.errors import AICredentialsRefused, AIModelUnavailable, AIPermanentError
@@ -177,7 +177,9 @@ def _ask(
     if not request.openai_conversation:
         request.openai_conversation = _start_conversation(request)
     state = _reply_with_a_served_model(request, get_settings().openai_fallback_model)
-    return Reply(state, tuple(request.tools_called), user_turn.profile_key or "", user_turn.profile_version or 0)
+    return Reply(
+        state, tuple(request.tools_called), user_turn.profile_key or "", user_turn.profile_version or 0
+    )
 
 
 def _batch_request(
@@ -210,7 +212,9 @@ def _batch_request(
             "tenant": tenant,
             "conversation": task.conversation_id,
             "window": task.window_id,
-            "profile": f"{user_turn.profile_key}@{user_turn.profile_version}" if user_turn.profile_key else "",
+            "profile": f"{user_turn.profile_key}@{user_turn.profile_version}"
+            if user_turn.profile_key
+            else "",
         },
         safety_identifier=safety_identifier(task.conversation_id),
     )
@@ -234,7 +238,9 @@ def _pinned_profile(conversation: Conversation, user_turn: Turn) -> tuple[Turn, 
         return user_turn, AssistantProfile()
     pinned = assistant_profiles.get(user_turn.profile_key, user_turn.profile_version)
     if pinned is None:
-        raise AIPermanentError(f"assistant profile {user_turn.profile_key} version {user_turn.profile_version} is gone")
+        raise AIPermanentError(
+            f"assistant profile {user_turn.profile_key} version {user_turn.profile_version} is gone"
+        )
     return user_turn, pinned.profile
 
 
