@@ -4,6 +4,7 @@ endpoint differs).
     python -m infra.conversations pause ADDRESS [--tenant SID] [--for 2h]
     python -m infra.conversations resume ADDRESS [--tenant SID]
     python -m infra.conversations show ADDRESS [--tenant SID] [--bodies]
+    python -m infra.conversations create ADDRESS [--tenant SID] [--number OURS]
 
 ADDRESS is the person's address as Twilio sends it (`whatsapp:+15551234567`, or
 `+15551234567` on SMS) or a conversation id; `--tenant` (an AccountSid) limits the search to
@@ -13,6 +14,14 @@ as `batch.handed_off` (docs/how-it-works.md). `--for` resumes by itself after th
 without it the pause holds until `resume`. `show` prints the conversation's state and its
 person-written turns (their texts only with `--bodies`: personal data). A helpdesk does the
 same with events on the bus (conversation.pause, conversation.resume, conversation.reply).
+
+`create` opens the tenant's conversation with ADDRESS (an address, not an id), exactly as
+the webhook's auto-create would (functions/logic/shared/opening.py), so that a deployment
+with AUTO_CREATE_CONVERSATIONS off answers that person from their next message on. OURS is
+the tenant's number the person writes to; `--tenant` and `--number` may be left out when
+only one tenant, or one of the tenant's numbers, is on the address's channel. A number the
+tenant does not own is refused; a conversation that exists is left as it is. To answer every
+unknown sender of one tenant instead: `python -m infra.tenants auto-create SID on`.
 
 Names: as `python -m infra.runs` finds them (`--stack NAME`, STACK_NAME, AWS_ENDPOINT_URL
 for the local stack: infra/stack_lookup.py)."""
@@ -42,6 +51,13 @@ def main(argv: list[str] | None = None) -> int:
         subcommands.append(command)
     subcommands[0].add_argument("--for", dest="span", help="resume by itself after this long: 30m, 2h, 1d")
     subcommands[2].add_argument("--bodies", action="store_true", help="also print the texts (personal data)")
+    create = commands.add_parser("create", help="open the conversation, as the webhook's auto-create would")
+    create.add_argument(
+        "address", help="the person's address as Twilio sends it: whatsapp:+1555..., +1555..."
+    )
+    create.add_argument("--tenant", help="the tenant's AccountSid (AC...)")
+    create.add_argument("--number", help="the tenant's number the person writes to (ours)")
+    subcommands.append(create)
     add_stack_option(parser, *subcommands)
     args = parser.parse_args(argv)
     return one_line_errors("infra.conversations", lambda: _command(args))
@@ -55,6 +71,9 @@ def _command(args: argparse.Namespace) -> int:
     except ValueError as error:
         print(f"infra.conversations: {error}", file=sys.stderr)
         return 2
+    if args.command == "create":  # the key of conversation ids too
+        use_stack(chosen_stack(args.stack), (*FUNCTION_SETTINGS, "CONVERSATION_ID_KEY_SECRET_NAME"))
+        return _create(args.address, args.tenant, args.number)
     use_stack(chosen_stack(args.stack), FUNCTION_SETTINGS)
     from functions.logic.shared import handoff  # reads the functions' settings
 
@@ -75,6 +94,22 @@ def _command(args: argparse.Namespace) -> int:
         print(f"Resumed {conversation_id}: the assistant answers it again.")
     else:
         print("\n".join(shown(conversation_id, args.bodies)))
+    return 0
+
+
+def _create(address: str, tenant: str | None, number: str | None) -> int:
+    from aws_lambda_powertools.utilities.parameters.exceptions import GetParameterError
+
+    from functions.logic.shared import opening  # reads the functions' settings
+
+    try:
+        opened = opening.open_conversation(address, tenant, number)
+    except (opening.NotOpened, GetParameterError) as error:  # the latter: the key of ids, unread
+        print(f"infra.conversations: {error}", file=sys.stderr)
+        return 1
+    c = opened.conversation
+    which = f"{c.conversation_id}: {c.user_address} with {c.our_address} (tenant {c.tenant_account_sid})"
+    print(f"Created {which}." if opened.created else f"Exists {which}; nothing changed.")
     return 0
 
 

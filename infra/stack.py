@@ -141,6 +141,12 @@ class BurstReplyStack(Stack):
         )
         CfnOutput(self, "StateMachineArn", value=workflow.state_machine.state_machine_arn)
         CfnOutput(self, "OpenAISecretName", value=credentials.openai.secret_name)
+        CfnOutput(
+            self,
+            "ConversationIdKeySecretName",
+            value=credentials.conversation_id_key.secret_name,
+            description="the key of conversation ids, for python -m infra.conversations create",
+        )
         CfnOutput(self, "TwilioTenantSecretPrefix", value=credentials.twilio_prefix)
         CfnOutput(self, "OpenAITenantSecretPrefix", value=credentials.openai_prefix)
         CfnOutput(self, "ToolTenantSecretPrefix", value=credentials.tool_prefix)

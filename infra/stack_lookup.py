@@ -36,6 +36,7 @@ from functions.config import SettingsError, get_settings
 from functions.dal.tables import ALL_TABLES
 from functions.stack_names import (
     STACK_NAME,
+    conversation_id_key_secret_name,
     event_bus_name,
     openai_secret_name,
     openai_tenant_secret_prefix,
@@ -53,6 +54,7 @@ OUTPUTS: dict[str, str] = {
     "OpenAITenantSecretPrefix": "OPENAI_TENANT_SECRET_PREFIX",
     "ToolTenantSecretPrefix": "TOOL_TENANT_SECRET_PREFIX",
     "OpenAISecretName": "OPENAI_SECRET_NAME",
+    "ConversationIdKeySecretName": "CONVERSATION_ID_KEY_SECRET_NAME",
     "WebhookBaseUrl": "WEBHOOK_BASE_URL",
 }
 TABLES = tuple(t.env_var for t in ALL_TABLES)
@@ -105,6 +107,7 @@ def local_names(environ: Mapping[str, str] | None = None) -> dict[str, str]:
         "OPENAI_TENANT_SECRET_PREFIX": openai_tenant_secret_prefix(stack_name),
         "TOOL_TENANT_SECRET_PREFIX": tool_tenant_secret_prefix(stack_name),
         "OPENAI_SECRET_NAME": openai_secret_name(stack_name),
+        "CONVERSATION_ID_KEY_SECRET_NAME": conversation_id_key_secret_name(stack_name),
         "WEBHOOK_BASE_URL": f"http://127.0.0.1:{port}",
     }
 

@@ -6,6 +6,7 @@
     python -m infra.tenants move NUMBER --to ACCOUNT_SID
     python -m infra.tenants signing-key ACCOUNT_SID SHARED_KEY_SID
     python -m infra.tenants openai-key ACCOUNT_SID [--name NAME]
+    python -m infra.tenants auto-create ACCOUNT_SID on|off
 
 `add` reads the account's auth token from standard input (never from the command line, so
 that it stays out of shell history and process lists), stores it in Secrets Manager as
@@ -18,7 +19,10 @@ refused: `move` hands a number over in one transaction. `remove` without numbers
 the tenant, its numbers and its secrets. `signing-key` stores the secret of a Twilio
 SharedKey (read from standard input) for webhooks signed with HMAC-SHA256; `openai-key`
 stores a tenant's own OpenAI key (standard input) and prints the name a conversation's
-`openai_api_key_secret` gives to use it.
+`openai_api_key_secret` gives to use it. `auto-create on` has the webhook create a
+conversation for any sender who writes to one of the tenant's numbers, whatever the
+deployment's AUTO_CREATE_CONVERSATIONS (`off`: only when that is on); `list` marks such a
+tenant `(auto-create on)`. One sender at a time: `python -m infra.conversations create`.
 
 Names: TENANTS_TABLE, TWILIO_TENANT_SECRET_PREFIX and OPENAI_TENANT_SECRET_PREFIX when set;
 otherwise, with AWS_ENDPOINT_URL set, the local stack's (nothing else to set); otherwise the
@@ -93,6 +97,10 @@ class TenantAdmin:
                     self.secrets.delete_secret(SecretId=name, RecoveryWindowInDays=7)
         return removed
 
+    def set_auto_create(self, account_sid: str, on: bool) -> None:
+        _check_account(account_sid)
+        tenants.set_auto_create(account_sid, on, self.names.tenants_table)
+
     def move(self, number: str, to_account_sid: str) -> str:
         _check_account(to_account_sid)
         return tenants.move_number(number, to_account_sid, self.names.tenants_table)
@@ -157,6 +165,12 @@ class TenantAdmin:
         return [n for n in names if n == own or n.startswith(own + "/")]
 
 
+AUTO_CREATE_MEANS = {
+    "on": "the webhook creates a conversation for any sender of its numbers",
+    "off": "the webhook creates conversations as the deployment's AUTO_CREATE_CONVERSATIONS says",
+}
+
+
 def _check_account(account_sid: str) -> None:
     if not ACCOUNT_SID.fullmatch(account_sid):
         raise ValueError(f"not a Twilio AccountSid: {account_sid!r}")
@@ -188,6 +202,11 @@ def main(argv: list[str] | None = None) -> int:
     openai_key = commands.add_parser("openai-key", help="a tenant's own OpenAI key (on stdin)")
     openai_key.add_argument("account_sid")
     openai_key.add_argument("--name", default="")
+    auto_create = commands.add_parser(
+        "auto-create", help="whether the webhook creates conversations for the tenant's unknown senders"
+    )
+    auto_create.add_argument("account_sid")
+    auto_create.add_argument("state", choices=("on", "off"))
     stack_lookup.add_stack_option(parser, *commands.choices.values())
     args = parser.parse_args(argv)
     return stack_lookup.one_line_errors("infra.tenants", lambda: _command(args))
@@ -202,7 +221,8 @@ def _command(args: argparse.Namespace) -> int:
             print(f"{args.account_sid}: registered with {', '.join(args.numbers) or 'no new numbers'}")
         elif args.command == "list":
             for tenant in admin.tenants():
-                print(f"{tenant.account_sid}  {', '.join(tenant.numbers) or '(no numbers)'}")
+                on = "  (auto-create on)" if tenant.auto_create_conversations else ""
+                print(f"{tenant.account_sid}  {', '.join(tenant.numbers) or '(no numbers)'}{on}")
         elif args.command == "remove":
             removed = admin.remove(args.account_sid, args.numbers)
             print(f"{args.account_sid}: removed {', '.join(removed) or 'no numbers'}")
@@ -212,6 +232,9 @@ def _command(args: argparse.Namespace) -> int:
         elif args.command == "signing-key":
             admin.set_signing_key(args.account_sid, args.key_sid, _read_secret("SharedKey secret: "))
             print(f"{args.account_sid}: signing key {args.key_sid} stored")
+        elif args.command == "auto-create":
+            admin.set_auto_create(args.account_sid, args.state == "on")
+            print(f"{args.account_sid}: auto-create {args.state}: {AUTO_CREATE_MEANS[args.state]}")
         else:
             name = admin.set_openai_key(args.account_sid, _read_secret("OpenAI key: "), args.name)
             print(f"{args.account_sid}: OpenAI key stored; set openai_api_key_secret={name}")

@@ -146,6 +146,7 @@ GIVE_NUMBER = "SET account_sid = :to"
 NUMBER_IS_THEIRS = "account_sid = :from"
 IS_A_TENANT = "attribute_exists(tenant_key)"
 SET_TOKEN_VERSION = "SET token_version = :version"
+SET_AUTO_CREATE = "SET auto_create_conversations = :on"
 TENANT_ACCOUNTS = "begins_with(tenant_key, :account)"
 
 # --- usage counters (cost limits) -------------------------------------------------------

@@ -336,3 +336,6 @@ class Tenant(TableItem):
     # The version of its credentials (token, signing keys) that its secret holds, written by
     # infra/tenants.py after the secret: a webhook holding another reads the secret again.
     token_version: str = ""
+    # The webhook creates a conversation for an unknown sender of its numbers even when the
+    # deployment's AUTO_CREATE_CONVERSATIONS is off (`python -m infra.tenants auto-create`).
+    auto_create_conversations: bool = False

@@ -125,6 +125,24 @@ def set_token_version(account_sid: str, version: str, table: str | None = None) 
     forget(account_sid)
 
 
+def set_auto_create(account_sid: str, on: bool, table: str | None = None) -> None:
+    """Whether the webhook creates a conversation for an unknown sender of the tenant's
+    numbers, whatever the deployment's AUTO_CREATE_CONVERSATIONS (on the tenant's item,
+    which the webhook reads anyway: no read more per message)."""
+    try:
+        _table(table).update_item(
+            Key={"tenant_key": ACCOUNT + account_sid},
+            UpdateExpression=expressions.SET_AUTO_CREATE,
+            ConditionExpression=expressions.IS_A_TENANT,
+            ExpressionAttributeValues={":on": on},
+        )
+    except ClientError as error:
+        if dynamo.condition_failed(error):
+            raise TenantChangeRefused(f"{account_sid} is not a tenant") from error
+        raise
+    forget(account_sid)
+
+
 def remove(account_sid: str, numbers: list[str] | None = None, table: str | None = None) -> list[str]:
     """Remove some of a tenant's numbers, or (no numbers named) the tenant and all its
     numbers. The numbers removed."""
@@ -224,4 +242,5 @@ def _tenant(item: dict[str, Any]) -> Tenant:
         numbers=sorted(item.get("numbers") or ()),
         created_at=str(item.get("created_at", "")),
         token_version=str(item.get("token_version", "")),
+        auto_create_conversations=bool(item.get("auto_create_conversations", False)),
     )

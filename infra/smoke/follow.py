@@ -30,8 +30,10 @@ def conversation_of(target: Target, deadline: float) -> Conversation:
     while (found := conversations.find(target.channel, target.user, target.ours, target.account_sid)) is None:
         if time.monotonic() > until:
             raise SmokeFailed(
-                f"no conversation between {target.user} and {target.ours}: the webhook creates one only with "
-                "auto_create_conversations on (deploy with -c auto_create_conversations=true), or create it"
+                f"no conversation between {target.user} and {target.ours}: the deployment does not create "
+                "one for an unknown sender; create it with python -m infra.conversations create "
+                f"{target.user} --number {target.ours} (or turn on the tenant's own: python -m infra.tenants "
+                f"auto-create {target.account_sid} on), then run this again"
             )
         time.sleep(POLL_SECONDS / 4)
     return found

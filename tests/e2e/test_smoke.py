@@ -16,6 +16,8 @@ import pytest
 
 from infra import smoke
 from infra.local.stack import LOCAL_AUTH_TOKEN
+from infra.smoke import follow
+from infra.smoke.message import DEFAULT_TEXT
 from tests.support.local_stack import OUR_WHATSAPP
 from tests.support.operator_shell import ROOT, operator_shell
 
@@ -85,3 +87,32 @@ def test_a_failed_run_names_the_state_and_the_cause(harness, configure, monkeypa
     assert re.fullmatch(r"Run FAILED after [\d.]+ s, in Generate Reply: AIModelUnavailable: .+", ended)
     assert "gpt-5-mini" in ended and "model_not_found" in ended
     assert lines[-1] == "No reply sent."
+
+
+def test_an_unknown_sender_is_told_the_command_that_opens_their_conversation(
+    harness, configure, monkeypatch, capsys
+):
+    """With AUTO_CREATE_CONVERSATIONS off (the deployed default) the first smoke message
+    finds no conversation: the error names the command that opens it, which works as named."""
+    configure(AUTO_CREATE_CONVERSATIONS="false", UNKNOWN_SENDER_REPLY="")
+    monkeypatch.setattr(follow, "FIND_SECONDS", 1.0)  # not the 15 s an eventually consistent index gets
+    user = harness.new_user()
+    arguments = ["--from", user, "--to", OUR_WHATSAPP, "--url", harness.stack.whatsapp_url]
+
+    assert smoke.main(arguments) == 1
+
+    (error,) = capsys.readouterr().err.splitlines()
+    named = re.search(r"create it with (python -m infra\.conversations create \S+ --number \S+)", error)
+    assert named is not None, error
+    assert named.group(1) == f"python -m infra.conversations create {user} --number {OUR_WHATSAPP}"
+    opened = subprocess.run(
+        [sys.executable, *named.group(1).split()[1:]],
+        cwd=ROOT,
+        env=operator_shell(harness.stack),
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert opened.returncode == 0 and opened.stdout.startswith("Created "), opened.stderr
+    assert smoke.main(arguments) == 0
+    assert harness.replies_to(user) == [f"You said: {DEFAULT_TEXT}"]

@@ -462,6 +462,24 @@ def test_only_the_functions_that_create_conversations_read_the_key_of_their_ids(
     assert _actions([statement]) == {"secretsmanager:GetSecretValue"}
 
 
+def test_the_key_of_conversation_ids_is_named_by_an_output_for_the_operators_create(synthesized):
+    """`python -m infra.conversations create` draws ids as the webhook does: it finds the
+    key's secret by this output (infra/stack_lookup.py), never its value."""
+    from infra.stack_lookup import OUTPUTS
+
+    stack_json = synthesized[1]
+    id_key = logical_id_of(stack_json, "AWS::SecretsManager::Secret", "/Credentials/ConversationIdKey/")
+    output = stack_json["Outputs"]["ConversationIdKeySecretName"]["Value"]
+    assert {"Ref": id_key} in _nested(output)
+    assert OUTPUTS["ConversationIdKeySecretName"] == "CONVERSATION_ID_KEY_SECRET_NAME"
+
+
+def _nested(value: Any) -> list[Any]:
+    """Every value inside a template expression, itself included."""
+    inner = value.values() if isinstance(value, dict) else value if isinstance(value, list) else []
+    return [value, *(v for item in inner for v in _nested(item))]
+
+
 def _listed(value: Any) -> list[Any]:
     return value if isinstance(value, list) else [value]
 

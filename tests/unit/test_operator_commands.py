@@ -17,7 +17,7 @@ from botocore.stub import Stubber
 from functions.config import get_settings
 from functions.dal.tables import ALL_TABLES
 from functions.logic.entry_points import reconciler
-from infra import runs, smoke, stack_lookup, tenants
+from infra import conversations, runs, smoke, stack_lookup, tenants
 from infra.replay import __main__ as replay
 
 STATE_MACHINE = "arn:aws:states:eu-west-1:111122223333:stateMachine:Other-BatchWindow"
@@ -26,6 +26,7 @@ COMMANDS: dict[str, Callable[[list[str]], int]] = {
     "tenants": tenants.main,
     "replay": replay.main,
     "smoke": smoke.main,
+    "conversations": conversations.main,
 }
 # Each command, as an operator would run it, before and after its stack option.
 ARGUMENTS = {
@@ -33,6 +34,7 @@ ARGUMENTS = {
     "tenants": ["list"],
     "replay": ["--since", "1d"],
     "smoke": ["--from", "whatsapp:+15550001111"],
+    "conversations": ["create", "whatsapp:+15550001111"],
 }
 
 
@@ -190,3 +192,4 @@ def test_the_local_stack_needs_nothing_looked_up(on_aws, monkeypatch):
         "arn:aws:states:eu-west-1:123456789012:stateMachine:BurstReply-BatchWindow"
     )
     assert found["WEBHOOK_BASE_URL"] == "http://127.0.0.1:3000"
+    assert found["CONVERSATION_ID_KEY_SECRET_NAME"] == "BurstReply/conversation-id-key"  # as it makes it

@@ -127,6 +127,21 @@ def test_an_unknown_sender_is_not_staged_when_conversations_are_not_created(stor
     assert store.staged == {} and list(store.conversations) == ["c1"]
 
 
+def test_an_unknown_sender_gets_a_conversation_when_their_tenant_creates_them(
+    store, runs, configure, monkeypatch
+):
+    """The tenant's own flag (`python -m infra.tenants auto-create`), on the tenant's item
+    the webhook has read already: no other read."""
+    configure(AUTO_CREATE_CONVERSATIONS="false")
+    tenant = Tenant(account_sid=ACCOUNT, numbers=[US], auto_create_conversations=True)
+    monkeypatch.setattr(tenants, "find", {ACCOUNT: tenant}.get)
+
+    assert post(sender="whatsapp:+15559999999") is MessageOutcome.STAGED
+
+    [created] = [c for c in store.conversations.values() if c.user_address == "whatsapp:+15559999999"]
+    assert (created.tenant_account_sid, created.our_address) == (ACCOUNT, US)
+
+
 def test_an_unknown_sender_gets_a_conversation_when_they_are_created(store, runs, configure):
     configure(AUTO_CREATE_CONVERSATIONS="true")
 

@@ -26,7 +26,7 @@ from functions.observability import count, count_about, logger
 class MessageOutcome(StrEnum):
     FORBIDDEN = "forbidden"  # not a tenant, not its number, or not its signature
     MALFORMED = "malformed"  # signed, but not a message we can stage
-    UNKNOWN_SENDER = "unknown_sender"  # no conversation, and auto-create is off
+    UNKNOWN_SENDER = "unknown_sender"  # no conversation, and auto-create is off (deployment and tenant)
     TENANT_CEILING = "tenant_ceiling"  # no conversation, and the tenant's new ones are at its ceiling
     PROJECT_INACTIVE = "project_inactive"  # the conversation's project is not active
     CHANNEL_NOT_ALLOWED = "channel_not_allowed"  # not on this conversation's channels
@@ -82,7 +82,7 @@ def accept_message(channel: Channel, form: dict[str, str], url: str, signature: 
     received_at = clock.iso(clock.now())
     conversation = conversations.find(channel, message.from_address, message.to_address, tenant.account_sid)
     if conversation is None:
-        if not get_settings().auto_create_conversations:
+        if not (get_settings().auto_create_conversations or tenant.auto_create_conversations):
             logger.warning("No conversation for this sender; message not staged")
             return answer_to(MessageOutcome.UNKNOWN_SENDER, message)
         key = address_key(channel, message.from_address, message.to_address)
