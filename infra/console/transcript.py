@@ -116,9 +116,15 @@ def _reply_entry(turn: Turn, windows: list[str], parts: list[ReplyPart]) -> Entr
     entry.summary = f"{_count(len(turn.body), 'character')}{in_parts}{cut}"
     entry.parts = [f"{p.label}: {_status(p)}" for p in sent]
     if turn.model:
+        profile = (
+            f"assistant profile {turn.profile_key} version {turn.profile_version}"
+            if turn.profile_key
+            else "no assistant profile: the deployment's instructions"
+        )
+        tools = f"; tools called: {', '.join(turn.tools_called)}" if turn.tools_called else ""
         entry.given = (
             f"given: model {turn.model}, {turn.prompt_tokens} input tokens (instructions, context and "
-            f"this batch; the instructions' version is not recorded); {turn.completion_tokens} output tokens"
+            f"this batch; {profile}); {turn.completion_tokens} output tokens{tools}"
         )
     return entry
 

@@ -372,3 +372,27 @@ def test_the_transcript_reads_like_the_conversation_and_each_part_shows_its_text
     assert "2 fragments: text, photo" in hidden and f"{len(reply)} characters in 2 parts" in hidden
     for text in ("Where is my parcel?", "It is late", "Your parcel", "Ana", "STOP", "unsubscribed"):
         assert text not in hidden, text
+
+
+def test_the_transcript_says_which_assistant_profile_answered_and_the_tools_it_called():
+    answered = _burst_turns(
+        0,
+        [MessageContent(body="order #12345, it hasn't arrived")],
+        "It ships on Monday.",
+        message_sids=["SMa"],
+        model="gpt-test",
+        profile_key="tenant#AC1",
+        profile_version=3,
+        tools_called=["lookup_order"],
+    )
+    plain = _burst_turns(20, [MessageContent(body="thanks")], "You're welcome.", message_sids=["SMb"], model="m")
+    runs = [_burst_run(0), _burst_run(20)]
+    reader = _Stack([_conversation("c1")], [*answered, *plain], runs)
+
+    page = conversation_page(reader, "c1", window_of_run(runs[0]), NOW_MS, local=True)  # type: ignore[arg-type]
+    assert page is not None
+    hidden = unescape(pages.conversation_page(page, False, "/conversations/c1"))
+
+    assert "assistant profile tenant#AC1 version 3" in hidden and "tools called: lookup_order" in hidden
+    assert "no assistant profile: the deployment's instructions" in hidden
+    assert "12345" not in hidden  # the tools' names, never what they were asked or answered

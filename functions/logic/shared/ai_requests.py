@@ -200,7 +200,7 @@ class BatchRequest(StrayTurns):
     def _ask_round(self, earlier: AIRequest, calls: list[AskedCall], recovered: bool) -> ResponseState:
         """The next round: the outputs of `calls` (recorded by Call Tools), asked for on the
         conversation that holds the calls; the last round allows no further call."""
-        outputs = self._recorded_outputs(calls)
+        outputs = self._recorded_outputs(calls, missing=tool_rules.CANCELLED if recovered else None)
         if outputs is None:
             raise ToolCallsRequested(
                 f"{len(calls)} tool call(s) to make before round {earlier.tool_round + 1}"
@@ -302,8 +302,10 @@ class BatchRequest(StrayTurns):
         logger.warning("Tool calls left without output closed as cancelled", extra={"calls": len(open_calls)})
         return True
 
-    def _recorded_outputs(self, calls: list[AskedCall]) -> list[str] | None:
-        """Each call's recorded output (Call Tools'), in order; None while one has none."""
+    def _recorded_outputs(self, calls: list[AskedCall], missing: str | None = None) -> list[str] | None:
+        """Each call's recorded output (Call Tools'), in order; None while one has none,
+        unless `missing` stands in for it (a lost round asked again: its calls were answered
+        before it was first asked, and are not to be made now)."""
         keys = [self.call_key(call) for call in calls]
         found = tool_calls.get_many(self.conversation_id, [k for k in keys if k])
         outputs: list[str] = []
@@ -312,9 +314,12 @@ class BatchRequest(StrayTurns):
                 outputs.append(tool_rules.bad_arguments())
                 continue
             recorded = found.get(key)
-            if recorded is None or not recorded.finished or recorded.output is None:
+            if recorded is not None and recorded.finished and recorded.output is not None:
+                outputs.append(recorded.output)
+            elif missing is not None:
+                outputs.append(missing)
+            else:
                 return None
-            outputs.append(recorded.output)
         return outputs
 
     def call_key(self, call: AskedCall) -> str | None:
