@@ -83,6 +83,28 @@ class FunctionTool(Strict):
         }
 
 
+class Knowledge(Strict):
+    """The tenant's documents, searched by the model with OpenAI's `file_search` over its
+    vector stores (https://platform.openai.com/docs/guides/tools-file-search): only stores
+    made for the tenant (`python -m infra.assistants knowledge add`) may be named, checked
+    when the profile is written and when a batch is asked. `max_num_results` bounds the
+    passages one search returns, `max_tool_calls` the searches one response makes (each is
+    billed)."""
+
+    vector_store_ids: Annotated[
+        list[Annotated[str, Field(pattern=r"^vs_[A-Za-z0-9_-]{1,64}$")]], Field(min_length=1, max_length=2)
+    ]
+    max_num_results: Annotated[int, Field(ge=1, le=20)] = 5
+    max_tool_calls: Annotated[int, Field(ge=1, le=5)] = 2
+
+    def for_openai(self) -> dict[str, Any]:
+        return {
+            "type": "file_search",
+            "vector_store_ids": list(self.vector_store_ids),
+            "max_num_results": self.max_num_results,
+        }
+
+
 class AssistantProfile(Strict):
     """What a tenant's (or a project's) assistant is asked with. Unset fields fall back to
     the deployment's settings (OPENAI_MODEL, OPENAI_INSTRUCTIONS, MAX_TOOL_ROUNDS,
@@ -91,6 +113,7 @@ class AssistantProfile(Strict):
     model: Annotated[str, Field(min_length=1, max_length=128)] | None = None
     instructions: Annotated[str, Field(min_length=1, max_length=32_000)] | None = None
     tools: Annotated[list[FunctionTool], Field(max_length=MAX_TOOLS)] = []
+    knowledge: Knowledge | None = None
     max_tool_rounds: Annotated[int, Field(ge=1, le=MAX_TOOL_ROUNDS)] | None = None
     tool_timeout_seconds: Annotated[float, Field(ge=1, le=25)] | None = None
 
@@ -104,6 +127,11 @@ class AssistantProfile(Strict):
 
     def tool(self, name: str) -> FunctionTool | None:
         return next((tool for tool in self.tools if tool.name == name), None)
+
+    def stores_not_among(self, owned: list[str]) -> list[str]:
+        """The vector stores the profile names that are not among `owned` (the tenant's)."""
+        named = self.knowledge.vector_store_ids if self.knowledge else []
+        return [store for store in named if store not in owned]
 
 
 def strict_schema_problems(schema: Any, where: str) -> None:

@@ -147,6 +147,7 @@ NUMBER_IS_THEIRS = "account_sid = :from"
 IS_A_TENANT = "attribute_exists(tenant_key)"
 SET_TOKEN_VERSION = "SET token_version = :version"
 SET_AUTO_CREATE = "SET auto_create_conversations = :on"
+ADD_VECTOR_STORE = "SET vector_store_ids = list_append(if_not_exists(vector_store_ids, :none), :store)"
 TENANT_ACCOUNTS = "begins_with(tenant_key, :account)"
 
 # --- usage counters (cost limits) -------------------------------------------------------

@@ -339,3 +339,6 @@ class Tenant(TableItem):
     # The webhook creates a conversation for an unknown sender of its numbers even when the
     # deployment's AUTO_CREATE_CONVERSATIONS is off (`python -m infra.tenants auto-create`).
     auto_create_conversations: bool = False
+    # The OpenAI vector stores made for it (`python -m infra.assistants knowledge add`): the
+    # only ones its assistant profiles may name.
+    vector_store_ids: list[str] = []

@@ -143,6 +143,22 @@ def set_auto_create(account_sid: str, on: bool, table: str | None = None) -> Non
     forget(account_sid)
 
 
+def add_vector_store(account_sid: str, store_id: str, table: str | None = None) -> None:
+    """Record a vector store made for the tenant (its profiles may name it, and no other's)."""
+    tenant = get(account_sid, table)
+    if tenant is None:
+        raise TenantChangeRefused(f"{account_sid} is not a tenant")
+    if store_id in tenant.vector_store_ids:
+        return
+    _table(table).update_item(
+        Key={"tenant_key": ACCOUNT + account_sid},
+        UpdateExpression=expressions.ADD_VECTOR_STORE,
+        ConditionExpression=expressions.IS_A_TENANT,
+        ExpressionAttributeValues={":none": [], ":store": [store_id]},
+    )
+    forget(account_sid)
+
+
 def remove(account_sid: str, numbers: list[str] | None = None, table: str | None = None) -> list[str]:
     """Remove some of a tenant's numbers, or (no numbers named) the tenant and all its
     numbers. The numbers removed."""

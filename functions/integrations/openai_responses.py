@@ -119,6 +119,7 @@ def create_response(
     tool_choice: str | None = None,
     metadata: dict[str, str] | None = None,
     safety_identifier: str | None = None,
+    max_tool_calls: int | None = None,
 ) -> ResponseState:
     """Start a response in background mode, stored (`store: true`, said explicitly: without
     it, a project with modified abuse monitoring loses a background response after about
@@ -134,6 +135,7 @@ def create_response(
         "tool_choice": tool_choice if tools and tool_choice else openai.omit,
         "metadata": metadata or openai.omit,
         "safety_identifier": safety_identifier or openai.omit,
+        "max_tool_calls": max_tool_calls or openai.omit,  # built-in tools' calls (file_search)
     }
     response = _call(
         lambda: client.responses.create(

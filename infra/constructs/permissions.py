@@ -105,6 +105,7 @@ GRANTS: dict[str, Grants] = {
         # the assistant profile in force (Query), and the version a batch pinned (GetItem)
         (("dynamodb:Query", "dynamodb:GetItem"), ("AssistantProfiles",)),
         (("dynamodb:BatchGetItem",), ("ToolCalls",)),  # the outputs of a round's calls
+        (("dynamodb:GetItem",), ("Tenants",)),  # the vector stores a profile's knowledge may name
         # the deployment's OpenAI key; a tenant's own: in a tenant session (OPENAI_KEY_READERS)
         (("secretsmanager:GetSecretValue",), ("secret:openai",)),
         # The media people sent and "typing…" use the tenant's Twilio credentials, read

@@ -102,3 +102,46 @@ def test_a_file_that_is_not_json_is_refused(tmp_path):
 def test_http_is_allowed_to_a_loopback_address_only():
     tool = AssistantProfile.model_validate({"tools": [_tool(url="http://127.0.0.1:8080/tool")]}).tools[0]
     assert tool.url.startswith("http://127.0.0.1")
+
+
+def test_knowledge_names_vector_stores_and_bounds_its_searches(tmp_path):
+    assert "knowledge.vector_store_ids.0" in _refusal(
+        tmp_path, {"knowledge": {"vector_store_ids": ["store-1"]}}
+    )
+    assert "knowledge.vector_store_ids" in _refusal(tmp_path, {"knowledge": {"vector_store_ids": []}})
+    many = {"vector_store_ids": ["vs_1"], "max_num_results": 21}
+    assert "knowledge.max_num_results" in _refusal(tmp_path, {"knowledge": many})
+    profile = AssistantProfile.model_validate({"knowledge": {"vector_store_ids": ["vs_abc"]}})
+    assert profile.knowledge is not None
+    assert profile.knowledge.for_openai() == {
+        "type": "file_search",
+        "vector_store_ids": ["vs_abc"],
+        "max_num_results": 5,
+    }
+
+
+def test_a_profile_naming_a_store_that_is_not_the_tenants_is_refused_before_it_is_written(monkeypatch):
+    from functions.dal import assistant_profiles, tenants
+    from functions.dal.models import Tenant
+    from infra.assistants import AssistantAdmin
+
+    sid = "AC" + "a" * 32
+    written: list[object] = []
+    monkeypatch.setattr(
+        tenants, "get", lambda account, table=None: Tenant(account_sid=sid, vector_store_ids=["vs_own"])
+    )
+    monkeypatch.setattr(assistant_profiles, "put", lambda *args: written.append(args) or 1)
+    admin = AssistantAdmin(
+        {"ASSISTANT_PROFILES_TABLE": "p", "TENANTS_TABLE": "t", "TOOL_TENANT_SECRET_PREFIX": "x/"},
+        secretsmanager=object(),
+    )
+
+    with pytest.raises(ValueError, match="vs_other is not a store of tenant"):
+        admin.put(
+            sid, None, AssistantProfile.model_validate({"knowledge": {"vector_store_ids": ["vs_other"]}})
+        )
+    assert written == []
+    assert (
+        admin.put(sid, None, AssistantProfile.model_validate({"knowledge": {"vector_store_ids": ["vs_own"]}}))
+        == 1
+    )

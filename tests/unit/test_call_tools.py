@@ -28,7 +28,9 @@ class Ledger:
     def __init__(self) -> None:
         self.items: dict[str, ToolCall] = {}
 
-    def claim(self, conversation_id: str, key: str, name: str, side: bool, window: str, now: str, now_s: int) -> ToolCall:
+    def claim(
+        self, conversation_id: str, key: str, name: str, side: bool, window: str, now: str, now_s: int
+    ) -> ToolCall:
         found = self.items.get(key) or ToolCall(
             conversation_id=conversation_id, call_key=key, name=name, side_effects=side, claimed_at=now
         )
@@ -38,7 +40,9 @@ class Ledger:
     def mark_making(self, conversation_id: str, key: str) -> None:
         self.items[key] = self.items[key].model_copy(update={"status": "claimed"})
 
-    def record(self, conversation_id: str, key: str, status: str, output: str | None, now: str | None) -> None:
+    def record(
+        self, conversation_id: str, key: str, status: str, output: str | None, now: str | None
+    ) -> None:
         self.items[key] = self.items[key].model_copy(update={"status": status, "output": output})
 
 

@@ -385,7 +385,9 @@ def test_the_transcript_says_which_assistant_profile_answered_and_the_tools_it_c
         profile_version=3,
         tools_called=["lookup_order"],
     )
-    plain = _burst_turns(20, [MessageContent(body="thanks")], "You're welcome.", message_sids=["SMb"], model="m")
+    plain = _burst_turns(
+        20, [MessageContent(body="thanks")], "You're welcome.", message_sids=["SMb"], model="m"
+    )
     runs = [_burst_run(0), _burst_run(20)]
     reader = _Stack([_conversation("c1")], [*answered, *plain], runs)
 

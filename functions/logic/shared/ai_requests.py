@@ -111,6 +111,7 @@ class BatchRequest(StrayTurns):
     max_tool_rounds: int = 0
     metadata: dict[str, str] | None = None
     safety_identifier: str | None = None
+    max_tool_calls: int | None = None  # the file searches one response may make
 
     def __post_init__(self) -> None:
         self.admitted_as = self.model  # the model the batch's AI call was counted for
@@ -277,6 +278,7 @@ class BatchRequest(StrayTurns):
                     tool_choice=tool_choice,
                     metadata=self.metadata,
                     safety_identifier=self.safety_identifier,
+                    max_tool_calls=self.max_tool_calls,
                 )
             except AIPermanentError as error:
                 if not (closing and ai.holds_unanswered_call(error) and self._close_unanswered_calls()):

@@ -11,7 +11,7 @@ from functions import clock
 from functions.assistant_profile import AssistantProfile
 from functions.config import get_settings
 from functions.contract import GenerateInput, ReplySummary
-from functions.dal import assistant_profiles, batch_windows, conversations, turns
+from functions.dal import assistant_profiles, batch_windows, conversations, tenants, turns
 from functions.dal.models import Conversation, Turn
 from functions.errors import AICredentialsRefused, AIModelUnavailable, AIPermanentError
 from functions.inbound import Channel
@@ -206,7 +206,8 @@ def _batch_request(
         without_images=without_images,
         newer=newer_fragments_check(task, user_turn.created_at),
         tenant=tenant,
-        tools=[tool.for_openai() for tool in profile.tools],
+        tools=[*(tool.for_openai() for tool in profile.tools), *_knowledge(profile, tenant)],
+        max_tool_calls=profile.knowledge.max_tool_calls if profile.knowledge else None,
         max_tool_rounds=min(settings.max_tool_rounds, profile.max_tool_rounds or settings.max_tool_rounds),
         metadata={
             "tenant": tenant,
@@ -218,6 +219,24 @@ def _batch_request(
         },
         safety_identifier=safety_identifier(task.conversation_id),
     )
+
+
+def _knowledge(profile: AssistantProfile, tenant: str) -> list[dict[str, object]]:
+    """The profile's file_search over its vector stores, if they are all the tenant's own
+    (recorded on its item by `infra.assistants knowledge add`; checked when the profile was
+    written, and here again: a store is never searched for another tenant's customer)."""
+    if profile.knowledge is None:
+        return []
+    found = tenants.find(tenant) if tenant else None
+    foreign = profile.stores_not_among(found.vector_store_ids if found else [])
+    if foreign:
+        count("KnowledgeStoresRefused")
+        logger.error(
+            "The assistant profile names vector stores not the tenant's: no knowledge",
+            extra={"stores": foreign},
+        )
+        return []
+    return [profile.knowledge.for_openai()]
 
 
 def safety_identifier(conversation_id: str) -> str:
