@@ -127,8 +127,7 @@ def create_response(
     items from what the model reads once the conversation outgrows its context window.
     Past `context_tokens` of input (0: never), OpenAI compacts what came before.
     `reasoning_effort`: sent if given (a model that does not reason refuses it).
-    `tools` (function tools, strict), `tool_choice` ("none": answer without another call),
-    `metadata` and `safety_identifier`: sent if given."""
+    `tools`, `tool_choice`, `metadata`, `safety_identifier`, `max_tool_calls`: if given."""
     compaction: list[ContextManagement] = [{"type": "compaction", "compact_threshold": context_tokens}]
     options: dict[str, Any] = {
         "tools": tools or openai.omit,
