@@ -14,6 +14,7 @@ from functions.public_url import PublicBase, public_base
 from functions.stack_names import (
     STACK_NAME,
     event_bus_name,
+    metrics_namespace,
     openai_tenant_secret_prefix,
     state_machine_name,
     twilio_tenant_secret_prefix,
@@ -25,6 +26,7 @@ __all__ = [
     "STACK_NAME",
     "StackSettings",
     "event_bus_name",
+    "metrics_namespace",
     "openai_tenant_secret_prefix",
     "state_machine_name",
     "twilio_tenant_secret_prefix",

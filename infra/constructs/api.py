@@ -15,7 +15,7 @@ from cdk_nag import NagPackSuppression, NagSuppressions
 from constructs import Construct
 
 from functions.registry import STATUS_CALLBACK
-from infra.names import NAMESPACE, StackSettings
+from infra.names import StackSettings, metrics_namespace
 
 # The web ACL's one rule, and the header that exempts a request from it: Twilio signs every
 # request it sends (https://www.twilio.com/docs/usage/webhooks/webhooks-security).
@@ -152,13 +152,15 @@ def _access_log_format() -> apigw.AccessLogFormat:
 
 def _throttled_requests(scope: Construct, access_logs: logs.LogGroup) -> cloudwatch.Metric:
     """The requests API Gateway throttled, counted from the access log (API Gateway's own
-    metrics count a 429 only within 4XXError)."""
+    metrics count a 429 only within 4XXError), in the stack's own namespace: a metric filter
+    sets no dimension without a field of the log for it, so the namespace keeps two stacks'
+    counts apart."""
     counted = logs.MetricFilter(
         scope,
         "ThrottledRequests",
         log_group=access_logs,
         filter_pattern=logs.FilterPattern.string_value("$.responseType", "=", "THROTTLED"),
-        metric_namespace=NAMESPACE,
+        metric_namespace=metrics_namespace(Stack.of(scope).stack_name),
         metric_name=THROTTLED_METRIC,
         metric_value="1",
     )

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from aws_cdk import Duration, RemovalPolicy, Token
+from aws_cdk import Duration, RemovalPolicy, Stack, Token
 from aws_cdk import aws_lambda as lambda_
 from aws_cdk import aws_logs as logs
 from cdk_nag import NagPackSuppression, NagSuppressions
@@ -12,7 +12,7 @@ from constructs import Construct
 
 from functions.registry import ALL_FUNCTIONS, FunctionDefinition
 from infra.deployment_settings import for_function
-from infra.names import NAMESPACE, SERVICE, StackSettings
+from infra.names import SERVICE, StackSettings, metrics_namespace
 
 # The Python the tests run on (the Makefile finds it) and the layer is built for
 # (infra/build_lambda.py, LAMBDA_PYTHON in infra/checks.py): tests/infra keeps them equal.
@@ -76,7 +76,8 @@ class Functions(Construct):
                 {
                     **environment,
                     "POWERTOOLS_SERVICE_NAME": SERVICE,
-                    "POWERTOOLS_METRICS_NAMESPACE": NAMESPACE,
+                    # The stack's own: its alarms read its functions' metrics only.
+                    "POWERTOOLS_METRICS_NAMESPACE": metrics_namespace(Stack.of(self).stack_name),
                     "POWERTOOLS_LOG_LEVEL": "INFO",
                 },
             ),
