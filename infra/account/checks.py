@@ -10,6 +10,7 @@ from botocore.exceptions import ClientError
 from botocore.exceptions import ConnectionError as EndpointUnreachable
 
 from infra.account.model import Clients, Deploy, Line, error_code, resources_of
+from infra.deployment_settings import SettingsRecord
 
 # Lambda's quota "Concurrent executions" (Service Quotas code L-B99A9384). 1,000 is Lambda's
 # default; new accounts start lower, as low as 10 ("New AWS accounts have reduced
@@ -24,6 +25,54 @@ DEFAULT_BOOTSTRAP_PARAMETER = "/cdk-bootstrap/hnb659fds/version"
 # The key on standard input, or typed at a prompt that does not echo it: never on a
 # command line (a shell's history, `ps`; infra/account/put_key.py).
 PUT_OPENAI_KEY = "python -m infra.account --stack {stack} --put-openai-key (it asks for the key)"
+# The output in which a deployed stack records what its deploy was given (infra/stack.py).
+SETTINGS_OUTPUT = "DeploymentSettings"
+
+
+def settings_given(clients: Clients, deploy: Deploy) -> Line:
+    """This deploy's settings against those the deployed stack records (its output
+    DeploymentSettings). A deploy given no settings file over a stack deployed with settings
+    would set each of them back to its default, unnoticed (the alarm e-mail, the cost
+    ceilings, the reserved concurrency): refused, naming the file and hash recorded. The
+    file itself is not reused: the stack holds its hash, not its values."""
+    given = deploy.settings
+    if given is None:
+        return Line("ok", "Settings", "not compared (no settings read)")
+    if deploy.creates:
+        return Line("ok", "Settings", f"the deploy records {given}")
+    assert deploy.deployed is not None
+    outputs = {o["OutputKey"]: o["OutputValue"] for o in deploy.deployed.get("Outputs", [])}
+    recorded = SettingsRecord.from_output(outputs.get(SETTINGS_OUTPUT, ""))
+    if recorded is None:
+        return Line(
+            "warn",
+            "Settings",
+            f"{deploy.stack} records none (deployed before deploys recorded them): if it was deployed "
+            f"with a settings file, give it again (make deploy SETTINGS=FILE); the deploy records {given}",
+        )
+    if recorded.sha256 == given.sha256:
+        return Line("ok", "Settings", f"as deployed: {given}")
+    if recorded.names and not given.file:
+        again = f"SETTINGS=<your {recorded.file}>" if recorded.file else "SETTINGS=FILE"
+        return Line(
+            "FAIL",
+            "Settings",
+            f"{deploy.stack} was deployed with {recorded}; this deploy is given no settings file and would "
+            f"set each of them back to its default: give it again (make deploy {again}); to go back "
+            "to the defaults on purpose, give an empty settings file",
+        )
+    added = [name for name in given.names if name not in recorded.names]
+    dropped = [name for name in recorded.names if name not in given.names]
+    changes = [
+        *([f"added {', '.join(added)}"] if added else []),
+        *([f"dropped {', '.join(dropped)} (back to their defaults)"] if dropped else []),
+    ] or ["the same names, other values"]
+    return Line(
+        "warn",
+        "Settings",
+        f"not the deployed ones: {deploy.stack} was deployed with {recorded}; this deploy is given "
+        f"{given}: {'; '.join(changes)}",
+    )
 
 
 def cloudwatch_role(clients: Clients, deploy: Deploy) -> Line:
@@ -37,7 +86,8 @@ def cloudwatch_role(clients: Clients, deploy: Deploy) -> Line:
             "API Gateway logging role",
             f"none set on the account in {deploy.region}: the stage's logs need it (CloudFormation "
             "fails with 'CloudWatch Logs role ARN must be set in account settings'); set it once "
-            "(docs/deploying.md, Deploy) or deploy with -c manage_api_gateway_account_role=true",
+            "(docs/deploying.md, Deploy) or have the deploy set it: MANAGE_API_GATEWAY_ACCOUNT_ROLE=true in "
+            "its settings file (make deploy SETTINGS=FILE)",
         )
     try:
         clients("iam").get_role(RoleName=arn.rsplit("/", 1)[-1])
@@ -47,7 +97,8 @@ def cloudwatch_role(clients: Clients, deploy: Deploy) -> Line:
                 "FAIL",
                 "API Gateway logging role",
                 f"the account names {arn}, which no longer exists: create it again or set another "
-                "(docs/deploying.md, Deploy), or deploy with -c manage_api_gateway_account_role=true",
+                "(docs/deploying.md, Deploy), or have the deploy set it: "
+                "MANAGE_API_GATEWAY_ACCOUNT_ROLE=true in its settings file (make deploy SETTINGS=FILE)",
             )
     return Line("ok", "API Gateway logging role", arn)
 
@@ -248,6 +299,7 @@ def orphan_tables(clients: Clients, deploy: Deploy) -> Line:
 
 
 CHECKS: tuple[tuple[str, Callable[[Clients, Deploy], Line]], ...] = (
+    ("Settings", settings_given),
     ("API Gateway logging role", cloudwatch_role),
     ("Lambda concurrency", concurrency),
     ("CDK bootstrap", bootstrap),

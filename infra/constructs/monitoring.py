@@ -45,7 +45,8 @@ class Monitoring(Construct):
             *self._credentials_and_delivery_alarms(),
             *self._spend_alarms(),
         ]
-        self.dashboard = Dashboard(self, "Dashboard", state_machine, self.namespace)  # what the alarms watch, graphed
+        # What the alarms watch, graphed.
+        self.dashboard = Dashboard(self, "Dashboard", state_machine, self.namespace)
 
     def _alarm(
         self, alarm_id: str, description: str, metric: cloudwatch.IMetric, threshold: float = 1

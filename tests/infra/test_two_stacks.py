@@ -22,7 +22,9 @@ Identity = tuple[str, str, tuple[tuple[str, str], ...]]
 
 
 @pytest.fixture(scope="module")
-def second(synthesized: tuple[Any, dict[str, Any], Path], tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+def second(
+    synthesized: tuple[Any, dict[str, Any], Path], tmp_path_factory: pytest.TempPathFactory
+) -> dict[str, Any]:
     """The template of a stack deployed as `STACK_NAME=ShopTwo make deploy`, beside the default."""
     from aws_cdk.assertions import Template
 
@@ -53,7 +55,7 @@ def _identity(metric: dict[str, Any], stack: str) -> Identity:
     return (metric["Namespace"], metric["MetricName"], dimensions)
 
 
-# SELECT SUM("TenantCeilingReached") FROM SCHEMA("BurstReply", service, Tenant) WHERE service = 'burst-reply' ...
+# SELECT SUM("X") FROM SCHEMA("BurstReply", service, Tenant) WHERE service = 'burst-reply' GROUP BY Tenant
 _QUERY = re.compile(
     r'SELECT \w+\("(?P<metric>\w+)"\) FROM SCHEMA\("(?P<namespace>[^"]+)", (?P<keys>[\w, ]+)\)'
     r"(?: WHERE (?P<where>.*?))?(?: GROUP BY .*)?$"
@@ -100,17 +102,14 @@ def test_no_alarm_of_a_second_stack_watches_a_metric_the_first_stacks_alarms_wat
     shared = {alarm: sorted(metrics & everything_first_watches) for alarm, metrics in theirs.items()}
     assert {alarm: metrics for alarm, metrics in shared.items() if metrics} == {}
     # The same stack synthesized again would share every one: the comparison sees a match.
-    assert set().union(*watched(synthesized[1], synthesized[0].stack_name).values()) == everything_first_watches
+    assert (
+        set().union(*watched(synthesized[1], synthesized[0].stack_name).values()) == everything_first_watches
+    )
 
 
 def test_the_alarms_on_what_the_functions_emit_and_on_the_access_log_read_the_stacks_own_namespace(second):
     alarms = watched(second, SECOND)
-    ours = {
-        metric
-        for metrics in alarms.values()
-        for metric in metrics
-        if not metric[0].startswith("AWS/")
-    }
+    ours = {metric for metrics in alarms.values() for metric in metrics if not metric[0].startswith("AWS/")}
     names = {metric[1] for metric in ours}
     assert {"WebhooksRefused", "EdgeThrottled", "TenantCeilingReached", "DeadLetteredBatches"} <= names
     assert {metric[0] for metric in ours} == {SECOND}
@@ -176,4 +175,6 @@ def test_what_a_function_of_the_second_stack_emits_is_what_its_alarms_read(secon
     (tenants,) = [metric for metric in read if metric[1] == "TenantCeilingReached"]
     assert emitted["TenantCeilingReached"][:2] == tenants[:2]
     assert [key for key, _ in emitted["TenantCeilingReached"][2]] == [key for key, _ in tenants[2]]
-    assert ("service", "burst-reply") in tenants[2] and ("service", "burst-reply") in emitted["TenantCeilingReached"][2]
+    assert ("service", "burst-reply") in tenants[2] and ("service", "burst-reply") in emitted[
+        "TenantCeilingReached"
+    ][2]
