@@ -16,6 +16,8 @@ if any fails. Read-only: it changes nothing in the account (but for --put-openai
   prompt; put_key.py), the one thing this command writes, and only when asked.
 - AWS WAF (REGIONAL) answers in the Region (the stage's web ACL).
 - Tables left behind by an earlier stack of that name (a failed create, a `make destroy`).
+- The stage's execution log group, which the stack creates: one API Gateway made itself for
+  the deployed stack would fail the update.
 
 The stack: `--stack`, else the context's stack_name (the stack `cdk deploy` deploys), else
 STACK_NAME, else BurstReply (infra/stack_lookup.py). The boto3 default credential chain and
@@ -36,6 +38,7 @@ from infra.account.checks import (
     bootstrap,
     cloudwatch_role,
     concurrency,
+    execution_logs,
     firewall,
     openai_secret,
     orphan_tables,
@@ -57,6 +60,7 @@ __all__ = [
     "check",
     "cloudwatch_role",
     "concurrency",
+    "execution_logs",
     "firewall",
     "load_template",
     "main",

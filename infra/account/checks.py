@@ -25,6 +25,8 @@ DEFAULT_BOOTSTRAP_PARAMETER = "/cdk-bootstrap/hnb659fds/version"
 # The key on standard input, or typed at a prompt that does not echo it: never on a
 # command line (a shell's history, `ps`; infra/account/put_key.py).
 PUT_OPENAI_KEY = "python -m infra.account --stack {stack} --put-openai-key (it asks for the key)"
+# API Gateway's name for a stage's execution log group, before `<restApiId>/<stage>`.
+EXECUTION_LOGS = "API-Gateway-Execution-Logs_"
 # The output in which a deployed stack records what its deploy was given (infra/stack.py).
 SETTINGS_OUTPUT = "DeploymentSettings"
 
@@ -298,6 +300,46 @@ def orphan_tables(clients: Clients, deploy: Deploy) -> Line:
     )
 
 
+def _execution_log_stage(template: dict[str, Any] | None) -> str | None:
+    """The stage whose execution log group the template creates (`API-Gateway-Execution-Logs_`
+    joined to the API's id and `/<stage>`: infra/constructs/api.py), if it does."""
+    for group in resources_of(template, "AWS::Logs::LogGroup").values():
+        name = group.get("Properties", {}).get("LogGroupName")
+        parts = name.get("Fn::Join", ["", []])[1] if isinstance(name, dict) else []
+        if parts and parts[0] == EXECUTION_LOGS and isinstance(parts[-1], str):
+            return parts[-1].lstrip("/")
+    return None
+
+
+def execution_logs(clients: Clients, deploy: Deploy) -> Line:
+    """The stage's execution log group, which the stack creates: one API Gateway created
+    itself for a stack deployed before (outside it, kept for ever) makes the update fail
+    ("already exists") and roll back."""
+    stage = _execution_log_stage(deploy.template)
+    if stage is None or deploy.creates:
+        return Line("ok", "Execution logs", "the deploy creates the stage's log group with the stack")
+    pages = clients("cloudformation").get_paginator("list_stack_resources").paginate(StackName=deploy.stack)
+    resources = [r for page in pages for r in page["StackResourceSummaries"]]
+    apis = [r["PhysicalResourceId"] for r in resources if r["ResourceType"] == "AWS::ApiGateway::RestApi"]
+    if not apis:
+        return Line("ok", "Execution logs", f"{deploy.stack} has no API yet: the deploy creates the group")
+    name = f"{EXECUTION_LOGS}{apis[0]}/{stage}"
+    groups = {r.get("PhysicalResourceId") for r in resources if r["ResourceType"] == "AWS::Logs::LogGroup"}
+    if name in groups:
+        return Line("ok", "Execution logs", f"{name} is the stack's")
+    found = clients("logs").describe_log_groups(logGroupNamePrefix=name)["logGroups"]
+    if not any(group["logGroupName"] == name for group in found):
+        return Line("ok", "Execution logs", f"the deploy creates {name} with the stack")
+    return Line(
+        "FAIL",
+        "Execution logs",
+        f"API Gateway created {name} itself, outside the stack, which now creates it (with a retention, "
+        f"deleted with the stack): the update would fail (already exists) and roll back. Delete it first "
+        f"(its lines are the stage's errors; export what you want to keep): aws logs delete-log-group "
+        f"--log-group-name '{name}'",
+    )
+
+
 CHECKS: tuple[tuple[str, Callable[[Clients, Deploy], Line]], ...] = (
     ("Settings", settings_given),
     ("API Gateway logging role", cloudwatch_role),
@@ -306,4 +348,5 @@ CHECKS: tuple[tuple[str, Callable[[Clients, Deploy], Line]], ...] = (
     ("OpenAI key", openai_secret),
     ("AWS WAF", firewall),
     ("Tables left behind", orphan_tables),
+    ("Execution logs", execution_logs),
 )

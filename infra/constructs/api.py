@@ -23,6 +23,15 @@ UNSIGNED_RULE = "UnsignedPerIpRate"
 SIGNATURE_HEADER = "x-twilio-signature"
 # The metric the access log's throttled requests are counted in (a metric filter).
 THROTTLED_METRIC = "EdgeThrottled"
+# The stage's execution logs: errors only, never a body (data_trace_enabled is off).
+EXECUTION_LOG_LEVEL = apigw.MethodLoggingLevel.ERROR
+
+
+def execution_log_group_name(rest_api_id: str, stage_name: str) -> str:
+    """Where API Gateway writes a stage's execution logs, creating the group itself (kept for
+    ever, outside any stack) when it does not exist:
+    https://docs.aws.amazon.com/apigateway/latest/developerguide/set-up-logging.html"""
+    return f"API-Gateway-Execution-Logs_{rest_api_id}/{stage_name}"
 
 
 class WebhookApi(Construct):
@@ -52,6 +61,7 @@ class WebhookApi(Construct):
             self, "AccessLogs", retention=logs.RetentionDays.ONE_MONTH, removal_policy=RemovalPolicy.DESTROY
         )
         self.api = _rest_api(self, _stage_options(self.stage_name, settings, access_logs))
+        self.execution_logs = _execution_logs(self, self.api, self.stage_name, EXECUTION_LOG_LEVEL)
         self._add_routes(handler, status_handler)
         self.firewall_name = f"{Stack.of(self).stack_name}-webhooks"
         self.firewall = _unsigned_per_ip_rate_rule(self, self.firewall_name, settings.api_rate_limit_per_ip)
@@ -100,6 +110,25 @@ def _rest_api(scope: Construct, stage: apigw.StageOptions) -> apigw.RestApi:
     )
 
 
+def _execution_logs(
+    scope: Construct, api: apigw.RestApi, stage_name: str, level: apigw.MethodLoggingLevel
+) -> logs.LogGroup | None:
+    """The stage's execution log group, the stack's own: with a retention, deleted with the
+    stack, and there before the stage (which depends on it), so that API Gateway never
+    creates it itself. None when the stage writes no execution logs."""
+    if level == apigw.MethodLoggingLevel.OFF:
+        return None
+    group = logs.LogGroup(
+        scope,
+        "ExecutionLogs",
+        log_group_name=execution_log_group_name(api.rest_api_id, stage_name),
+        retention=logs.RetentionDays.ONE_MONTH,
+        removal_policy=RemovalPolicy.DESTROY,
+    )
+    api.deployment_stage.node.add_dependency(group)
+    return group
+
+
 def _unsigned_requests_blocked(firewall_name: str) -> cloudwatch.Metric:
     """The requests the web ACL's rule refused, every 5 minutes."""
     return cloudwatch.Metric(
@@ -122,7 +151,7 @@ def _stage_options(
         throttling_rate_limit=settings.api_rate_limit,
         throttling_burst_limit=settings.api_burst_limit,
         tracing_enabled=True,
-        logging_level=apigw.MethodLoggingLevel.ERROR,
+        logging_level=EXECUTION_LOG_LEVEL,
         data_trace_enabled=False,  # bodies are personal data
         access_log_destination=apigw.LogGroupLogDestination(access_logs),
         access_log_format=_access_log_format(),

@@ -624,3 +624,43 @@ def test_the_stack_records_its_settings_in_an_output_and_a_resource_that_changes
     ours, default = handles(template["Resources"]), handles(synthesized[1]["Resources"])
     assert len(ours) == len(default) == 1 and ours != default
     assert json.loads(synthesized[1]["Outputs"]["DeploymentSettings"]["Value"])["names"] == []
+
+
+# --- the stage's execution log group -------------------------------------------------------
+
+# The template's group, as infra/constructs/api.py names it (tests/infra/test_api_logs.py).
+EXECUTION_LOGS_TEMPLATE = TEMPLATE | {
+    "Resources": {
+        **TEMPLATE["Resources"],
+        "WebhookExecutionLogs": {
+            "Type": "AWS::Logs::LogGroup",
+            "Properties": {
+                "LogGroupName": {
+                    "Fn::Join": ["", ["API-Gateway-Execution-Logs_", {"Ref": "WebhookApi"}, "/prod"]]
+                }
+            },
+        },
+    }
+}
+
+
+def test_an_execution_log_group_api_gateway_made_for_the_deployed_stack_stops_the_update(aws):
+    """A stack deployed before it created its own: API Gateway made the group, and the
+    update that creates it would fail (already exists) and roll back."""
+    body = {"Resources": {"WebhookApi": {"Type": "AWS::ApiGateway::RestApi", "Properties": {"Name": "x"}}}}
+    aws("cloudformation").create_stack(StackName="BurstReply", TemplateBody=json.dumps(body))
+    (api,) = aws("cloudformation").list_stack_resources(StackName="BurstReply")["StackResourceSummaries"]
+    deployed = {"StackStatus": "UPDATE_COMPLETE"}
+    deploy = _deploy(template=EXECUTION_LOGS_TEMPLATE, deployed=deployed)
+    name = f"API-Gateway-Execution-Logs_{api['PhysicalResourceId']}/prod"
+
+    assert account.execution_logs(aws, deploy) == account.Line(
+        "ok", "Execution logs", f"the deploy creates {name} with the stack"
+    )
+    aws("logs").create_log_group(logGroupName=name)  # API Gateway's own, at the stage's first error
+    line = account.execution_logs(aws, deploy)
+    assert line.status == "FAIL"
+    assert f"aws logs delete-log-group --log-group-name '{name}'" in line.detail
+    # A first create, or a template without the group, is not concerned.
+    assert account.execution_logs(aws, _deploy(template=EXECUTION_LOGS_TEMPLATE)).status == "ok"
+    assert account.execution_logs(aws, _deploy(deployed=deployed)).status == "ok"
