@@ -179,12 +179,15 @@ preflight: synth
 	$(BIN)/python -m infra.preflight
 
 ## Deploy to the AWS account and region of your credentials (the pinned CDK CLI), after make preflight
-## and make account (a red line of either stops it before CloudFormation).
+## and make account (a red line of either stops it before CloudFormation). SETTINGS=FILE: the
+## deployment's settings, given to every deploy (the stack records them; one without over a stack
+## deployed with them is refused: docs/deploying.md#a-redeploy-keeps-its-settings).
 deploy: preflight node_modules/.package-lock.json
 	$(BIN)/python -m infra.account $(SETTINGS_CONTEXT)
 	$(CDK) deploy $(SETTINGS_CONTEXT) --require-approval broadening
 
-## What the deploy needs of the account and region of your credentials (read-only; docs/deploying.md).
+## What the deploy needs of the account and region of your credentials, and its settings (SETTINGS=FILE)
+## against the deployed stack's (read-only; docs/deploying.md).
 account: install
 	$(BIN)/python -m infra.account $(SETTINGS_CONTEXT)
 

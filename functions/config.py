@@ -52,7 +52,10 @@ class Settings(BaseModel):
     typing_quiet_seconds: Annotated[float, Field(gt=0)] = 6
     quiet_min_seconds: Annotated[float, Field(gt=0)] = 2.5  # adaptive mode's bounds (docs/decisions.md)
     quiet_max_seconds: Annotated[float, Field(gt=0)] = 20
-    max_wait_seconds: Annotated[float, Field(gt=0)] = 60
+    # At most 600 (functions/batching_rules.py MAX_WAIT_LIMIT_SECONDS, which clamps a
+    # conversation's own rules): the wait task's timeout (TimeoutSecondsPath), each wait that
+    # new fragments extend adding events to a run's history, which Step Functions caps at 25,000.
+    max_wait_seconds: Annotated[float, Field(gt=0, le=600)] = 60
     max_batch_messages: Annotated[int, Field(ge=0)] = 0
     # A fragment that arrives while the reply is being generated: `merge` answers it in
     # that reply (the reply is asked again, at most MAX_REGENERATIONS times), `next` in the
@@ -125,7 +128,7 @@ class Settings(BaseModel):
     # The key new conversation ids are drawn with (functions/integrations/id_key.py): read by
     # the functions that create conversations, once per instance.
     conversation_id_key_secret_name: str = stack_names.conversation_id_key_secret_name(STACK_NAME)
-    secrets_max_age_seconds: int = 300
+    secrets_max_age_seconds: Annotated[int, Field(ge=0)] = 300  # Powertools' cache; 0: none
     # The functions that send for a conversation read its tenant's Twilio credentials through
     # a session of this role tagged with the tenant, which can read no other tenant's
     # secrets (infra/constructs/tenant_reader.py); empty: through their own roles.
@@ -223,7 +226,9 @@ class Settings(BaseModel):
     openai_max_output_tokens: Annotated[int, Field(ge=16)] = 4096
     # `reasoning.effort`, sent to a model that takes one (openai_models.py); empty: its own.
     openai_reasoning_effort: Literal["", "none", "minimal", "low", "medium", "high", "xhigh"] = "low"
-    twilio_timeout_seconds: float = 10.0
+    # Each Twilio request's timeout, at most 10 s: inside the shortest Lambda timeout of a
+    # function that calls Twilio (Status Callback's 12 s: functions/registry.py).
+    twilio_timeout_seconds: Annotated[float, Field(gt=0, le=10)] = 10.0
     # The assistant's function tools (docs/assistants.md): at most this many rounds of calls
     # per batch (the last round's answer is asked for with no further call), each call given
     # this long, its answer at most this many bytes. A profile may set lower round and time

@@ -7,6 +7,15 @@ from __future__ import annotations
 STACK_NAME = "BurstReply"  # the default; `-c stack_name=...` changes it
 
 
+def metrics_namespace(stack_name: str) -> str:
+    """The CloudWatch namespace of the metrics a stack's functions emit, and of every metric
+    its alarms and dashboard read that is not AWS's own: the stack's name, unique in an
+    account and Region, so that two stacks there never count into each other's alarms
+    (docs/decisions.md). A stack name (letters, digits, hyphens; at most 128) is always a
+    valid namespace; the default stack's is `BurstReply`, where its metrics always were."""
+    return stack_name
+
+
 def state_machine_name(stack_name: str) -> str:
     return f"{stack_name}-BatchWindow"
 

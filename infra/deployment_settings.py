@@ -15,9 +15,11 @@ secret values never belong in the file (a secret's name does)."""
 from __future__ import annotations
 
 import ast
+import hashlib
+import json
 import re
 from collections.abc import Iterable, Mapping
-from dataclasses import fields
+from dataclasses import dataclass, fields
 from functools import cache
 from pathlib import Path
 
@@ -66,9 +68,9 @@ def function_setting_names() -> frozenset[str]:
 
 def stack_setting_names() -> dict[str, str]:
     """The stack settings a file may give, by their name in capitals -> their context key."""
-    from infra.names import StackSettings
+    from infra.names import NOT_GIVEN, StackSettings
 
-    return {f.name.upper(): f.name for f in fields(StackSettings) if not f.name.endswith("_directory")}
+    return {f.name.upper(): f.name for f in fields(StackSettings) if f.name not in NOT_GIVEN}
 
 
 def read_file(path: Path) -> dict[str, str]:
@@ -106,6 +108,45 @@ def validate(chosen: Mapping[str, str]) -> Settings:
     if settings.quiet_min_seconds > settings.quiet_max_seconds:  # settings that contradict each other
         raise DeploymentSettingsError("QUIET_MIN_SECONDS is above QUIET_MAX_SECONDS (adaptive mode's bounds)")
     return settings
+
+
+@dataclass(frozen=True)
+class SettingsRecord:
+    """What a deployment was given, recorded with the deployed stack (its output
+    DeploymentSettings, which DescribeStacks returns with the stack) and compared with the
+    next deploy's by `python -m infra.account`: the settings file's name (without its
+    folder), the sha256 of the settings given (the file's and `-c`'s, as `NAME=value` lines
+    in name order: comments, quotes and order do not count) and their names. Never a value:
+    a hash of them all, which the file's rules keep free of secrets (`read_file`)."""
+
+    file: str  # the settings file's name; empty: none was given
+    sha256: str
+    names: tuple[str, ...]
+
+    @classmethod
+    def of(cls, file: str, given: Mapping[str, str]) -> SettingsRecord:
+        lines = "".join(f"{name}={given[name]}\n" for name in sorted(given))
+        return cls(file, hashlib.sha256(lines.encode()).hexdigest(), tuple(sorted(given)))
+
+    def to_output(self) -> str:
+        """The output's value: JSON, compact (an output value is a string)."""
+        return json.dumps(
+            {"file": self.file, "sha256": self.sha256, "names": list(self.names)}, separators=(",", ":")
+        )
+
+    @classmethod
+    def from_output(cls, value: str) -> SettingsRecord | None:
+        """The record an output holds; None for one this code cannot read."""
+        try:
+            data = json.loads(value)
+            return cls(str(data["file"]), str(data["sha256"]), tuple(str(n) for n in data["names"]))
+        except (ValueError, KeyError, TypeError):
+            return None
+
+    def __str__(self) -> str:
+        given = f"settings file {self.file}" if self.file else "no settings file"
+        names = ", ".join(self.names) if self.names else "no settings"
+        return f"{given} (sha256 {self.sha256[:12]}; {names})"
 
 
 def for_function(definition: FunctionDefinition, chosen: Mapping[str, str]) -> dict[str, str]:

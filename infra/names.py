@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field, fields
 from pathlib import Path
-from typing import Any, Literal, get_args
+from typing import TYPE_CHECKING, Any, Literal, get_args
 
 from functions.config import read_flag
 from functions.integrations.openai_models import DEFAULT_MODEL
@@ -14,11 +14,15 @@ from functions.public_url import PublicBase, public_base
 from functions.stack_names import (
     STACK_NAME,
     event_bus_name,
+    metrics_namespace,
     openai_tenant_secret_prefix,
     state_machine_name,
     tool_tenant_secret_prefix,
     twilio_tenant_secret_prefix,
 )
+
+if TYPE_CHECKING:
+    from infra.deployment_settings import SettingsRecord
 
 __all__ = [
     "NAMESPACE",
@@ -26,6 +30,7 @@ __all__ = [
     "STACK_NAME",
     "StackSettings",
     "event_bus_name",
+    "metrics_namespace",
     "openai_tenant_secret_prefix",
     "state_machine_name",
     "tool_tenant_secret_prefix",
@@ -36,6 +41,9 @@ LogLevel = Literal["ALL", "ERROR", "FATAL", "OFF"]
 EMAIL = re.compile(r"[^@\s]+@[^@\s]+\.[^@\s]+")
 # Context keys also accepted in CDK's own camelCase spelling (`-c alarmEmail=...`).
 CAMEL_CASE = {"alarm_email": "alarmEmail"}
+# The fields of StackSettings that are no setting a deployment gives (what the app passes,
+# and what it derives).
+NOT_GIVEN = frozenset({"code_directory", "dependencies_directory", "function_settings", "recorded"})
 
 
 def state_machine_log_group_name(machine_name: str) -> str:
@@ -90,6 +98,9 @@ class StackSettings:
     # The functions' settings a settings file gives (`-c settings_file=FILE`; by environment
     # variable, validated: infra/deployment_settings.py), each given to the functions that read it.
     function_settings: dict[str, str] = field(default_factory=dict)
+    # What the deployment was given (the file's name, the settings' hash and names; never a
+    # value), recorded with the deployed stack (its output DeploymentSettings).
+    recorded: SettingsRecord | None = None
 
     def __post_init__(self) -> None:
         if self.alarm_email and not EMAIL.fullmatch(self.alarm_email):
@@ -126,18 +137,21 @@ class StackSettings:
     @classmethod
     def from_context(cls, context: Any, code_directory: Path, dependencies_directory: Path) -> StackSettings:
         """Settings from a CDK context lookup (`app.node.try_get_context`)."""
-        from infra.deployment_settings import function_setting_names, read_file
+        from infra.deployment_settings import SettingsRecord, function_setting_names, read_file
 
         settings_file = context("settings_file")
         given = read_file(Path(settings_file)) if settings_file else {}
+        recorded = dict(given)  # every setting given, by its name in capitals: the file's, then -c's
         chosen: dict[str, Any] = {}
         for setting in fields(cls):
-            if setting.name.endswith("_directory") or setting.name == "function_settings":
+            if setting.name in NOT_GIVEN:
                 continue
             value = context(setting.name)
             if value is None and setting.name in CAMEL_CASE:
                 value = context(CAMEL_CASE[setting.name])
-            if value is None:  # `-c` wins over the file
+            if value is not None:
+                recorded[setting.name.upper()] = str(value)
+            else:  # `-c` wins over the file
                 value = given.pop(setting.name.upper(), None)
             given.pop(setting.name.upper(), None)
             if value is None:
@@ -155,5 +169,6 @@ class StackSettings:
             code_directory=code_directory,
             dependencies_directory=dependencies_directory,
             function_settings=functions,
+            recorded=SettingsRecord.of(Path(settings_file).name if settings_file else "", recorded),
             **chosen,
         )

@@ -4,7 +4,9 @@ functions and the state machine come from the same definitions the local stack u
 
 from __future__ import annotations
 
-from aws_cdk import Aws, CfnOutput, Duration, Stack
+import hashlib
+
+from aws_cdk import Aws, CfnOutput, CfnWaitConditionHandle, Duration, Stack
 from aws_cdk import aws_events as events
 from aws_cdk import aws_events_targets as targets
 from constructs import Construct
@@ -23,7 +25,7 @@ from infra.constructs.monitoring import Monitoring
 from infra.constructs.permissions import Permissions
 from infra.constructs.tables import Tables
 from infra.constructs.workflow import BatchWorkflow
-from infra.deployment_settings import for_function
+from infra.deployment_settings import SettingsRecord, for_function
 from infra.names import StackSettings, event_bus_name
 
 
@@ -139,6 +141,7 @@ class BurstReplyStack(Stack):
             value=f"{self.public.url}/twilio/status",
             description="where Twilio reports the messages sent (set on each message)",
         )
+        self._record_settings(self.settings.recorded or SettingsRecord.of("", {}))
         CfnOutput(self, "StateMachineArn", value=workflow.state_machine.state_machine_arn)
         CfnOutput(self, "OpenAISecretName", value=credentials.openai.secret_name)
         CfnOutput(
@@ -158,3 +161,19 @@ class BurstReplyStack(Stack):
                 value=tables[table.logical_id].table_name,
                 description=f"set {table.env_var} to this",
             )
+
+    def _record_settings(self, record: SettingsRecord) -> None:
+        """What the deploy was given, in the output DeploymentSettings (DescribeStacks returns
+        it with the stack; `python -m infra.account` compares the next deploy's with it).
+        CloudFormation updates no output by itself, only with a change to a resource: a
+        resource named after the record (a wait condition handle: no properties, no cost)
+        changes with it, so a deploy whose settings changed nothing else still records them."""
+        CfnOutput(
+            self,
+            "DeploymentSettings",
+            value=record.to_output(),
+            description="what the deploy was given: its settings file, the settings' sha256 and names "
+            "(never a value)",
+        )
+        changes_with_it = hashlib.sha256(record.to_output().encode()).hexdigest()[:16]
+        CfnWaitConditionHandle(self, f"DeploymentSettings{changes_with_it}")

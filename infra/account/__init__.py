@@ -4,8 +4,11 @@ and Region of your credentials, checked before CloudFormation starts. One line p
 `[ok]`, `[warn]` (the deploy works; something to do), `[FAIL]` (with what to do); exit 1
 if any fails. Read-only: it changes nothing in the account (but for --put-openai-key).
 
+- The settings: a stack deployed with a settings file records it (its name, the settings'
+  sha256 and names: its output DeploymentSettings); a deploy given no settings file over it
+  fails, naming them, and other settings than the deployed ones are reported.
 - API Gateway's CloudWatch role is set on the account (the stage's logs need it), unless
-  the deploy sets it (CDK context `manage_api_gateway_account_role=true`).
+  the deploy sets it (`MANAGE_API_GATEWAY_ACCOUNT_ROLE=true` in its settings file).
 - Lambda concurrency: room for what the stack reserves, and the floor for real volume.
 - CDK bootstrap: the version parameter `cdk deploy` reads.
 - The OpenAI key's secret: created by the deploy; then the key must be put in it:
@@ -13,6 +16,8 @@ if any fails. Read-only: it changes nothing in the account (but for --put-openai
   prompt; put_key.py), the one thing this command writes, and only when asked.
 - AWS WAF (REGIONAL) answers in the Region (the stage's web ACL).
 - Tables left behind by an earlier stack of that name (a failed create, a `make destroy`).
+- The stage's execution log group, which the stack creates: one API Gateway made itself for
+  the deployed stack would fail the update.
 
 The stack: `--stack`, else the context's stack_name (the stack `cdk deploy` deploys), else
 STACK_NAME, else BurstReply (infra/stack_lookup.py). The boto3 default credential chain and
@@ -33,9 +38,11 @@ from infra.account.checks import (
     bootstrap,
     cloudwatch_role,
     concurrency,
+    execution_logs,
     firewall,
     openai_secret,
     orphan_tables,
+    settings_given,
 )
 from infra.account.model import Clients, Deploy, Line
 from infra.account.put_key import put_openai_key, read_key
@@ -53,11 +60,13 @@ __all__ = [
     "check",
     "cloudwatch_role",
     "concurrency",
+    "execution_logs",
     "firewall",
     "load_template",
     "main",
     "openai_secret",
     "orphan_tables",
+    "settings_given",
 ]
 
 ROOT = Path(__file__).resolve().parent.parent.parent
@@ -110,7 +119,9 @@ def main(argv: list[str] | None = None, clients: Clients | None = None) -> int:
         return 1
     # The stack `cdk deploy` deploys (its context's stack_name) before STACK_NAME.
     stack = stack_lookup.chosen_stack(args.stack or context.get("stack_name"))
-    deploy = Deploy(stack, load_template(stack), settings.manage_api_gateway_account_role)
+    deploy = Deploy(
+        stack, load_template(stack), settings.manage_api_gateway_account_role, settings=settings.recorded
+    )
     lines = check(clients or Clients(), deploy)
     print(f"Account checks (what the deploy of {stack} needs of the account):")
     for line in lines:

@@ -10,6 +10,7 @@ from botocore.exceptions import ClientError
 from botocore.exceptions import ConnectionError as EndpointUnreachable
 
 from infra.account.model import Clients, Deploy, Line, error_code, resources_of
+from infra.deployment_settings import SettingsRecord
 
 # Lambda's quota "Concurrent executions" (Service Quotas code L-B99A9384). 1,000 is Lambda's
 # default; new accounts start lower, as low as 10 ("New AWS accounts have reduced
@@ -24,6 +25,56 @@ DEFAULT_BOOTSTRAP_PARAMETER = "/cdk-bootstrap/hnb659fds/version"
 # The key on standard input, or typed at a prompt that does not echo it: never on a
 # command line (a shell's history, `ps`; infra/account/put_key.py).
 PUT_OPENAI_KEY = "python -m infra.account --stack {stack} --put-openai-key (it asks for the key)"
+# API Gateway's name for a stage's execution log group, before `<restApiId>/<stage>`.
+EXECUTION_LOGS = "API-Gateway-Execution-Logs_"
+# The output in which a deployed stack records what its deploy was given (infra/stack.py).
+SETTINGS_OUTPUT = "DeploymentSettings"
+
+
+def settings_given(clients: Clients, deploy: Deploy) -> Line:
+    """This deploy's settings against those the deployed stack records (its output
+    DeploymentSettings). A deploy given no settings file over a stack deployed with settings
+    would set each of them back to its default, unnoticed (the alarm e-mail, the cost
+    ceilings, the reserved concurrency): refused, naming the file and hash recorded. The
+    file itself is not reused: the stack holds its hash, not its values."""
+    given = deploy.settings
+    if given is None:
+        return Line("ok", "Settings", "not compared (no settings read)")
+    if deploy.creates:
+        return Line("ok", "Settings", f"the deploy records {given}")
+    assert deploy.deployed is not None
+    outputs = {o["OutputKey"]: o["OutputValue"] for o in deploy.deployed.get("Outputs", [])}
+    recorded = SettingsRecord.from_output(outputs.get(SETTINGS_OUTPUT, ""))
+    if recorded is None:
+        return Line(
+            "warn",
+            "Settings",
+            f"{deploy.stack} records none (deployed before deploys recorded them): if it was deployed "
+            f"with a settings file, give it again (make deploy SETTINGS=FILE); the deploy records {given}",
+        )
+    if recorded.sha256 == given.sha256:
+        return Line("ok", "Settings", f"as deployed: {given}")
+    if recorded.names and not given.file:
+        again = f"SETTINGS=<your {recorded.file}>" if recorded.file else "SETTINGS=FILE"
+        return Line(
+            "FAIL",
+            "Settings",
+            f"{deploy.stack} was deployed with {recorded}; this deploy is given no settings file and would "
+            f"set each of them back to its default: give it again (make deploy {again}); to go back "
+            "to the defaults on purpose, give an empty settings file",
+        )
+    added = [name for name in given.names if name not in recorded.names]
+    dropped = [name for name in recorded.names if name not in given.names]
+    changes = [
+        *([f"added {', '.join(added)}"] if added else []),
+        *([f"dropped {', '.join(dropped)} (back to their defaults)"] if dropped else []),
+    ] or ["the same names, other values"]
+    return Line(
+        "warn",
+        "Settings",
+        f"not the deployed ones: {deploy.stack} was deployed with {recorded}; this deploy is given "
+        f"{given}: {'; '.join(changes)}",
+    )
 
 
 def cloudwatch_role(clients: Clients, deploy: Deploy) -> Line:
@@ -37,7 +88,8 @@ def cloudwatch_role(clients: Clients, deploy: Deploy) -> Line:
             "API Gateway logging role",
             f"none set on the account in {deploy.region}: the stage's logs need it (CloudFormation "
             "fails with 'CloudWatch Logs role ARN must be set in account settings'); set it once "
-            "(docs/deploying.md, Deploy) or deploy with -c manage_api_gateway_account_role=true",
+            "(docs/deploying.md, Deploy) or have the deploy set it: MANAGE_API_GATEWAY_ACCOUNT_ROLE=true in "
+            "its settings file (make deploy SETTINGS=FILE)",
         )
     try:
         clients("iam").get_role(RoleName=arn.rsplit("/", 1)[-1])
@@ -47,7 +99,8 @@ def cloudwatch_role(clients: Clients, deploy: Deploy) -> Line:
                 "FAIL",
                 "API Gateway logging role",
                 f"the account names {arn}, which no longer exists: create it again or set another "
-                "(docs/deploying.md, Deploy), or deploy with -c manage_api_gateway_account_role=true",
+                "(docs/deploying.md, Deploy), or have the deploy set it: "
+                "MANAGE_API_GATEWAY_ACCOUNT_ROLE=true in its settings file (make deploy SETTINGS=FILE)",
             )
     return Line("ok", "API Gateway logging role", arn)
 
@@ -247,11 +300,53 @@ def orphan_tables(clients: Clients, deploy: Deploy) -> Line:
     )
 
 
+def _execution_log_stage(template: dict[str, Any] | None) -> str | None:
+    """The stage whose execution log group the template creates (`API-Gateway-Execution-Logs_`
+    joined to the API's id and `/<stage>`: infra/constructs/api.py), if it does."""
+    for group in resources_of(template, "AWS::Logs::LogGroup").values():
+        name = group.get("Properties", {}).get("LogGroupName")
+        parts = name.get("Fn::Join", ["", []])[1] if isinstance(name, dict) else []
+        if parts and parts[0] == EXECUTION_LOGS and isinstance(parts[-1], str):
+            return parts[-1].lstrip("/")
+    return None
+
+
+def execution_logs(clients: Clients, deploy: Deploy) -> Line:
+    """The stage's execution log group, which the stack creates: one API Gateway created
+    itself for a stack deployed before (outside it, kept for ever) makes the update fail
+    ("already exists") and roll back."""
+    stage = _execution_log_stage(deploy.template)
+    if stage is None or deploy.creates:
+        return Line("ok", "Execution logs", "the deploy creates the stage's log group with the stack")
+    pages = clients("cloudformation").get_paginator("list_stack_resources").paginate(StackName=deploy.stack)
+    resources = [r for page in pages for r in page["StackResourceSummaries"]]
+    apis = [r["PhysicalResourceId"] for r in resources if r["ResourceType"] == "AWS::ApiGateway::RestApi"]
+    if not apis:
+        return Line("ok", "Execution logs", f"{deploy.stack} has no API yet: the deploy creates the group")
+    name = f"{EXECUTION_LOGS}{apis[0]}/{stage}"
+    groups = {r.get("PhysicalResourceId") for r in resources if r["ResourceType"] == "AWS::Logs::LogGroup"}
+    if name in groups:
+        return Line("ok", "Execution logs", f"{name} is the stack's")
+    found = clients("logs").describe_log_groups(logGroupNamePrefix=name)["logGroups"]
+    if not any(group["logGroupName"] == name for group in found):
+        return Line("ok", "Execution logs", f"the deploy creates {name} with the stack")
+    return Line(
+        "FAIL",
+        "Execution logs",
+        f"API Gateway created {name} itself, outside the stack, which now creates it (with a retention, "
+        f"deleted with the stack): the update would fail (already exists) and roll back. Delete it first "
+        f"(its lines are the stage's errors; export what you want to keep): aws logs delete-log-group "
+        f"--log-group-name '{name}'",
+    )
+
+
 CHECKS: tuple[tuple[str, Callable[[Clients, Deploy], Line]], ...] = (
+    ("Settings", settings_given),
     ("API Gateway logging role", cloudwatch_role),
     ("Lambda concurrency", concurrency),
     ("CDK bootstrap", bootstrap),
     ("OpenAI key", openai_secret),
     ("AWS WAF", firewall),
     ("Tables left behind", orphan_tables),
+    ("Execution logs", execution_logs),
 )

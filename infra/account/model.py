@@ -4,11 +4,14 @@ asks, and the line it prints."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import boto3
 from botocore.config import Config
 from botocore.exceptions import ClientError
+
+if TYPE_CHECKING:
+    from infra.deployment_settings import SettingsRecord
 
 # Quick answers or none: a check that waits a minute on a dead endpoint helps nobody.
 CONFIG = Config(connect_timeout=5, read_timeout=15, retries={"max_attempts": 2, "mode": "standard"})
@@ -54,6 +57,8 @@ class Deploy:
     account: str = ""
     region: str = ""
     deployed: dict[str, Any] | None = field(default=None)  # describe_stacks' answer
+    # What this deploy is given (its settings file, the settings' hash and names).
+    settings: SettingsRecord | None = None
 
     @property
     def creates(self) -> bool:

@@ -4,6 +4,7 @@ then the stack as it stands, then each check; an AWS error in one check is its l
 from __future__ import annotations
 
 import os
+from dataclasses import replace
 
 from botocore.exceptions import BotoCoreError, ClientError
 from botocore.exceptions import ConnectionError as EndpointUnreachable
@@ -58,9 +59,7 @@ def check(clients: Clients, deploy: Deploy) -> list[Line]:
     except (ClientError, BotoCoreError) as error:
         described = None
         lines.append(Line("warn", "Stack", f"could not read {deploy.stack} ({error}): taken as not deployed"))
-    deploy = Deploy(
-        deploy.stack, deploy.template, deploy.manages_role, identity["Account"], region, described
-    )
+    deploy = replace(deploy, account=identity["Account"], region=region, deployed=described)
     lines.append(_stack_line(deploy))
     for what, one_check in CHECKS:
         try:

@@ -15,7 +15,7 @@ from cdk_nag import NagPackSuppression, NagSuppressions
 from constructs import Construct
 
 from functions.registry import STATUS_CALLBACK
-from infra.names import NAMESPACE, StackSettings
+from infra.names import StackSettings, metrics_namespace
 
 # The web ACL's one rule, and the header that exempts a request from it: Twilio signs every
 # request it sends (https://www.twilio.com/docs/usage/webhooks/webhooks-security).
@@ -23,6 +23,15 @@ UNSIGNED_RULE = "UnsignedPerIpRate"
 SIGNATURE_HEADER = "x-twilio-signature"
 # The metric the access log's throttled requests are counted in (a metric filter).
 THROTTLED_METRIC = "EdgeThrottled"
+# The stage's execution logs: errors only, never a body (data_trace_enabled is off).
+EXECUTION_LOG_LEVEL = apigw.MethodLoggingLevel.ERROR
+
+
+def execution_log_group_name(rest_api_id: str, stage_name: str) -> str:
+    """Where API Gateway writes a stage's execution logs, creating the group itself (kept for
+    ever, outside any stack) when it does not exist:
+    https://docs.aws.amazon.com/apigateway/latest/developerguide/set-up-logging.html"""
+    return f"API-Gateway-Execution-Logs_{rest_api_id}/{stage_name}"
 
 
 class WebhookApi(Construct):
@@ -52,6 +61,7 @@ class WebhookApi(Construct):
             self, "AccessLogs", retention=logs.RetentionDays.ONE_MONTH, removal_policy=RemovalPolicy.DESTROY
         )
         self.api = _rest_api(self, _stage_options(self.stage_name, settings, access_logs))
+        self.execution_logs = _execution_logs(self, self.api, self.stage_name, EXECUTION_LOG_LEVEL)
         self._add_routes(handler, status_handler)
         self.firewall_name = f"{Stack.of(self).stack_name}-webhooks"
         self.firewall = _unsigned_per_ip_rate_rule(self, self.firewall_name, settings.api_rate_limit_per_ip)
@@ -100,6 +110,25 @@ def _rest_api(scope: Construct, stage: apigw.StageOptions) -> apigw.RestApi:
     )
 
 
+def _execution_logs(
+    scope: Construct, api: apigw.RestApi, stage_name: str, level: apigw.MethodLoggingLevel
+) -> logs.LogGroup | None:
+    """The stage's execution log group, the stack's own: with a retention, deleted with the
+    stack, and there before the stage (which depends on it), so that API Gateway never
+    creates it itself. None when the stage writes no execution logs."""
+    if level == apigw.MethodLoggingLevel.OFF:
+        return None
+    group = logs.LogGroup(
+        scope,
+        "ExecutionLogs",
+        log_group_name=execution_log_group_name(api.rest_api_id, stage_name),
+        retention=logs.RetentionDays.ONE_MONTH,
+        removal_policy=RemovalPolicy.DESTROY,
+    )
+    api.deployment_stage.node.add_dependency(group)
+    return group
+
+
 def _unsigned_requests_blocked(firewall_name: str) -> cloudwatch.Metric:
     """The requests the web ACL's rule refused, every 5 minutes."""
     return cloudwatch.Metric(
@@ -122,7 +151,7 @@ def _stage_options(
         throttling_rate_limit=settings.api_rate_limit,
         throttling_burst_limit=settings.api_burst_limit,
         tracing_enabled=True,
-        logging_level=apigw.MethodLoggingLevel.ERROR,
+        logging_level=EXECUTION_LOG_LEVEL,
         data_trace_enabled=False,  # bodies are personal data
         access_log_destination=apigw.LogGroupLogDestination(access_logs),
         access_log_format=_access_log_format(),
@@ -152,13 +181,15 @@ def _access_log_format() -> apigw.AccessLogFormat:
 
 def _throttled_requests(scope: Construct, access_logs: logs.LogGroup) -> cloudwatch.Metric:
     """The requests API Gateway throttled, counted from the access log (API Gateway's own
-    metrics count a 429 only within 4XXError)."""
+    metrics count a 429 only within 4XXError), in the stack's own namespace: a metric filter
+    sets no dimension without a field of the log for it, so the namespace keeps two stacks'
+    counts apart."""
     counted = logs.MetricFilter(
         scope,
         "ThrottledRequests",
         log_group=access_logs,
         filter_pattern=logs.FilterPattern.string_value("$.responseType", "=", "THROTTLED"),
-        metric_namespace=NAMESPACE,
+        metric_namespace=metrics_namespace(Stack.of(scope).stack_name),
         metric_name=THROTTLED_METRIC,
         metric_value="1",
     )

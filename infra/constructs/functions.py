@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from aws_cdk import Duration, RemovalPolicy, Token
+from aws_cdk import Duration, RemovalPolicy, Stack, Token
 from aws_cdk import aws_lambda as lambda_
 from aws_cdk import aws_logs as logs
 from cdk_nag import NagPackSuppression, NagSuppressions
@@ -12,7 +12,7 @@ from constructs import Construct
 
 from functions.registry import ALL_FUNCTIONS, FunctionDefinition
 from infra.deployment_settings import for_function
-from infra.names import NAMESPACE, SERVICE, StackSettings
+from infra.names import SERVICE, StackSettings, metrics_namespace
 
 # The Python the tests run on (the Makefile finds it) and the layer is built for
 # (infra/build_lambda.py, LAMBDA_PYTHON in infra/checks.py): tests/infra keeps them equal.
@@ -41,7 +41,7 @@ class Functions(Construct):
             description="boto3, aws-lambda-powertools, pydantic, openai, twilio and dependencies (uv.lock)",
         )
         self.by_logical_id: dict[str, lambda_.Function] = {}
-        for definition in ALL_FUNCTIONS:
+        for definition in map(_within_lambdas_bounds, ALL_FUNCTIONS):
             own = {**environment, **for_function(definition, chosen)}
             self.by_logical_id[definition.logical_id] = self._function(definition, code, dependencies, own)
 
@@ -76,7 +76,8 @@ class Functions(Construct):
                 {
                     **environment,
                     "POWERTOOLS_SERVICE_NAME": SERVICE,
-                    "POWERTOOLS_METRICS_NAMESPACE": NAMESPACE,
+                    # The stack's own: its alarms read its functions' metrics only.
+                    "POWERTOOLS_METRICS_NAMESPACE": metrics_namespace(Stack.of(self).stack_name),
                     "POWERTOOLS_LOG_LEVEL": "INFO",
                 },
             ),
@@ -86,6 +87,24 @@ class Functions(Construct):
 
     def __getitem__(self, logical_id: str) -> lambda_.Function:
         return self.by_logical_id[logical_id]
+
+
+# What Lambda accepts: a timeout of 1 to 900 seconds, 128 to 10,240 MB of memory
+# (https://docs.aws.amazon.com/lambda/latest/dg/gettingstarted-limits.html).
+TIMEOUT_SECONDS = (1, 900)
+MEMORY_MB = (128, 10_240)
+
+
+def _within_lambdas_bounds(definition: FunctionDefinition) -> FunctionDefinition:
+    """The function's timeout and memory, if Lambda accepts them; otherwise synth fails,
+    naming the function (CloudFormation would fail its create and roll the stack back)."""
+    for what, value, (low, high) in (
+        ("timeout_seconds", definition.timeout_seconds, TIMEOUT_SECONDS),
+        ("memory_mb", definition.memory_mb, MEMORY_MB),
+    ):
+        if not low <= value <= high:
+            raise ValueError(f"{definition.logical_id}: {what} {value}, Lambda accepts {low} to {high}")
+    return definition
 
 
 # Lambda's quota on a function's environment: 4 KB, names and values together

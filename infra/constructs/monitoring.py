@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from aws_cdk import Duration
+from aws_cdk import Duration, Stack
 from aws_cdk import aws_apigateway as apigw
 from aws_cdk import aws_cloudwatch as cloudwatch
 from aws_cdk import aws_lambda as lambda_
@@ -13,7 +13,7 @@ from functions.registry import WEBHOOK
 from infra.constructs.api import WebhookApi
 from infra.constructs.dashboard import Dashboard
 from infra.constructs.functions import Functions
-from infra.names import NAMESPACE, SERVICE
+from infra.names import SERVICE, metrics_namespace
 
 FIVE_MINUTES = Duration.minutes(5)
 
@@ -35,6 +35,8 @@ class Monitoring(Construct):
         edge: WebhookApi,
     ) -> None:
         super().__init__(scope, construct_id)
+        # The stack's own namespace: its functions emit there, and nothing of another stack does.
+        self.namespace = metrics_namespace(Stack.of(self).stack_name)
         self.alarms = [
             *self._run_alarms(state_machine, functions),
             *self._api_alarms(api),
@@ -43,7 +45,8 @@ class Monitoring(Construct):
             *self._credentials_and_delivery_alarms(),
             *self._spend_alarms(),
         ]
-        self.dashboard = Dashboard(self, "Dashboard", state_machine)  # what the alarms watch, graphed
+        # What the alarms watch, graphed.
+        self.dashboard = Dashboard(self, "Dashboard", state_machine, self.namespace)
 
     def _alarm(
         self, alarm_id: str, description: str, metric: cloudwatch.IMetric, threshold: float = 1
@@ -139,28 +142,28 @@ class Monitoring(Construct):
                 "The webhook refused a handful of messages in 5 minutes (403: bad signature, unknown "
                 "account, not the tenant's number): Twilio does not retry them. After a deploy or a token "
                 "rotation, check the tenant's auth token secret and the URL Twilio calls (WebhookBaseUrl).",
-                _service_metric("WebhooksRefused", "Sum", FIVE_MINUTES),
+                self._ours("WebhooksRefused", "Sum", FIVE_MINUTES),
                 threshold=5,
             ),
             self._alarm(
                 "OldestPendingMessage",
                 "A message has waited over 10 minutes for its answer (reported by the reconciler): "
                 "runs are failing or not starting.",
-                _service_metric("OldestPendingMessageAge", "Maximum", FIVE_MINUTES),
+                self._ours("OldestPendingMessageAge", "Maximum", FIVE_MINUTES),
                 threshold=600,
             ),
             self._alarm(
                 "AIQuotaExhausted",
                 "OpenAI refused a request for quota or billing (429 insufficient_quota, spend limit): "
                 "every batch gets the fallback reply until the account is topped up; then redrive.",
-                _service_metric("AIQuotaExhausted", "Sum", FIVE_MINUTES),
+                self._ours("AIQuotaExhausted", "Sum", FIVE_MINUTES),
             ),
             self._alarm(
                 "AIModelUnavailable",
                 "OpenAI does not serve the configured model (404 model_not_found: shut down, misspelt "
                 "or not open to the key's project). With no OPENAI_FALLBACK_MODEL, batches stay pending "
                 "and their runs fail until OPENAI_MODEL (or the conversation's ai_model) is changed.",
-                _service_metric("AIModelUnavailable", "Sum", FIVE_MINUTES),
+                self._ours("AIModelUnavailable", "Sum", FIVE_MINUTES),
             ),
         ]
 
@@ -174,7 +177,7 @@ class Monitoring(Construct):
                 "once it was read again from its secret. Batches stay pending and their runs fail until "
                 "the secret (OpenAISecretName, or the tenant's own key: python -m infra.tenants openai-key) "
                 "holds a key OpenAI accepts; the reconciler then answers them.",
-                _service_metric("AICredentialsRefused", "Sum", FIVE_MINUTES),
+                self._ours("AICredentialsRefused", "Sum", FIVE_MINUTES),
             ),
             self._alarm(
                 "TwilioCredentialsRefused",
@@ -182,13 +185,13 @@ class Monitoring(Construct):
                 "was read again from the tenant's secret. That tenant's batches stay pending and their runs "
                 "fail until the secret holds the token Twilio accepts (python -m infra.tenants add "
                 "ACCOUNT_SID, token on stdin); the reconciler then sends their replies.",
-                _service_metric("TwilioCredentialsRefused", "Sum", FIVE_MINUTES),
+                self._ours("TwilioCredentialsRefused", "Sum", FIVE_MINUTES),
             ),
             self._alarm(
                 "UndeliveredReplies",
                 "Twilio reported a message we sent as failed or undelivered (its status callback): "
                 "see the conversation's last_delivery_error and the turn's deliveries (infra.runs show).",
-                _service_metric("UndeliveredReplies", "Sum", FIVE_MINUTES),
+                self._ours("UndeliveredReplies", "Sum", FIVE_MINUTES),
             ),
             self._alarm(
                 "DeadLetteredBatches",
@@ -196,7 +199,7 @@ class Monitoring(Construct):
                 "in StagedMessages with failed_in): MAX_BATCH_ATTEMPTS failures that were no outage, or "
                 "an outage longer than MAX_PENDING_SECONDS (the turn's dead_letter_reason says which). "
                 "Once fixed: python -m infra.runs redrive <conversation id>.",
-                _service_metric("DeadLetteredBatches", "Sum", FIVE_MINUTES),
+                self._ours("DeadLetteredBatches", "Sum", FIVE_MINUTES),
             ),
         ]
 
@@ -211,7 +214,7 @@ class Monitoring(Construct):
                 "which). Its person got no reply (LIMITED_REPLY, if set, once an hour); the batch is not "
                 "retried. One person over MAX_AI_CALLS_PER_HOUR_PER_CONVERSATION is usually a flood; many "
                 "is a limit set too low.",
-                _service_metric("CostLimitReached", "Sum", FIVE_MINUTES),
+                self._ours("CostLimitReached", "Sum", FIVE_MINUTES),
             ),
             self._alarm(
                 "TenantCeilingReached",
@@ -220,13 +223,13 @@ class Monitoring(Construct):
                 "MAX_NEW_CONVERSATIONS_PER_HOUR_PER_TENANT): its batches "
                 "are recorded limited, unanswered, until the hour is over. The alarm's contributors name the "
                 "tenant (AccountSid); see its senders.",
-                _by_tenant("TenantCeilingReached", FIVE_MINUTES),
+                self._by_tenant("TenantCeilingReached", FIVE_MINUTES),
             ),
             self._alarm(
                 "AICallsCeilingReached",
                 "All tenants together reached MAX_AI_CALLS_PER_HOUR: every batch is recorded limited, "
                 "unanswered, until the hour is over.",
-                _service_metric("AICallsCeilingReached", "Sum", FIVE_MINUTES),
+                self._ours("AICallsCeilingReached", "Sum", FIVE_MINUTES),
             ),
             self._alarm(
                 "TokenCeilingReached",
@@ -234,9 +237,32 @@ class Monitoring(Construct):
                 "(MAX_AI_TOKENS_PER_HOUR) reached the tokens OpenAI may bill an hour: their batches are "
                 "recorded limited, unanswered, until the hour is over (a tenant's: TenantCeilingReached "
                 "names it).",
-                _service_metric("TokenCeilingReached", "Sum", FIVE_MINUTES),
+                self._ours("TokenCeilingReached", "Sum", FIVE_MINUTES),
             ),
         ]
+
+    def _ours(self, name: str, statistic: str, period: Duration) -> cloudwatch.Metric:
+        """A metric our functions emit with Powertools (EMF, the stack's namespace, dimension
+        `service`)."""
+        return cloudwatch.Metric(
+            namespace=self.namespace,
+            metric_name=name,
+            dimensions_map={"service": SERVICE},
+            statistic=statistic,
+            period=period,
+        )
+
+    def _by_tenant(self, name: str, period: Duration) -> cloudwatch.MathExpression:
+        """A count our functions emit by Tenant (functions/observability.py count_by_tenant),
+        as a Metrics Insights query grouped by Tenant: each tenant is a contributor of the one
+        alarm, a tenant registered after the deploy too, with no alarm to add. The query reads
+        the stack's own namespace only."""
+        return cloudwatch.MathExpression(
+            expression=f'SELECT SUM("{name}") FROM SCHEMA("{self.namespace}", service, Tenant) '
+            f"WHERE service = '{SERVICE}' GROUP BY Tenant",
+            using_metrics={},
+            period=period,
+        )
 
 
 def _sum_of(metrics: list[cloudwatch.IMetric], period: Duration) -> cloudwatch.MathExpression:
@@ -245,29 +271,6 @@ def _sum_of(metrics: list[cloudwatch.IMetric], period: Duration) -> cloudwatch.M
     return cloudwatch.MathExpression(
         expression=" + ".join(f"m{i}" for i in range(len(metrics))),
         using_metrics={f"m{i}": metric for i, metric in enumerate(metrics)},
-        period=period,
-    )
-
-
-def _service_metric(name: str, statistic: str, period: Duration) -> cloudwatch.Metric:
-    """A metric our functions emit with Powertools (EMF, dimension `service`)."""
-    return cloudwatch.Metric(
-        namespace=NAMESPACE,
-        metric_name=name,
-        dimensions_map={"service": SERVICE},
-        statistic=statistic,
-        period=period,
-    )
-
-
-def _by_tenant(name: str, period: Duration) -> cloudwatch.MathExpression:
-    """A count our functions emit by Tenant (functions/observability.py count_by_tenant),
-    as a Metrics Insights query grouped by Tenant: each tenant is a contributor of the one
-    alarm, a tenant registered after the deploy too, with no alarm to add."""
-    return cloudwatch.MathExpression(
-        expression=f'SELECT SUM("{name}") FROM SCHEMA("{NAMESPACE}", service, Tenant) '
-        f"WHERE service = '{SERVICE}' GROUP BY Tenant",
-        using_metrics={},
         period=period,
     )
 

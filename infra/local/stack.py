@@ -17,7 +17,7 @@ import requests
 from functions.config import get_settings, read_flag
 from functions.dal.tables import ALL_TABLES, TENANTS
 from functions.registry import TASKS
-from functions.stack_names import STACK_NAME, event_bus_name, state_machine_name
+from functions.stack_names import STACK_NAME, event_bus_name, metrics_namespace, state_machine_name
 from infra.local import event_rules
 from infra.local.aws_calls import RECORDER
 from infra.local.gateway import Gateway
@@ -232,7 +232,7 @@ class LocalStack:
             # The tool endpoints the tests run listen on loopback, over http.
             "TOOL_LOOPBACK_HTTP": "true",
             **c.function_settings(),
-            "POWERTOOLS_METRICS_NAMESPACE": "BurstReply",
+            "POWERTOOLS_METRICS_NAMESPACE": metrics_namespace(STACK_NAME),
             # EMF metrics are CloudWatch's; locally they would only clutter the output.
             "POWERTOOLS_METRICS_DISABLED": os.environ.get("POWERTOOLS_METRICS_DISABLED", "true"),
             "POWERTOOLS_SERVICE_NAME": "burst-reply",

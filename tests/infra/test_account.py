@@ -158,7 +158,7 @@ def test_an_account_without_api_gateways_logging_role_fails_with_the_reason_and_
     role = _line(lines, "API Gateway logging role")
     assert role.startswith("  [FAIL]")
     assert "CloudWatch Logs role ARN must be set in account settings" in role  # what CloudFormation says
-    assert "docs/deploying.md" in role and "-c manage_api_gateway_account_role=true" in role
+    assert "docs/deploying.md" in role and "MANAGE_API_GATEWAY_ACCOUNT_ROLE=true in its settings file" in role
     assert code == 1
 
 
@@ -479,3 +479,188 @@ def test_with_manage_api_gateway_account_role_the_stack_sets_the_role_before_the
     assert [e.entry.data for e in found] == []
     # By default the account's setting is left alone.
     assert "AWS::ApiGateway::Account" not in {r["Type"] for r in synthesized[1]["Resources"].values()}
+
+
+# --- the settings a deploy is given, against the deployed stack's -------------------------
+
+PRODUCTION = {
+    "ALARM_EMAIL": "oncall@example.com",
+    "MAX_AI_CALLS_PER_HOUR": "5000",
+    "WEBHOOK_RESERVED_CONCURRENCY": "50",
+}
+
+
+def _settings_file(folder: Path, settings: dict[str, str], name: str = "production.env") -> Path:
+    path = folder / name
+    path.write_text("# the deployment's settings\n" + "".join(f"{k}={v}\n" for k, v in settings.items()))
+    return path
+
+
+def _recorded(path: Path | None) -> Any:
+    """What a deploy given `path` (None: no file) records, as infra.app reads its context."""
+    from infra.names import StackSettings
+
+    context = {"settings_file": str(path)} if path else {}
+    return StackSettings.from_context(context.get, Path("."), Path(".")).recorded
+
+
+def _deployed_with(aws: Clients, recorded: Any) -> dict[str, Any]:
+    """A deployed stack on moto whose output DeploymentSettings holds `recorded`."""
+    body = {
+        "Resources": {"Handle": {"Type": "AWS::CloudFormation::WaitConditionHandle"}},
+        "Outputs": {"DeploymentSettings": {"Value": recorded.to_output()}},
+    }
+    aws("cloudformation").create_stack(StackName="BurstReply", TemplateBody=json.dumps(body))
+    (stack,) = aws("cloudformation").describe_stacks(StackName="BurstReply")["Stacks"]
+    return dict(stack)
+
+
+def test_a_deploy_without_settings_over_a_stack_deployed_with_a_file_is_refused_naming_it(
+    aws, capsys, tmp_path
+):
+    """`make deploy` without SETTINGS would set the alarm e-mail, the ceilings and the
+    reserved concurrency back to their defaults: make account (and so make deploy) stops."""
+    _concurrency(aws, 1000, 1000)
+    path = _settings_file(tmp_path, PRODUCTION)
+    recorded = _recorded(path)
+    _deployed_with(aws, recorded)
+
+    code, lines = _run(aws, capsys)
+
+    assert code == 1
+    line = _line(lines, "Settings")
+    assert line.startswith("  [FAIL] Settings: BurstReply was deployed with settings file production.env")
+    assert recorded.sha256[:12] in line and "make deploy SETTINGS=" in line
+    assert all(name in line for name in PRODUCTION)
+    assert not any(value in "\n".join(lines) for value in PRODUCTION.values())  # never a value
+
+    code, lines = _run(aws, capsys, "-c", f"settings_file={path}")  # what make deploy SETTINGS=... passes
+    assert _line(lines, "Settings") == f"  [ok] Settings: as deployed: {recorded}"
+
+
+def test_other_settings_than_the_deployed_ones_are_reported_by_name(aws, tmp_path):
+    deployed = _deployed_with(aws, _recorded(_settings_file(tmp_path, PRODUCTION)))
+    changed = {**PRODUCTION, "MAX_AI_CALLS_PER_HOUR": "6000"}
+    line = account.settings_given(
+        aws, _deploy(deployed=deployed, settings=_recorded(_settings_file(tmp_path, changed)))
+    )
+    assert line.status == "warn" and "the same names, other values" in line.detail
+    assert "6000" not in line.detail and "5000" not in line.detail
+
+    fewer = {"ALARM_EMAIL": "oncall@example.com", "BATCH_MODE": "quiet"}
+    given = _recorded(_settings_file(tmp_path, fewer, "other.env"))
+    line = account.settings_given(aws, _deploy(deployed=deployed, settings=given))
+    assert line.status == "warn"
+    assert "settings file production.env" in line.detail and "settings file other.env" in line.detail
+    assert "added BATCH_MODE" in line.detail
+    assert (
+        "dropped MAX_AI_CALLS_PER_HOUR, WEBHOOK_RESERVED_CONCURRENCY (back to their defaults)" in line.detail
+    )
+    # The defaults on purpose: an empty file is a file given.
+    empty = account.settings_given(
+        aws, _deploy(deployed=deployed, settings=_recorded(_settings_file(tmp_path, {}, "none.env")))
+    )
+    assert empty.status == "warn" and "dropped ALARM_EMAIL" in empty.detail
+
+
+def test_comments_quotes_and_order_do_not_change_the_recorded_hash(tmp_path):
+    first = _settings_file(tmp_path, PRODUCTION, "a.env")
+    second = tmp_path / "b.env"
+    second.write_text("".join(f'export {k}="{v}"  # ours\n' for k, v in reversed(PRODUCTION.items())))
+    assert _recorded(first).sha256 == _recorded(second).sha256 != _recorded(None).sha256
+
+
+@pytest.mark.parametrize(
+    "recorded", [None, "no settings"], ids=["recorded nothing", "deployed without settings"]
+)
+def test_a_stack_that_records_no_file_is_not_refused(aws, tmp_path, recorded):
+    if recorded is None:
+        deployed = {"StackStatus": "UPDATE_COMPLETE", "Outputs": []}  # deployed before the record
+    else:
+        deployed = _deployed_with(aws, _recorded(None))
+    line = account.settings_given(aws, _deploy(deployed=deployed, settings=_recorded(None)))
+    assert line.status == ("warn" if recorded is None else "ok")
+    first = account.settings_given(aws, _deploy(settings=_recorded(_settings_file(tmp_path, PRODUCTION))))
+    assert first.status == "ok" and first.detail.startswith("the deploy records settings file production.env")
+
+
+@pytest.mark.infra
+def test_the_stack_records_its_settings_in_an_output_and_a_resource_that_changes_with_them(
+    synthesized, tmp_path
+):
+    """The output DescribeStacks returns holds the record that infra.account compares, and
+    a resource named after it: CloudFormation updates no output by itself."""
+    from aws_cdk.assertions import Template
+
+    from infra.app import build_app
+
+    (tmp_path / "code" / "functions").mkdir(parents=True)
+    (tmp_path / "dependencies" / "python").mkdir(parents=True)
+    path = _settings_file(tmp_path, PRODUCTION)
+    _, stack = build_app(
+        tmp_path / "code",
+        tmp_path / "dependencies",
+        outdir=str(tmp_path / "cdk.out"),
+        context={"settings_file": str(path)},
+    )
+    template = Template.from_stack(stack).to_json()
+    value = template["Outputs"]["DeploymentSettings"]["Value"]
+    assert value == _recorded(path).to_output()
+    assert json.loads(value) == {
+        "file": "production.env",
+        "sha256": _recorded(path).sha256,
+        "names": sorted(PRODUCTION),
+    }
+    assert "oncall@example.com" not in value
+
+    def handles(resources: dict[str, Any]) -> set[str]:
+        return {
+            logical_id
+            for logical_id, resource in resources.items()
+            if resource["Type"] == "AWS::CloudFormation::WaitConditionHandle"
+            and logical_id.startswith("DeploymentSettings")
+        }
+
+    ours, default = handles(template["Resources"]), handles(synthesized[1]["Resources"])
+    assert len(ours) == len(default) == 1 and ours != default
+    assert json.loads(synthesized[1]["Outputs"]["DeploymentSettings"]["Value"])["names"] == []
+
+
+# --- the stage's execution log group -------------------------------------------------------
+
+# The template's group, as infra/constructs/api.py names it (tests/infra/test_api_logs.py).
+EXECUTION_LOGS_TEMPLATE = TEMPLATE | {
+    "Resources": {
+        **TEMPLATE["Resources"],
+        "WebhookExecutionLogs": {
+            "Type": "AWS::Logs::LogGroup",
+            "Properties": {
+                "LogGroupName": {
+                    "Fn::Join": ["", ["API-Gateway-Execution-Logs_", {"Ref": "WebhookApi"}, "/prod"]]
+                }
+            },
+        },
+    }
+}
+
+
+def test_an_execution_log_group_api_gateway_made_for_the_deployed_stack_stops_the_update(aws):
+    """A stack deployed before it created its own: API Gateway made the group, and the
+    update that creates it would fail (already exists) and roll back."""
+    body = {"Resources": {"WebhookApi": {"Type": "AWS::ApiGateway::RestApi", "Properties": {"Name": "x"}}}}
+    aws("cloudformation").create_stack(StackName="BurstReply", TemplateBody=json.dumps(body))
+    (api,) = aws("cloudformation").list_stack_resources(StackName="BurstReply")["StackResourceSummaries"]
+    deployed = {"StackStatus": "UPDATE_COMPLETE"}
+    deploy = _deploy(template=EXECUTION_LOGS_TEMPLATE, deployed=deployed)
+    name = f"API-Gateway-Execution-Logs_{api['PhysicalResourceId']}/prod"
+
+    assert account.execution_logs(aws, deploy) == account.Line(
+        "ok", "Execution logs", f"the deploy creates {name} with the stack"
+    )
+    aws("logs").create_log_group(logGroupName=name)  # API Gateway's own, at the stage's first error
+    line = account.execution_logs(aws, deploy)
+    assert line.status == "FAIL"
+    assert f"aws logs delete-log-group --log-group-name '{name}'" in line.detail
+    # A first create, or a template without the group, is not concerned.
+    assert account.execution_logs(aws, _deploy(template=EXECUTION_LOGS_TEMPLATE)).status == "ok"
+    assert account.execution_logs(aws, _deploy(deployed=deployed)).status == "ok"

@@ -208,3 +208,24 @@ def test_settings_that_contradict_each_other_stop_the_synth_naming_both(tmp_path
     with pytest.raises(DeploymentSettingsError, match="QUIET_MIN_SECONDS.*QUIET_MAX_SECONDS"):
         validate({"QUIET_MIN_SECONDS": "30", "QUIET_MAX_SECONDS": "20"})
     validate({"QUIET_MIN_SECONDS": "2", "QUIET_MAX_SECONDS": "20"})
+
+
+def test_the_docs_give_a_deployments_settings_as_lines_of_its_file_never_as_cdk_context():
+    """`make deploy` passes no `-c`: a setting the docs gave as `-c name=value` was a deploy
+    without the settings file, which dropped every other setting of the deployment."""
+    import re
+
+    from infra.deployment_settings import function_setting_names, stack_setting_names
+
+    root = Path(__file__).resolve().parent.parent.parent
+    names = {name.lower() for name in (*function_setting_names(), *stack_setting_names())} | {"settings_file"}
+    context = re.compile(r"(?:-c|--context)[ =]+`?([A-Za-z_]+)=")
+    found = [
+        f"{page.relative_to(root)}: -c {match[1]}="
+        # decisions.md tells what was done then, and is not rewritten.
+        for page in (root / "README.md", *sorted((root / "docs").glob("*.md")))
+        if page.name != "decisions.md"
+        for match in context.finditer(page.read_text())
+        if match[1] in names or match[1] == "alarmEmail"
+    ]
+    assert found == []
