@@ -194,6 +194,14 @@ class Monitoring(Construct):
                 self._ours("UndeliveredReplies", "Sum", FIVE_MINUTES),
             ),
             self._alarm(
+                "ToolCallsInDoubt",
+                "A tool call with side effects was sent and got no answer (a timeout, a 5xx, an attempt "
+                "that ended while making it): it may or may not have been carried out, and it is never "
+                "made again. The person was told it is being checked: look the call up in the ToolCalls "
+                "table (status in_doubt) and at the business's endpoint, by its Idempotency-Key.",
+                self._ours("ToolCallsInDoubt", "Sum", FIVE_MINUTES),
+            ),
+            self._alarm(
                 "DeadLetteredBatches",
                 "A batch kept failing and was set aside (Turns status dead_lettered; its messages stay "
                 "in StagedMessages with failed_in): MAX_BATCH_ATTEMPTS failures that were no outage, or "

@@ -177,7 +177,7 @@ def test_secrets_alarms_bus_and_outputs_exist(template):
     # the OpenAI key and the key of conversation ids; the tenants' are not the stack's
     template.resource_count_is("AWS::SecretsManager::Secret", 2)
     template.resource_count_is("AWS::Events::EventBus", 1)
-    template.resource_count_is("AWS::CloudWatch::Alarm", 21)
+    template.resource_count_is("AWS::CloudWatch::Alarm", 22)
     for name in (
         "UndeliveredReplies",
         "FailedRuns",
@@ -193,6 +193,7 @@ def test_secrets_alarms_bus_and_outputs_exist(template):
         "AICredentialsRefused",
         "TwilioCredentialsRefused",
         "DeadLetteredBatches",
+        "ToolCallsInDoubt",
         "TenantCeilingReached",
         "AICallsCeilingReached",
         "TokenCeilingReached",
@@ -213,6 +214,7 @@ def test_secrets_alarms_bus_and_outputs_exist(template):
         "OpenAISecretName",
         "TwilioTenantSecretPrefix",
         "OpenAITenantSecretPrefix",
+        "ToolTenantSecretPrefix",
         "EventBusName",
         "AlarmTopicArn",
         *(f"{t.logical_id}TableName" for t in ALL_TABLES),  # what infra.runs and the functions read
