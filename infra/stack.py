@@ -142,18 +142,21 @@ class BurstReplyStack(Stack):
             description="where Twilio reports the messages sent (set on each message)",
         )
         self._record_settings(self.settings.recorded or SettingsRecord.of("", {}))
-        CfnOutput(self, "StateMachineArn", value=workflow.state_machine.state_machine_arn)
-        CfnOutput(self, "OpenAISecretName", value=credentials.openai.secret_name)
         CfnOutput(
             self,
             "ConversationIdKeySecretName",
             value=credentials.conversation_id_key.secret_name,
             description="the key of conversation ids, for python -m infra.conversations create",
         )
-        CfnOutput(self, "TwilioTenantSecretPrefix", value=credentials.twilio_prefix)
-        CfnOutput(self, "OpenAITenantSecretPrefix", value=credentials.openai_prefix)
-        CfnOutput(self, "ToolTenantSecretPrefix", value=credentials.tool_prefix)
-        CfnOutput(self, "EventBusName", value=bus.event_bus_name)
+        for output, value in (
+            ("StateMachineArn", workflow.state_machine.state_machine_arn),
+            ("OpenAISecretName", credentials.openai.secret_name),
+            ("TwilioTenantSecretPrefix", credentials.twilio_prefix),
+            ("OpenAITenantSecretPrefix", credentials.openai_prefix),
+            ("ToolTenantSecretPrefix", credentials.tool_prefix),
+            ("EventBusName", bus.event_bus_name),
+        ):
+            CfnOutput(self, output, value=value)
         for table in ALL_TABLES:
             CfnOutput(
                 self,

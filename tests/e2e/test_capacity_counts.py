@@ -19,7 +19,7 @@ import pytest
 from aws_lambda_powertools.utilities.parameters.base import DEFAULT_PROVIDERS
 from botocore.client import BaseClient
 
-from functions.dal import tenants
+from functions.dal import assistant_profiles, tenants
 from functions.registry import FunctionDefinition
 from infra.capacity import burst
 from infra.local.aws_calls import RECORDER, on_behalf_of
@@ -146,6 +146,7 @@ def bursts(stack) -> Iterator[dict[str, Recorded]]:
         if "secrets" in DEFAULT_PROVIDERS:  # a new instance: nothing cached
             DEFAULT_PROVIDERS["secrets"].clear_cache()
         tenants.forget()
+        assistant_profiles.forget()
         recorded = {"first": _run_of_burst(harness, counting, user, 1, runs=1)}
         recorded["1"] = _run_of_burst(harness, counting, user, 1, runs=2)
         recorded["3"] = _run_of_burst(harness, counting, user, 3, runs=3)
