@@ -6,6 +6,7 @@
     python -m infra.tenants move NUMBER --to ACCOUNT_SID
     python -m infra.tenants signing-key ACCOUNT_SID SHARED_KEY_SID
     python -m infra.tenants openai-key ACCOUNT_SID [--name NAME]
+    python -m infra.tenants sender-mps NUMBER [MPS | default]
 
 `add` reads the account's auth token from standard input (never from the command line, so
 that it stays out of shell history and process lists), stores it in Secrets Manager as
@@ -18,7 +19,10 @@ refused: `move` hands a number over in one transaction. `remove` without numbers
 the tenant, its numbers and its secrets. `signing-key` stores the secret of a Twilio
 SharedKey (read from standard input) for webhooks signed with HMAC-SHA256; `openai-key`
 stores a tenant's own OpenAI key (standard input) and prints the name a conversation's
-`openai_api_key_secret` gives to use it.
+`openai_api_key_secret` gives to use it. `sender-mps` gives a number's sender a rate of its
+own, messages a second (Twilio's throughput for it; 0: not paced), in place of the
+deployment's TWILIO_SENDER_MPS (`default` drops it; without MPS: prints it); a number added
+again keeps it, a number removed loses it. Send Reply reads it within TENANT_CACHE_SECONDS.
 
 Names: TENANTS_TABLE, TWILIO_TENANT_SECRET_PREFIX and OPENAI_TENANT_SECRET_PREFIX when set;
 otherwise, with AWS_ENDPOINT_URL set, the local stack's (nothing else to set); otherwise the
@@ -115,6 +119,13 @@ class TenantAdmin:
         self._put(secret_name, {"api_key": api_key}, f"OpenAI key of tenant {account_sid}")
         return secret_name
 
+    def set_sender_mps(self, number: str, mps: float | None) -> None:
+        """The number's own sender rate (None: the deployment's TWILIO_SENDER_MPS)."""
+        tenants.set_sender_mps(number, mps, self.names.tenants_table)
+
+    def sender_mps(self, number: str) -> float | None:
+        return tenants.own_sender_mps(number, self.names.tenants_table)
+
     def _put_credentials(self, account_sid: str, credentials: dict[str, Any]) -> None:
         """Store the tenant's Twilio credentials under a new token version, then name that
         version on its item: the secret holds it before any webhook is told of it."""
@@ -157,6 +168,20 @@ class TenantAdmin:
         return [n for n in names if n == own or n.startswith(own + "/")]
 
 
+def _sender_mps(admin: TenantAdmin, number: str, given: str | None) -> str:
+    """Set (or drop, `default`) the number's own sender rate, or read it; the line to print."""
+    if given is not None:
+        try:
+            mps = None if given == "default" else float(given)
+        except ValueError:
+            raise ValueError(f"MPS: a number of messages a second, or `default`, not {given!r}") from None
+        admin.set_sender_mps(number, mps)
+    own = admin.sender_mps(number)
+    if own is None:
+        return f"{number}: no rate of its own (the deployment's TWILIO_SENDER_MPS)"
+    return f"{number}: {own:g} messages a second" + (" (not paced)" if own == 0 else "")
+
+
 def _check_account(account_sid: str) -> None:
     if not ACCOUNT_SID.fullmatch(account_sid):
         raise ValueError(f"not a Twilio AccountSid: {account_sid!r}")
@@ -188,6 +213,9 @@ def main(argv: list[str] | None = None) -> int:
     openai_key = commands.add_parser("openai-key", help="a tenant's own OpenAI key (on stdin)")
     openai_key.add_argument("account_sid")
     openai_key.add_argument("--name", default="")
+    rate = commands.add_parser("sender-mps", help="a number's own sender rate, messages a second")
+    rate.add_argument("number")
+    rate.add_argument("mps", nargs="?", help="0 or more (0: not paced); `default`: TWILIO_SENDER_MPS")
     stack_lookup.add_stack_option(parser, *commands.choices.values())
     args = parser.parse_args(argv)
     return stack_lookup.one_line_errors("infra.tenants", lambda: _command(args))
@@ -212,6 +240,8 @@ def _command(args: argparse.Namespace) -> int:
         elif args.command == "signing-key":
             admin.set_signing_key(args.account_sid, args.key_sid, _read_secret("SharedKey secret: "))
             print(f"{args.account_sid}: signing key {args.key_sid} stored")
+        elif args.command == "sender-mps":
+            print(_sender_mps(admin, args.number, args.mps))
         else:
             name = admin.set_openai_key(args.account_sid, _read_secret("OpenAI key: "), args.name)
             print(f"{args.account_sid}: OpenAI key stored; set openai_api_key_secret={name}")
