@@ -21,6 +21,10 @@ from functions.setting_values import (  # noqa: F401 (read_flag: also for infra/
 )
 from functions.stack_names import STACK_NAME
 
+# The most messages a second a sender's rate can be (Twilio's WhatsApp senders: 400 for text;
+# Meta's Cloud API: 1,000), as TWILIO_SENDER_MPS and as a number's own rate.
+MAX_SENDER_MPS = 1000
+
 
 class Settings(BaseModel):
     """Every setting a function reads. Each is the environment variable of its name in
@@ -255,6 +259,12 @@ class Settings(BaseModel):
     # The pause between the parts of one reply: Twilio limits the account's and the
     # WhatsApp sender's rate (63018; the Sandbox allows one message every 3 s).
     reply_part_interval_seconds: Annotated[float, Field(ge=0, le=5)] = 1.0
+    # The rate our number's sender sends at, messages a second: Twilio sends from a WhatsApp
+    # sender at 80 a second by default (up to 400 for text, on request) and queues the rest,
+    # where a reply older than its ValidityPeriod is failed (30036). Send Reply takes its
+    # sender's turn at this rate across all conversations (functions/logic/shared/sender_pace.py);
+    # a number's own rate (`infra.tenants sender-mps`) overrides it. 0: not paced.
+    twilio_sender_mps: Annotated[float, Field(ge=0, le=MAX_SENDER_MPS)] = 80
     # Only set to reach a Twilio stand-in; empty means Twilio's own API.
     twilio_api_base_url: str = ""
     # The public base URL Twilio calls, which its signatures cover (set by the stack; a

@@ -148,6 +148,12 @@ class BurstReplyStack(Stack):
             value=credentials.conversation_id_key.secret_name,
             description="the key of conversation ids, for python -m infra.conversations create",
         )
+        self._name_outputs(tables, credentials, bus, workflow)
+
+    def _name_outputs(
+        self, tables: Tables, credentials: Credentials, bus: events.EventBus, workflow: BatchWorkflow
+    ) -> None:
+        """Every name the functions' settings carry (infra/stack_lookup.py reads them)."""
         for output, value in (
             ("StateMachineArn", workflow.state_machine.state_machine_arn),
             ("OpenAISecretName", credentials.openai.secret_name),

@@ -7,6 +7,7 @@
     python -m infra.tenants signing-key ACCOUNT_SID SHARED_KEY_SID
     python -m infra.tenants openai-key ACCOUNT_SID [--name NAME]
     python -m infra.tenants auto-create ACCOUNT_SID on|off
+    python -m infra.tenants sender-mps NUMBER [MPS | default]
 
 `add` reads the account's auth token from standard input (never from the command line, so
 that it stays out of shell history and process lists), stores it in Secrets Manager as
@@ -23,6 +24,10 @@ stores a tenant's own OpenAI key (standard input) and prints the name a conversa
 conversation for any sender who writes to one of the tenant's numbers, whatever the
 deployment's AUTO_CREATE_CONVERSATIONS (`off`: only when that is on); `list` marks such a
 tenant `(auto-create on)`. One sender at a time: `python -m infra.conversations create`.
+`sender-mps` gives a number's sender a rate of its own, messages a second (Twilio's
+throughput for it; 0: not paced), in place of the deployment's TWILIO_SENDER_MPS
+(`default` drops it; without MPS: prints it); a number added again keeps it, a number
+removed loses it. Send Reply reads it within TENANT_CACHE_SECONDS.
 
 Names: TENANTS_TABLE, TWILIO_TENANT_SECRET_PREFIX and OPENAI_TENANT_SECRET_PREFIX when set;
 otherwise, with AWS_ENDPOINT_URL set, the local stack's (nothing else to set); otherwise the
@@ -123,6 +128,13 @@ class TenantAdmin:
         self._put(secret_name, {"api_key": api_key}, f"OpenAI key of tenant {account_sid}")
         return secret_name
 
+    def set_sender_mps(self, number: str, mps: float | None) -> None:
+        """The number's own sender rate (None: the deployment's TWILIO_SENDER_MPS)."""
+        tenants.set_sender_mps(number, mps, self.names.tenants_table)
+
+    def sender_mps(self, number: str) -> float | None:
+        return tenants.own_sender_mps(number, self.names.tenants_table)
+
     def _put_credentials(self, account_sid: str, credentials: dict[str, Any]) -> None:
         """Store the tenant's Twilio credentials under a new token version, then name that
         version on its item: the secret holds it before any webhook is told of it."""
@@ -171,6 +183,20 @@ AUTO_CREATE_MEANS = {
 }
 
 
+def _sender_mps(admin: TenantAdmin, number: str, given: str | None) -> str:
+    """Set (or drop, `default`) the number's own sender rate, or read it; the line to print."""
+    if given is not None:
+        try:
+            mps = None if given == "default" else float(given)
+        except ValueError:
+            raise ValueError(f"MPS: a number of messages a second, or `default`, not {given!r}") from None
+        admin.set_sender_mps(number, mps)
+    own = admin.sender_mps(number)
+    if own is None:
+        return f"{number}: no rate of its own (the deployment's TWILIO_SENDER_MPS)"
+    return f"{number}: {own:g} messages a second" + (" (not paced)" if own == 0 else "")
+
+
 def _check_account(account_sid: str) -> None:
     if not ACCOUNT_SID.fullmatch(account_sid):
         raise ValueError(f"not a Twilio AccountSid: {account_sid!r}")
@@ -207,6 +233,9 @@ def main(argv: list[str] | None = None) -> int:
     )
     auto_create.add_argument("account_sid")
     auto_create.add_argument("state", choices=("on", "off"))
+    rate = commands.add_parser("sender-mps", help="a number's own sender rate, messages a second")
+    rate.add_argument("number")
+    rate.add_argument("mps", nargs="?", help="0 or more (0: not paced); `default`: TWILIO_SENDER_MPS")
     stack_lookup.add_stack_option(parser, *commands.choices.values())
     args = parser.parse_args(argv)
     return stack_lookup.one_line_errors("infra.tenants", lambda: _command(args))
@@ -235,6 +264,8 @@ def _command(args: argparse.Namespace) -> int:
         elif args.command == "auto-create":
             admin.set_auto_create(args.account_sid, args.state == "on")
             print(f"{args.account_sid}: auto-create {args.state}: {AUTO_CREATE_MEANS[args.state]}")
+        elif args.command == "sender-mps":
+            print(_sender_mps(admin, args.number, args.mps))
         else:
             name = admin.set_openai_key(args.account_sid, _read_secret("OpenAI key: "), args.name)
             print(f"{args.account_sid}: OpenAI key stored; set openai_api_key_secret={name}")

@@ -141,6 +141,10 @@ REGISTER_ACCOUNT = "SET account_sid = :sid, created_at = if_not_exists(created_a
 ADD_NUMBERS = "ADD numbers :numbers"
 DROP_NUMBERS = "DELETE numbers :numbers"
 NUMBER_IS_FREE_OR_OURS = "attribute_not_exists(tenant_key) OR account_sid = :sid"
+# A number's item, claimed or kept by its tenant: its other attributes (its sender's rate) stay.
+OWN_NUMBER = "SET account_sid = :sid, address = :address"
+SET_SENDER_MPS = "SET sender_mps = :mps"
+DROP_SENDER_MPS = "REMOVE sender_mps"
 NUMBER_IS_OURS = "account_sid = :sid"
 GIVE_NUMBER = "SET account_sid = :to"
 NUMBER_IS_THEIRS = "account_sid = :from"
@@ -159,6 +163,15 @@ COUNTER_SHARD = "counter_key, #n"  # what a shard holds, read when a shard is fu
 # is kept there too): a count is made with its mark, and not made again once the mark is there.
 MARK_COUNTED = "ADD counted :marks"
 NOT_COUNTED = "attribute_exists(message_sid) AND NOT contains(counted, :mark)"
+
+# --- the senders' turns (functions/dal/sender_budget.py) ---------------------------------
+# `next_us`: when the sender's (shard's) next turn begins, epoch microseconds. Busy: take
+# that turn and move it on by one gap, if it begins by :latest; idle (no turn booked ahead):
+# the turn is now, the next one a gap later.
+TAKE_NEXT_TURN = "ADD next_us :gap SET expires_at = :expires"
+NEXT_TURN_BOOKED_BY = "next_us BETWEEN :now AND :latest"
+TAKE_TURN_NOW = "SET next_us = :next, expires_at = :expires"
+NO_TURN_BOOKED = "attribute_not_exists(next_us) OR next_us < :now"
 
 # The `${Placeholder}`s of the ASL that are expressions, with their values.
 SUBSTITUTIONS = {

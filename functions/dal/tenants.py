@@ -3,7 +3,10 @@
 Two kinds of item, each read with one GetItem:
 - `account#<AccountSid>`: a registered tenant, with the set of its numbers (what the
   webhook needs: "is this account a tenant, and is `To` one of its numbers?");
-- `number#<address>`: the one tenant that owns a number (so a number is never owned twice).
+- `number#<address>`: the one tenant that owns a number (so a number is never owned twice),
+  and the rate its sender sends at, where it has one of its own (`sender_mps`, messages a
+  second; functions/logic/shared/sender_pace.py): Send Reply reads it through `sender_mps`,
+  cached as the webhook caches tenants.
 They change together, in transactions, so that a number is never half moved.
 
 The webhook reads tenants through `find`, cached in memory: a known tenant for
@@ -18,7 +21,7 @@ from typing import Any
 
 from botocore.exceptions import ClientError
 
-from functions.config import get_settings
+from functions.config import MAX_SENDER_MPS, get_settings
 from functions.dal import dynamo, expressions
 from functions.dal.models import Tenant
 
@@ -27,6 +30,7 @@ NUMBER = "number#"
 
 _cache: dict[str, tuple[float, Tenant | None]] = {}
 _CACHE_LIMIT = 10_000
+_rates: dict[str, tuple[float, float | None]] = {}  # number → (until, its sender's own rate)
 
 
 class TenantChangeRefused(Exception):
@@ -54,10 +58,11 @@ def find(account_sid: str) -> Tenant | None:
 
 
 def forget(*account_sids: str) -> None:
-    """Drop cached tenants (all of them when none is named): after a change here, and in
-    tests, in place of waiting for the cache to expire."""
+    """Drop cached tenants (all of them when none is named, and the numbers' rates): after a
+    change here, and in tests, in place of waiting for the cache to expire."""
     if not account_sids:
         _cache.clear()
+        _rates.clear()
     for account_sid in account_sids:
         _cache.pop(account_sid, None)
 
@@ -71,6 +76,48 @@ def owner_of(address: str, table: str | None = None) -> str | None:
     """The AccountSid of the tenant that owns this number, or None."""
     item = _table(table).get_item(Key={"tenant_key": NUMBER + address}, ConsistentRead=True).get("Item")
     return str(item["account_sid"]) if item else None
+
+
+def sender_mps(address: str) -> float | None:
+    """The rate (messages a second) the number's sender sends at, if the number has one of its
+    own (`infra.tenants sender-mps`), else None; cached TENANT_CACHE_SECONDS, so that a busy
+    number costs no read per reply (a change reaches a warm function within that time)."""
+    now = time.monotonic()
+    cached = _rates.get(address)
+    if cached and cached[0] > now:
+        return cached[1]
+    rate = own_sender_mps(address, consistent=False)
+    if len(_rates) >= _CACHE_LIMIT:
+        _rates.clear()
+    _rates[address] = (now + get_settings().tenant_cache_seconds, rate)
+    return rate
+
+
+def own_sender_mps(address: str, table: str | None = None, consistent: bool = True) -> float | None:
+    """The number's own sender rate, read now (None: it has none)."""
+    key = {"tenant_key": NUMBER + address}
+    item = _table(table).get_item(Key=key, ConsistentRead=consistent).get("Item") or {}
+    return float(item["sender_mps"]) if item.get("sender_mps") is not None else None
+
+
+def set_sender_mps(address: str, mps: float | None, table: str | None = None) -> None:
+    """Give a number's sender a rate of its own (messages a second; 0: not paced), or drop it
+    (None: the deployment's TWILIO_SENDER_MPS). Refused for a number no tenant owns."""
+    request: dict[str, Any] = {"Key": {"tenant_key": NUMBER + address}}
+    if mps is None:
+        request["UpdateExpression"] = expressions.DROP_SENDER_MPS
+    else:
+        if not 0 <= mps <= MAX_SENDER_MPS:
+            raise TenantChangeRefused(f"a sender's rate is from 0 to {MAX_SENDER_MPS} messages a second")
+        request["UpdateExpression"] = expressions.SET_SENDER_MPS
+        request["ExpressionAttributeValues"] = {":mps": dynamo.to_dynamo(float(mps))}
+    try:
+        _table(table).update_item(ConditionExpression=expressions.IS_A_TENANT, **request)
+    except ClientError as error:
+        if dynamo.condition_failed(error):
+            raise TenantChangeRefused(f"{address} belongs to no tenant; add it with `add`") from error
+        raise
+    _rates.pop(address, None)
 
 
 def all_tenants(table: str | None = None) -> list[Tenant]:
@@ -93,13 +140,14 @@ def register(account_sid: str, numbers: list[str], now: str, table: str | None =
         "ExpressionAttributeValues": {":sid": account_sid, ":now": now}
         | ({":numbers": set(numbers)} if numbers else {}),
     }
-    owned = [
+    owned = [  # an Update, not a Put: a number added again keeps its sender's rate
         {
-            "Put": {
+            "Update": {
                 "TableName": name,
-                "Item": {"tenant_key": NUMBER + number, "account_sid": account_sid, "address": number},
+                "Key": {"tenant_key": NUMBER + number},
+                "UpdateExpression": expressions.OWN_NUMBER,
                 "ConditionExpression": expressions.NUMBER_IS_FREE_OR_OURS,
-                "ExpressionAttributeValues": {":sid": account_sid},
+                "ExpressionAttributeValues": {":sid": account_sid, ":address": number},
             }
         }
         for number in numbers

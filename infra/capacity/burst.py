@@ -123,6 +123,8 @@ CALLS: tuple[Calls, ...] = (
     Calls("SendReply", "dynamodb:GetItem Conversations", ONE),
     Calls("SendReply", "dynamodb:GetItem Turns", ONE),
     Calls("SendReply", "dynamodb:UpdateItem Turns", PerBurst(burst=2)),
+    # Its sender's turn, booked before the part's create (functions/dal/sender_budget.py).
+    Calls("SendReply", "dynamodb:UpdateItem UsageCounters", ONE),
     Calls("RecordTurnsAndReleaseLock", "dynamodb:GetItem Conversations", ONE),
     Calls("RecordTurnsAndReleaseLock", "dynamodb:GetItem Turns", PerBurst(burst=2)),
     Calls(
@@ -171,6 +173,8 @@ CACHED_READS: tuple[CachedRead, ...] = (
         per_tenant=True,
     ),
     CachedRead("SendReply", "secretsmanager:GetSecretValue", "secrets_max_age_seconds", per_tenant=True),
+    # The number's own sender rate (functions/dal/tenants.py: sender_mps), one number a tenant.
+    CachedRead("SendReply", "dynamodb:GetItem Tenants", "tenant_cache_seconds", per_tenant=True),
 )
 
 # The calls the first burst of a new conversation adds: creating it, and storing its

@@ -122,6 +122,8 @@ GRANTS: dict[str, Grants] = {
     ],
     "SendReply": [
         (("dynamodb:GetItem", "dynamodb:UpdateItem"), ("Conversations", "Turns")),
+        (("dynamodb:GetItem",), ("Tenants",)),  # the number's own sender rate (cached)
+        (("dynamodb:UpdateItem",), ("UsageCounters",)),  # its sender's turn, before each create
         # the reply's (and its template's) tenant's Twilio credentials: in a tenant session
     ],
     "RecordTurnsAndReleaseLock": [

@@ -46,7 +46,12 @@ class Receiver:
     def __call__(self, environ: dict[str, Any], start_response: Any) -> Any:
         request = Request(environ)
         self.received.append(
-            {"url": request.url, "form": request.form.to_dict(), "headers": dict(request.headers)}
+            {
+                "url": request.url,
+                "form": request.form.to_dict(),
+                "headers": dict(request.headers),
+                "at": time.monotonic(),
+            }
         )
         time.sleep(self.pause)
         return Response("", self.status)(environ, start_response)

@@ -14,12 +14,21 @@ import pytest
 from botocore.exceptions import ClientError
 
 from functions import clock
-from functions.dal import batch_windows, conversations, reply_sending, staged_messages, turns
+from functions.dal import (
+    batch_windows,
+    conversations,
+    reply_sending,
+    sender_budget,
+    staged_messages,
+    tenants,
+    turns,
+)
 from functions.dal.models import BatchWindow, Conversation, Turn
 from functions.dal.reply_sending import SendingAttempt
 from functions.errors import ConversationNotFound, TwilioPermanentError, TwilioRetryableError
 from functions.inbound import Channel, address_key
 from functions.integrations import id_key, secrets, twilio_messages, twilio_typing
+from tests.support.fake_sender_budget import InMemorySenderTurns
 from tests.support.fake_staged_messages import InMemoryStagedMessages
 from tests.support.fake_twilio import FakeTwilio
 
@@ -34,7 +43,7 @@ def condition_failed(operation: str) -> ClientError:
 
 
 @dataclass
-class InMemoryStore(InMemoryStagedMessages):
+class InMemoryStore(InMemoryStagedMessages, InMemorySenderTurns):
     """Conversations, their processing locks, batch windows, staged messages and turns,
     with the dal's conditional rules (a reply part is recorded only in order, once; the
     time sending began is recorded once; a lock is taken when free, ours or expired; a
@@ -317,6 +326,8 @@ def install(monkeypatch: pytest.MonkeyPatch, store: InMemoryStore, twilio: FakeT
     monkeypatch.setattr(turns, "claim_template", store.claim_template)
     monkeypatch.setattr(turns, "record_template", store.record_template)
     monkeypatch.setattr(turns, "claim_typing", store.claim_typing)
+    monkeypatch.setattr(sender_budget, "take_turn", store.take_turn)
+    monkeypatch.setattr(tenants, "sender_mps", store.sender_mps)
     monkeypatch.setattr(twilio_typing, "show_typing", twilio.show_typing)
     monkeypatch.setattr(secrets, "twilio_credentials_for", lambda conversation: None)
     monkeypatch.setattr(

@@ -12,7 +12,8 @@ then a bounded wait for the callback; it sends the part only if none shows it, o
 if the previous attempt's create of it was refused (docs/decisions.md, "One Twilio message
 per reply part" and "A delivery receipt, not the list, decides a send in doubt"; the
 protocol is functions/logic/shared/send_once.py). Parts go out REPLY_PART_INTERVAL_SECONDS
-apart (63018: the account's and the WhatsApp sender's rate limit)."""
+apart (63018: the account's and the WhatsApp sender's rate limit), each create in its
+sender's turn, shared with every other conversation of the number (sender_pace.py)."""
 
 from __future__ import annotations
 
@@ -35,6 +36,7 @@ from functions.logic.shared import consent
 from functions.logic.shared.callback_urls import status_callback_url
 from functions.logic.shared.fresh_credentials import with_fresh_credentials
 from functions.logic.shared.send_once import Claim, receipt_of, send_once
+from functions.logic.shared.sender_pace import WAIT_SECONDS, wait_for_turn
 from functions.observability import count, logger
 
 
@@ -112,9 +114,11 @@ def _send_missing_parts(
 
 @dataclass
 class _Attempt:
-    """This attempt, as its parts share it: when it began (its first part's claim)."""
+    """This attempt, as its parts share it: when it began (its first part's claim), and how
+    much longer it may wait for its sender's turns."""
 
     began: str = ""
+    wait_left: float = WAIT_SECONDS
 
 
 @dataclass(frozen=True)
@@ -170,7 +174,11 @@ class _ReplyPart:
         return sid
 
     def send(self) -> str:
-        task = self.task
+        task, attempt = self.task, self.attempt
+        # Its sender's turn, booked only now that a create follows (sender_pace.py).
+        attempt.wait_left -= wait_for_turn(
+            self.conversation.our_address, task.conversation_id, attempt.wait_left
+        )
         return twilio_messages.send_message(
             self.client,
             self.conversation.our_address,

@@ -33,6 +33,10 @@ soon it appears there.
 through per that many seconds from one number to one recipient (twilio_rate.py): sooner is
 refused at create (`"create"`: 400, code 63018) or reported `failed` with 63018 by status
 callback (`"callback"`). Seconds 0 turns it off (the default).
+`POST /_control/sender_mps` `{"from": "whatsapp:+1...", "mps": 2}` makes that sender send
+`mps` messages a second, the rest waiting their turn in Twilio's queue in the order they
+were created; a message whose ValidityPeriod passes while it waits is failed with 30036
+(twilio_queue.py). `mps` 0 sends at once again (the default for every sender).
 """
 
 from __future__ import annotations
@@ -58,7 +62,7 @@ from infra.local.standins.twilio_listing import matcher, newest_first, page_of
 from infra.local.standins.twilio_queue import (
     INVALID_VALIDITY_PERIOD,
     VALIDITY_PERIOD_EXPIRED,
-    queued,
+    SenderQueue,
     validity_period,
 )
 from infra.local.standins.twilio_rate import CHANNEL_RATE_LIMITED, RecipientRate
@@ -77,6 +81,7 @@ class TwilioStandIn(TypingStandIn):
         Rule("/_control/signing", endpoint="control_signing", methods=["POST"]),
         Rule("/_control/list_lag", endpoint="control_list_lag", methods=["POST"]),
         Rule("/_control/rate", endpoint="control_rate", methods=["POST"]),
+        Rule("/_control/sender_mps", endpoint="control_sender_mps", methods=["POST"]),
     ]
 
     def __init__(self, step_seconds: float = 0.05, link_seconds: float = 4 * 3600) -> None:
@@ -87,6 +92,7 @@ class TwilioStandIn(TypingStandIn):
         self.sign_url_fragment = True  # whether callbacks are signed over the URL's fragment too
         self.list_lag_seconds = 0.0  # how long a created message stays out of the list
         self.rate = RecipientRate()
+        self.senders = SenderQueue()  # each sender's rate: its messages wait their turn
 
     def _reset(self) -> None:
         super()._reset()
@@ -95,6 +101,7 @@ class TwilioStandIn(TypingStandIn):
         self.sign_url_fragment = True
         self.list_lag_seconds = 0.0
         self.rate.set(0)
+        self.senders.clear()
 
     def list_lag(self, seconds: float) -> None:
         """Show a created message in the Messages list only `seconds` after its creation."""
@@ -170,7 +177,9 @@ class TwilioStandIn(TypingStandIn):
         if validity is None:
             error = twilio_error(400, INVALID_VALIDITY_PERIOD, "Invalid validity period value")
             return self._answer(call, error)
-        held = queued(fault, validity)  # twilio_queue.py: kept queued, then sent or expired
+        # twilio_queue.py: kept queued (a fault's time, then its sender's turn), then sent or expired
+        sender, fault_held = form.get("From") or "", float(fault.get("queued_seconds") or 0)
+        held = self.senders.turn(sender, validity, fault_held)
         fault = {**fault, "queued_seconds": held.seconds}
         if held.expires:
             fault = {**fault, "outcome": "failed", "error_code": VALIDITY_PERIOD_EXPIRED}
@@ -232,6 +241,15 @@ class TwilioStandIn(TypingStandIn):
         except ValueError as error:
             return json_response({"error": {"message": str(error), "status": 400}}, 400)
         return json_response({"per_recipient_seconds": self.rate.seconds, "at": self.rate.at})
+
+    def control_sender_mps(self, request: Request) -> Response:
+        body = request.get_json(force=True)
+        sender = str(body.get("from") or "")
+        try:
+            self.senders.set(sender, float(body.get("mps", 0)))
+        except (TypeError, ValueError) as error:
+            return json_response({"error": {"message": str(error), "status": 400}}, 400)
+        return json_response({"from": sender, "mps": self.senders.rates.get(sender, 0)})
 
     def control_signing(self, request: Request) -> Response:
         self.sign_url_fragment = bool(request.get_json(force=True).get("url_fragment", True))
