@@ -232,3 +232,17 @@ def test_a_store_the_keys_project_does_not_hold_is_not_found_and_nothing_done(ai
     found = theirs.responses.create(model=MODEL, input=QUESTION, tools=[search(their_store)])
     assert "Knowledge said: Sunday opening hours" in found.output_text  # their key reaches it
     assert OPENAI_KEY not in requests.get(f"{url}/_control/calls", timeout=3).text
+
+
+def test_a_file_search_without_vector_store_ids_is_refused(ai, openai_standin):
+    standin, _ = openai_standin
+    with pytest.raises(openai.BadRequestError) as refused:
+        ai.responses.create(model=MODEL, input=QUESTION, tools=[{"type": "file_search"}])  # type: ignore[list-item]
+
+    assert refused.value.body == {
+        "message": "Missing required parameter: 'tools[0].vector_store_ids'.",
+        "type": "invalid_request_error",
+        "param": "tools[0].vector_store_ids",
+        "code": "missing_required_parameter",
+    }
+    assert standin.responses == {}

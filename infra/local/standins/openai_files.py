@@ -236,8 +236,8 @@ class FilesStandIn(ToolsStandIn):
                 400, "missing_required_parameter", "Missing required parameter: 'purpose'.", "purpose"
             )
         if purpose not in PURPOSES:
-            listed = ", ".join(f"'{p}'" for p in PURPOSES)
-            message = f"Invalid value: '{purpose}'. Supported values are: {listed}."
+            supported = ", ".join(f"'{p}'" for p in PURPOSES)
+            message = f"Invalid value: '{purpose}'. Supported values are: {supported}."
             return error(400, "invalid_value", message, "purpose")
         data = upload.read()
         if not data:

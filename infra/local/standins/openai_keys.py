@@ -14,9 +14,12 @@ own keys: infra/local/stack.py); others with:
 The keys outlive `POST /_control/reset`. Refused requests are counted under
 `unauthenticated` in `GET /_control/calls`'s `requests`.
 
-Each key belongs to a project, as an OpenAI API key does ("API keys are scoped to a
-project": what one project's key created, another project's key cannot see). What a
-project owns here are its files and vector stores (openai_files.py). Unless told otherwise
+Each key belongs to a project, as an OpenAI project key does ("Project keys - Provides
+access to a single project": the API reference's Authentication section; a project holds
+its "threads, assistants, fine-tuning, and storage": help.openai.com/en/articles/9186755;
+"An API key from Project A cannot read, write, or delete a vector store owned by Project
+B — it returns 404", as practitioners report it). What a project owns here are its files
+and vector stores (openai_files.py). Unless told otherwise
 each key is a project of its own (`proj_` and a hash of the key); `POST /_control/keys`
 `{"api_key": "...", "project": "proj_shop"}` (`add_key(key, project=...)`) puts a key in a
 named project, so that two keys share what either creates (as a key rotated within a
