@@ -21,6 +21,13 @@ response) holding a call without its output, are refused with 400 as OpenAI refu
 records the request's `tools` (names), `tool_choice`, `metadata` and `safety_identifier`.
 The faults below apply to tool rounds as to any request.
 
+Knowledge (openai_files.py, openai_knowledge.py, after OpenAI's file search guide): files
+uploaded to `/v1/files` and added to vector stores (`/v1/vector_stores`, their `/files`),
+owned by the key's project, are searched by a request offering `{"type": "file_search",
+"vector_store_ids": [...]}`: its output holds a `file_search_call` item before the message,
+and the reply ends with a line `Knowledge said: <best passage>` when the search found one.
+A store the key's project does not hold gets 404 "No vector store found with id 'vs_…'.".
+
 Faults (see base.py for the queue) are used by `POST /v1/responses`:
   - `{"status": 503}`, `{"status": 429}`, `{"status": 429, "code": "insufficient_quota"}`,
     `{"status": 400, "code": "conversation_locked"}`, `{"status": 400, "code":
@@ -66,6 +73,7 @@ from werkzeug.wrappers import Request, Response
 from functions.integrations import openai_models
 from infra.local.standins.base import Fault, json_response
 from infra.local.standins.openai_compaction import compaction_item, compaction_threshold, rendered
+from infra.local.standins.openai_knowledge import KnowledgeStandIn, cite, store_ids_named, with_knowledge
 from infra.local.standins.openai_model import (
     error,
     fail_response,
@@ -79,7 +87,6 @@ from infra.local.standins.openai_model import (
 )
 from infra.local.standins.openai_reasoning import effort_refusal, finish, orphan_reasoning
 from infra.local.standins.openai_tools import (
-    ToolsStandIn,
     chain_items,
     finish_with_calls,
     may_call,
@@ -93,9 +100,9 @@ from infra.local.standins.openai_tools import (
 _UNFINISHED = ("queued", "in_progress")
 
 
-class OpenAIStandIn(ToolsStandIn):
+class OpenAIStandIn(KnowledgeStandIn):
     rules = [
-        *ToolsStandIn.rules,
+        *KnowledgeStandIn.rules,
         Rule("/v1/responses", endpoint="create_response", methods=["POST"]),
         Rule("/v1/responses/<response_id>", endpoint="retrieve_response", methods=["GET"]),
         Rule("/v1/responses/<response_id>/cancel", endpoint="cancel_response", methods=["POST"]),
@@ -128,6 +135,7 @@ class OpenAIStandIn(ToolsStandIn):
         conversation_id = _conversation_id(body.get("conversation"))
         background = bool(body.get("background"))
         fault = self._next_fault()
+        project = self.project_of(request.headers.get("Authorization", ""))
         call = _call_record(body, conversation_id, fault)
         inputs = input_items(body.get("input"))
         fault = _for_this_input(fault, inputs)
@@ -135,11 +143,12 @@ class OpenAIStandIn(ToolsStandIn):
             time.sleep(float(fault.get("delay") or 0))
             return self._answer(call, _fault_error(fault, conversation_id, str(body.get("model") or "")))
         with self._lock:
-            refusal = self._refusal(body, conversation_id, inputs)
+            refusal = self._refusal(body, conversation_id, inputs, project)
             if refusal is not None:
                 return self._answer(call, refusal)
             response = response_resource(body, conversation_id, "queued" if background else "in_progress")
             self.responses[response["id"]] = response
+            self.plan_search(response["id"], body, project, call)
             self.response_inputs[response["id"]] = inputs
             if conversation_id:
                 self.conversations[conversation_id].busy_with = response["id"]
@@ -160,10 +169,10 @@ class OpenAIStandIn(ToolsStandIn):
             return self._answer(call, json_response(copy.deepcopy(response)))
 
     def _refusal(
-        self, body: dict[str, Any], conversation_id: str | None, inputs: list[dict[str, Any]]
+        self, body: dict[str, Any], conversation_id: str | None, inputs: list[dict[str, Any]], project: str
     ) -> Response | None:
         """Why the request is refused before any work, if it is (lock held)."""
-        if (invalid := request_refusal(body)) is not None:
+        if (invalid := request_refusal(body) or self.knowledge_refusal(body, project)) is not None:
             return invalid
         model = str(body.get("model") or "")
         if not openai_models.served(model, self.today()):
@@ -242,7 +251,10 @@ class OpenAIStandIn(ToolsStandIn):
         if calls:
             output = finish_with_calls(response, calls, input_tokens, compacted, fault)
         else:
-            output = finish(response, reply_text(inputs), input_tokens, compacted, fault)
+            found = self.run_search(response, inputs, fault)
+            reply = with_knowledge(reply_text(inputs), found)
+            output = finish(response, reply, input_tokens + found.tokens, [*compacted, *found.items], fault)
+            cite(output, found)
         if conversation is not None:
             conversation.items.extend([*inputs, *output])
             if conversation.busy_with == response["id"]:
@@ -312,6 +324,10 @@ def _call_record(body: dict[str, Any], conversation_id: str | None, fault: Fault
         "reasoning": body.get("reasoning"),
         "tools": tool_names(body.get("tools")),
         "tool_choice": body.get("tool_choice"),
+        "vector_store_ids": store_ids_named(body),
+        "include": body.get("include"),
+        "max_tool_calls": body.get("max_tool_calls"),
+        "file_searches": 0,  # made when the response completes (openai_knowledge.py)
         "metadata": body.get("metadata"),
         "safety_identifier": body.get("safety_identifier"),
         "response_id": None,

@@ -111,6 +111,9 @@ def input_items(value: Any) -> list[dict[str, Any]]:
             name, arguments = str(entry.get("name") or ""), str(entry.get("arguments") or "")
             items.append(function_call_item(call_id, name, arguments, entry.get("id")))
             continue
+        if entry.get("type") == "file_search_call":  # a previous output sent back: kept as it is
+            items.append({**entry, "id": entry.get("id") or new_id("fs")})
+            continue
         content = entry.get("content")
         if isinstance(content, str):
             content = [{"type": "input_text", "text": content}]
@@ -220,6 +223,7 @@ def response_resource(body: dict[str, Any], conversation: str | None, status: st
         "incomplete_details": None,
         "instructions": body.get("instructions"),
         "max_output_tokens": body.get("max_output_tokens"),
+        "max_tool_calls": body.get("max_tool_calls"),
         "metadata": body.get("metadata") or {},
         "model": body.get("model"),
         "output": [],

@@ -195,7 +195,7 @@ def request_refusal(body: dict[str, Any]) -> Response | None:
     return (
         _tools_refusal(body.get("tools"))
         or _tool_choice_refusal(body.get("tools"), body.get("tool_choice"))
-        or _metadata_refusal(body.get("metadata"))
+        or metadata_refusal(body.get("metadata"))
         or _string_refusal("safety_identifier", body.get("safety_identifier"), MAX_SAFETY_IDENTIFIER)
     )
 
@@ -242,7 +242,7 @@ def _tool_choice_refusal(tools: Any, tool_choice: Any) -> Response | None:
     return None  # another tool type, or allowed_tools: taken as it is
 
 
-def _metadata_refusal(metadata: Any) -> Response | None:
+def metadata_refusal(metadata: Any) -> Response | None:
     if metadata is None:
         return None
     if not isinstance(metadata, dict):
