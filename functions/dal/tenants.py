@@ -307,4 +307,5 @@ def _tenant(item: dict[str, Any]) -> Tenant:
         created_at=str(item.get("created_at", "")),
         token_version=str(item.get("token_version", "")),
         auto_create_conversations=bool(item.get("auto_create_conversations", False)),
+        vector_store_ids=[str(store) for store in item.get("vector_store_ids") or ()],
     )

@@ -8,18 +8,14 @@ import hashlib
 import hmac
 import json
 import os
-import subprocess
-import sys
 from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import pytest
 import requests
 
-from functions.dal import assistant_profiles
 from functions.integrations import tool_endpoints
-from infra.local.webhooks import inbound_form, post_webhook
+from tests.support.shop import Shop
 from tests.support.tool_endpoint import ToolEndpoint
 
 pytestmark = pytest.mark.e2e
@@ -37,42 +33,6 @@ def endpoint() -> Iterator[ToolEndpoint]:
     served = ToolEndpoint(answer=b'{"order": "12345", "status": "shipped Monday"}')
     yield served
     served.close()
-
-
-class Shop:
-    """A tenant of its own (its number, its token), so its profile reaches no other test."""
-
-    def __init__(self, harness: Any) -> None:
-        self.harness = harness
-        self.number = "whatsapp:+1555" + "".join(str(int(c, 16) % 10) for c in os.urandom(4).hex()[:7])
-        self.account_sid, self.token = harness.add_tenant(self.number)
-
-    def put_profile(self, tmp_path: Path, profile: dict[str, Any]) -> subprocess.CompletedProcess[str]:
-        """`python -m infra.assistants put`, as an operator runs it against the local stack."""
-        path = tmp_path / "profile.json"
-        path.write_text(json.dumps(profile))
-        env = {"AWS_ENDPOINT_URL": self.harness.stack.aws.url, "PATH": os.environ.get("PATH", "")}
-        result = subprocess.run(
-            [sys.executable, "-m", "infra.assistants", "put", "--tenant", self.account_sid, str(path)],
-            env=env,
-            capture_output=True,
-            text=True,
-            check=False,
-        )
-        assistant_profiles.forget()  # what ASSISTANT_PROFILE_CACHE_SECONDS does to a warm function
-        return result
-
-    def send(self, user: str, body: str) -> None:
-        form = inbound_form(body, user, self.number, self.account_sid)
-        assert post_webhook(self.harness.stack.whatsapp_url, form, self.token).status_code == 200
-
-    def conversation_id(self, user: str) -> str:
-        return str(self.harness.conversation_of(user, self.number, self.account_sid).conversation_id)
-
-    def signing_key(self) -> str:
-        secrets = self.harness.stack.client("secretsmanager")
-        name = f"BurstReply/tenants/tools/{self.account_sid}"
-        return str(json.loads(secrets.get_secret_value(SecretId=name)["SecretString"])["signing_key"])
 
 
 def _profile(endpoint: ToolEndpoint, name: str, **tool: Any) -> dict[str, Any]:
