@@ -35,7 +35,8 @@ class FunctionTool(Strict):
     """A function the model may ask for, served by the business at `url`.
     `side_effects`: the call changes something (an order cancelled, a booking made), so a
     call whose outcome is in doubt (timed out, connection lost) is never made again.
-    `confirm`: the call runs only after the person said yes (not supported yet: refused)."""
+    `confirm`: the call runs only once the person said yes in the batch after the one in
+    which the model proposed it (functions/logic/states/call_tools.py)."""
 
     type: Literal["function"] = "function"
     name: Annotated[str, Field(pattern=TOOL_NAME)]
@@ -64,13 +65,6 @@ class FunctionTool(Strict):
         if parts.scheme == "http" and not is_loopback_host(parts.hostname):
             raise ValueError("must be https:// (http:// only for a loopback address, on the local stack)")
         return url
-
-    @field_validator("confirm")
-    @classmethod
-    def _no_confirm_yet(cls, confirm: bool) -> bool:
-        if confirm:
-            raise ValueError("true is not supported yet: such a tool would run without the person's yes")
-        return confirm
 
     def for_openai(self) -> dict[str, Any]:
         """The tool as the Responses API takes it (strict: the arguments match the schema)."""

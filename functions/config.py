@@ -246,6 +246,12 @@ class Settings(BaseModel):
     # Generate Reply keeps the profiles in force in memory this long (a profile written with
     # `infra.assistants` reaches a warm function within this time).
     assistant_profile_cache_seconds: Annotated[float, Field(ge=0, le=3600)] = 30
+    # A tool with `confirm: true` runs only if the person's next batch, within this long of
+    # the proposal, is a short yes: one of these (comma-separated), and no "no", "not", "wait".
+    confirm_keywords: str = (
+        "yes,y,yeah,yep,yup,sure,ok,okay,confirm,confirmed,go ahead,do it,sí,si,oui,ja,sim"
+    )
+    confirm_within_seconds: Annotated[int, Field(ge=60, le=7 * 24 * 3600)] = 3600
     # WhatsApp: one "typing…" indicator per burst, on its last message, when the reply is
     # asked for (it marks the message read), refreshed once if the reply is still being
     # written 26 s later (functions/logic/shared/typing_indicator.py). SMS has none.

@@ -209,3 +209,6 @@ CLAIM_TOOL_CALL = (
 )
 MARK_TOOL_CALL = "SET #status = :status"
 RECORD_TOOL_CALL = "SET #status = :status, #output = :output, finished_at = :now"
+# A proposal of a `confirm: true` call, used once: by the first batch that says yes to it.
+USE_CONFIRMATION = "SET used_by = :batch"
+UNUSED_CONFIRMATION = "attribute_exists(call_key) AND (attribute_not_exists(used_by) OR used_by = :batch)"

@@ -130,6 +130,20 @@ class ToolCall(TableItem):
         return self.status in ("answered", "refused", "in_doubt", "unavailable")
 
 
+class Confirmation(TableItem):
+    """A call of a `confirm: true` tool the model proposed (ToolCalls, `confirm#...`): the
+    batch that proposed it, until when the person may say yes, and the batch that used it."""
+
+    conversation_id: str
+    call_key: str
+    name: str
+    batch_key: str  # the proposing batch's first message
+    window_id: str  # its window
+    asked_at: str
+    expires_at: int
+    used_by: str | None = None  # the batch whose yes made the call
+
+
 class AIRequest(TableItem):
     """The OpenAI response asked for a batch, kept on the batch's first staged message
     until the batch is answered (its tombstone drops it), so that every later attempt, and

@@ -6,9 +6,11 @@ from __future__ import annotations
 
 from typing import Any
 
+from botocore.exceptions import ClientError
+
 from functions.config import get_settings
 from functions.dal import dynamo, expressions
-from functions.dal.models import ToolCall
+from functions.dal.models import Confirmation, ToolCall
 
 TOOL_CALL_RETENTION_SECONDS = 30 * 24 * 3600
 
@@ -66,6 +68,33 @@ def _set(conversation_id: str, call_key: str, status: str, output: str | None, n
         },
         ExpressionAttributeValues=values,
     )
+
+
+def propose(confirmation: Confirmation) -> None:
+    """Record (or renew) the model's proposal of a `confirm: true` call."""
+    _table().put_item(Item=confirmation.to_item())
+
+
+def confirmation(conversation_id: str, key: str) -> Confirmation | None:
+    item = _table().get_item(Key={"conversation_id": conversation_id, "call_key": key}, ConsistentRead=True)
+    return Confirmation.from_item(item["Item"]) if "Item" in item else None
+
+
+def use_confirmation(conversation_id: str, key: str, batch_key: str) -> bool:
+    """Use the proposal for this batch's call: True for the one batch that does (a retry of
+    that batch included), False if another batch used it first."""
+    try:
+        _table().update_item(
+            Key={"conversation_id": conversation_id, "call_key": key},
+            UpdateExpression=expressions.USE_CONFIRMATION,
+            ConditionExpression=expressions.UNUSED_CONFIRMATION,
+            ExpressionAttributeValues={":batch": batch_key},
+        )
+    except ClientError as error:
+        if dynamo.condition_failed(error):
+            return False
+        raise
+    return True
 
 
 def get_many(conversation_id: str, call_keys: list[str]) -> dict[str, ToolCall]:

@@ -118,6 +118,9 @@ GRANTS: dict[str, Grants] = {
             ("Conversations", "Turns", "AssistantProfiles"),
         ),  # its tenant, pinned profile
         (("dynamodb:UpdateItem",), ("ToolCalls",)),  # each call claimed, its outcome recorded
+        # a confirm: true tool's proposal, read and used; the last reply sent (the proposing batch's)
+        (("dynamodb:GetItem", "dynamodb:PutItem"), ("ToolCalls",)),
+        (("dynamodb:Query",), ("Turns",)),
         # the tenant's tool-signing secret: in a tenant session (TOOL_SECRET_READERS)
     ],
     "SendReply": [

@@ -154,3 +154,26 @@ def test_a_customer_of_a_tenant_without_the_profile_is_offered_no_tool(harness, 
     openai_conversation = harness.conversation_item(conversation_id)["openai_conversation_id"]["S"]
     asked = [c for c in harness.stack.openai.calls if c["conversation"] == openai_conversation]
     assert asked and all(not c.get("tools") for c in asked)
+
+
+def test_a_tool_that_needs_a_yes_is_called_once_after_the_person_says_yes(harness, endpoint, tmp_path):
+    shop, tool = Shop(harness), _tool_name()
+    assert (
+        shop.put_profile(tmp_path, _profile(endpoint, tool, side_effects=True, confirm=True)).returncode == 0
+    )
+    user = harness.new_user()
+
+    harness.stack.openai.queue_tool_calls({"name": tool, "arguments": {"order": "12345"}})
+    shop.send(user, "please refund order 12345")
+    conversation_id = shop.conversation_id(user)
+    harness.wait_until_quiet(conversation_id, runs=1)
+    [proposal] = harness.replies_to(user)
+    assert endpoint.received == [] and "needs the person's yes" in proposal
+
+    harness.stack.openai.queue_tool_calls({"name": tool, "arguments": {"order": "12345"}})
+    shop.send(user, "yes")
+    runs = harness.wait_until_quiet(conversation_id, runs=2)
+
+    assert [r["status"] for r in runs] == ["SUCCEEDED", "SUCCEEDED"]
+    assert len(endpoint.received) == 1
+    assert harness.replies_to(user)[1] == 'Tool said: {"order": "12345", "status": "shipped Monday"}'

@@ -11,7 +11,7 @@ import pytest
 
 from functions.assistant_profile import AssistantProfile
 from functions.contract import BatchSummary, CallToolsInput
-from functions.dal.models import AIRequest, AskedCall, Conversation, ToolCall
+from functions.dal.models import AIRequest, AskedCall, Confirmation, Conversation, ToolCall, Turn
 from functions.errors import ToolCallRetryableError
 from functions.inbound import Channel
 from functions.integrations.tool_endpoints import EndpointAnswer
@@ -27,6 +27,20 @@ class Ledger:
 
     def __init__(self) -> None:
         self.items: dict[str, ToolCall] = {}
+        self.proposals: dict[str, Confirmation] = {}
+
+    def propose(self, confirmation: Confirmation) -> None:
+        self.proposals[confirmation.call_key] = confirmation
+
+    def confirmation(self, conversation_id: str, key: str) -> Confirmation | None:
+        return self.proposals.get(key)
+
+    def use_confirmation(self, conversation_id: str, key: str, batch_key: str) -> bool:
+        found = self.proposals[key]
+        if found.used_by not in (None, batch_key):
+            return False
+        self.proposals[key] = found.model_copy(update={"used_by": batch_key})
+        return True
 
     def claim(
         self, conversation_id: str, key: str, name: str, side: bool, window: str, now: str, now_s: int
@@ -61,6 +75,14 @@ def world(monkeypatch: pytest.MonkeyPatch) -> dict[str, Any]:
                     "url": "https://shop.example/c",
                     "side_effects": True,
                 },
+                {
+                    "name": "refund",
+                    "description": "d",
+                    "parameters": SCHEMA,
+                    "url": "https://shop.example/r",
+                    "side_effects": True,
+                    "confirm": True,
+                },
             ]
         }
     )
@@ -85,15 +107,20 @@ def world(monkeypatch: pytest.MonkeyPatch) -> dict[str, Any]:
     monkeypatch.setattr(module, "_pinned_profile", lambda task: profile)
     monkeypatch.setattr(module.secrets, "tool_signing_key", lambda conversation: "key")
     monkeypatch.setattr(module.tool_endpoints, "call", endpoint)
-    return {"ledger": ledger, "made": made, "answers": answers, "calls": calls}
+    said = {"text": "refund my order please", "last_window": "w0"}
+    user_turn = lambda cid, tid: Turn(conversation_id=cid, turn_id=tid, role="user", body=said["text"])  # noqa: E731
+    last = lambda cid: Turn(conversation_id=cid, turn_id="t", role="assistant", window_id=said["last_window"])  # noqa: E731
+    monkeypatch.setattr(module.turns, "require", user_turn)
+    monkeypatch.setattr(module.turns, "last_reply", last)
+    return {"ledger": ledger, "made": made, "answers": answers, "calls": calls, "said": said}
 
 
-def _task() -> CallToolsInput:
+def _task(window: str = "w1", first: str = "SM1") -> CallToolsInput:
     return CallToolsInput(
         conversation_id="c1",
-        window_id="w1",
-        execution_name="c1-w1",
-        batch=BatchSummary(message_count=1, message_sids=["SM1"]),
+        window_id=window,
+        execution_name=f"c1-{window}",
+        batch=BatchSummary(message_count=1, message_sids=[first]),
     )
 
 
@@ -164,3 +191,42 @@ def test_a_tool_the_profile_does_not_have_is_never_called(world):
 
     assert world["made"] == [] and summary.failed == 1
     assert "no tool named" in (world["ledger"].items[_key("wire_money")].output or "")
+
+
+def test_a_tool_that_needs_a_yes_is_proposed_first_and_made_once_after_the_persons_yes(world, monkeypatch):
+    _ask(world, "refund")
+    proposed = module.call_tools(_task())  # batch 1: "refund my order please"
+
+    assert world["made"] == [] and proposed.failed == 0
+    assert world["ledger"].items[_key("refund")].output == tool_rules.NEEDS_CONFIRMATION
+    # Batch 2 (its first message SM2), right after batch 1's reply: "yes". The model asks again.
+    world["said"].update(text="yes, go ahead", last_window="w1")
+    monkeypatch.setattr(
+        module.staged_messages,
+        "ai_requests",
+        lambda cid, sids: {"SM2": AIRequest(message_sids=["SM2"], window_id="w2", openai_conversation_id="conv",
+                                             requested_at="t", calls=world["calls"])},
+    )  # fmt: skip
+    confirmed = module.call_tools(_task("w2", "SM2"))
+    module.call_tools(_task("w2", "SM2"))  # a retry of that state
+
+    assert world["made"] == ["https://shop.example/r"] and confirmed.made == 1
+
+
+@pytest.mark.parametrize(("answer", "last_window"), [("no, wait", "w1"), ("yes", "w-other")])
+def test_no_yes_or_a_yes_not_to_the_proposal_makes_no_call(world, monkeypatch, answer, last_window):
+    _ask(world, "refund")
+    module.call_tools(_task())
+    world["said"].update(text=answer, last_window=last_window)
+    monkeypatch.setattr(
+        module.staged_messages,
+        "ai_requests",
+        lambda cid, sids: {"SM2": AIRequest(message_sids=["SM2"], window_id="w2", openai_conversation_id="conv",
+                                             requested_at="t", calls=world["calls"])},
+    )  # fmt: skip
+
+    module.call_tools(_task("w2", "SM2"))
+
+    assert world["made"] == []
+    key = tool_rules.call_key(TENANT, "c1", "SM2", "refund", {})
+    assert world["ledger"].items[key].output in (tool_rules.NOT_CONFIRMED, tool_rules.NEEDS_CONFIRMATION)

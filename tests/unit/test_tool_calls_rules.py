@@ -39,3 +39,21 @@ def test_the_body_names_the_call_and_the_conversation_not_the_person():
         "call_id": "call_1",
         "conversation": "c123",
     }
+
+
+KEYWORDS = ("yes", "ok", "go ahead", "sí")
+
+
+def test_a_short_yes_confirms_and_anything_that_holds_it_back_does_not():
+    for text in ("yes", "Yes!", "ok, go ahead", "yes please", "Sí"):
+        assert tools.said_yes(text, KEYWORDS), text
+    for text in ("no", "yes but not that one", "wait", "don't", "what will it cost?", "", "yessir"):
+        assert not tools.said_yes(text, KEYWORDS), text
+    assert not tools.said_yes("yes " + "and some more words " * 3, KEYWORDS)  # long: a message, no yes
+
+
+def test_a_proposal_and_its_confirmation_share_a_key_across_batches():
+    first = tools.confirmation_key("AC1", "c1", "cancel_order", {"order": "1"})
+    assert first == tools.confirmation_key("AC1", "c1", "cancel_order", {"order": "1"})
+    assert first != tools.confirmation_key("AC1", "c1", "cancel_order", {"order": "2"})
+    assert first.startswith("confirm#")

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 from typing import Any
 
 # What the model is told in place of an answer (as the function_call_output).
@@ -24,6 +25,34 @@ IN_DOUBT = json.dumps(
     }
 )
 UNAVAILABLE = json.dumps({"error": "the tool could not be reached; it was not carried out"})
+
+
+NEEDS_CONFIRMATION = json.dumps(
+    {
+        "status": "not done: this action needs the person's yes. Tell them exactly what will be done "
+        "and ask them to confirm; it is done if their next message says yes and you ask for it again."
+    }
+)
+NOT_CONFIRMED = json.dumps({"status": "not done: the person did not confirm it"})
+# Words that deny or hold back a yes ("yes, but not that one", "wait").
+_NOT_A_YES = {"no", "not", "don't", "dont", "never", "wait", "stop", "nope", "cancel", "but"}
+_WORDS = re.compile(r"[^\W\d_]+(?:'[^\W\d_]+)?")
+
+
+def said_yes(text: str, keywords: tuple[str, ...]) -> bool:
+    """Whether a short message says yes (one of `keywords`, CONFIRM_KEYWORDS) and nothing
+    that holds it back; a long message is never taken for a yes."""
+    words = _WORDS.findall(text.lower())
+    if not words or len(words) > 8 or _NOT_A_YES.intersection(words):
+        return False
+    joined = f" {' '.join(words)} "
+    return any(f" {' '.join(_WORDS.findall(k.lower()))} " in joined for k in keywords if k.strip())
+
+
+def confirmation_key(tenant: str, conversation_id: str, name: str, arguments: dict[str, Any]) -> str:
+    """What a proposal and its confirmation share: the same tool and arguments in the same
+    conversation, whatever the batch."""
+    return "confirm#" + call_key(tenant, conversation_id, "", name, arguments)
 
 
 def unknown_tool(name: str) -> str:

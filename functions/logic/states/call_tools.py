@@ -13,7 +13,11 @@ key that a retry of this state, a rerun of the batch and a regenerated response 
   again by the state's Retry (ToolCallRetryableError), at most MAX_ATTEMPTS times, then the
   model is told the tool was unavailable;
 - a tool the profile does not have (the model's invention, or a profile edited since) is
-  never called: only the pinned profile's `url` is.
+  never called: only the pinned profile's `url` is;
+- a `confirm: true` tool is not called when the model first asks: its proposal is recorded
+  and the model told to ask the person. It is called when the model asks for the same call
+  (tool and arguments) in the person's next batch, within CONFIRM_WITHIN_SECONDS, whose
+  text is a short yes (CONFIRM_KEYWORDS), and only once.
 Then Generate Reply asks again with the outputs. The outputs stay in DynamoDB: the run's
 payload carries counts."""
 
@@ -26,7 +30,7 @@ from functions.assistant_profile import AssistantProfile, FunctionTool
 from functions.config import get_settings
 from functions.contract import CallToolsInput, ToolsSummary
 from functions.dal import assistant_profiles, conversations, staged_messages, tool_calls, turns
-from functions.dal.models import AskedCall, Conversation, ToolCall
+from functions.dal.models import AskedCall, Confirmation, Conversation, ToolCall
 from functions.errors import ToolCallRetryableError
 from functions.integrations import secrets, tool_endpoints
 from functions.logic.rules import tools as tool_rules
@@ -118,7 +122,63 @@ class _Round:
         if claimed.attempts > MAX_ATTEMPTS:
             self._finish(claimed, "unavailable", tool_rules.UNAVAILABLE)
             return
+        if tool.confirm and not self._confirmed(claimed, asked, arguments):
+            return
         self._make(claimed, tool, asked, arguments)
+
+    def _confirmed(self, claimed: ToolCall, asked: AskedCall, arguments: dict[str, object]) -> bool:
+        """Whether the person said yes to this call, proposed in an earlier batch; if not, the
+        call is finished for this batch with what the model is told (and proposed, if new)."""
+        key = tool_rules.confirmation_key(self.tenant, self.task.conversation_id, asked.name, arguments)
+        proposal = tool_calls.confirmation(self.task.conversation_id, key)
+        now = clock.now()
+        if proposal is not None and proposal.used_by == self.batch_key:
+            return True  # this batch's yes used it: an earlier attempt at this very call
+        earlier = (
+            proposal is not None
+            and proposal.batch_key != self.batch_key
+            and proposal.used_by is None
+            and proposal.expires_at > int(now.timestamp())
+        )
+        if (
+            earlier
+            and self._answers(proposal)
+            and self._said_yes()
+            and tool_calls.use_confirmation(self.task.conversation_id, key, self.batch_key)
+        ):
+            count("ToolCallsConfirmed")
+            return True
+        if earlier:  # the person's answer was no yes: proposed anew only if asked again
+            tool_calls.use_confirmation(self.task.conversation_id, key, self.batch_key + "#declined")
+            self._finish(claimed, "refused", tool_rules.NOT_CONFIRMED)
+            return False
+        if proposal is None or proposal.batch_key != self.batch_key:
+            tool_calls.propose(
+                Confirmation(
+                    conversation_id=self.task.conversation_id,
+                    call_key=key,
+                    name=asked.name,
+                    batch_key=self.batch_key,
+                    window_id=self.task.window_id,
+                    asked_at=clock.iso(now),
+                    expires_at=int(now.timestamp()) + get_settings().confirm_within_seconds,
+                )
+            )
+        count("ToolCallsProposed")
+        self._finish(claimed, "refused", tool_rules.NEEDS_CONFIRMATION, failed=False)
+        return False
+
+    def _answers(self, proposal: Confirmation | None) -> bool:
+        """Whether this batch is the person's next after the one whose reply proposed the call
+        (the last reply sent is that batch's)."""
+        last = turns.last_reply(self.task.conversation_id)
+        return proposal is not None and last is not None and last.window_id == proposal.window_id
+
+    def _said_yes(self) -> bool:
+        keywords = tuple(get_settings().confirm_keywords.split(","))
+        return tool_rules.said_yes(
+            turns.require(self.task.conversation_id, self.task.user_turn_id).body, keywords
+        )
 
     def _make(
         self, claimed: ToolCall, tool: FunctionTool, asked: AskedCall, arguments: dict[str, object]
@@ -159,8 +219,10 @@ class _Round:
                 f"tool {asked.name}: {answer.outcome} ({answer.status or 'no answer'})"
             )
 
-    def _finish(self, claimed: ToolCall, status: str, output: str) -> None:
+    def _finish(self, claimed: ToolCall, status: str, output: str, failed: bool = True) -> None:
         tool_calls.record(claimed.conversation_id, claimed.call_key, status, output, clock.iso(clock.now()))
+        if not failed:
+            return
         if status == "in_doubt":
             self.in_doubt += 1
             count("ToolCallsInDoubt")
