@@ -128,6 +128,13 @@ def _key(name: str) -> str:
     return tool_rules.call_key(TENANT, "c1", "SM1", name, {})
 
 
+def _second_batch(world: dict[str, Any], monkeypatch: pytest.MonkeyPatch) -> None:
+    """The calls kept on the next batch's request (its first message SM2)."""
+    request = AIRequest(message_sids=["SM2"], window_id="w2", openai_conversation_id="c", requested_at="t")
+    kept = {"SM2": request.model_copy(update={"calls": world["calls"]})}
+    monkeypatch.setattr(module.staged_messages, "ai_requests", lambda cid, sids: kept)
+
+
 def _ask(world: dict[str, Any], *names: str) -> None:
     world["calls"][:] = [AskedCall(call_id=f"call_{n}", name=n, arguments="{}") for n in names]
 
@@ -201,12 +208,7 @@ def test_a_tool_that_needs_a_yes_is_proposed_first_and_made_once_after_the_perso
     assert world["ledger"].items[_key("refund")].output == tool_rules.NEEDS_CONFIRMATION
     # Batch 2 (its first message SM2), right after batch 1's reply: "yes". The model asks again.
     world["said"].update(text="yes, go ahead", last_window="w1")
-    monkeypatch.setattr(
-        module.staged_messages,
-        "ai_requests",
-        lambda cid, sids: {"SM2": AIRequest(message_sids=["SM2"], window_id="w2", openai_conversation_id="conv",
-                                             requested_at="t", calls=world["calls"])},
-    )  # fmt: skip
+    _second_batch(world, monkeypatch)
     confirmed = module.call_tools(_task("w2", "SM2"))
     module.call_tools(_task("w2", "SM2"))  # a retry of that state
 
@@ -218,12 +220,7 @@ def test_no_yes_or_a_yes_not_to_the_proposal_makes_no_call(world, monkeypatch, a
     _ask(world, "refund")
     module.call_tools(_task())
     world["said"].update(text=answer, last_window=last_window)
-    monkeypatch.setattr(
-        module.staged_messages,
-        "ai_requests",
-        lambda cid, sids: {"SM2": AIRequest(message_sids=["SM2"], window_id="w2", openai_conversation_id="conv",
-                                             requested_at="t", calls=world["calls"])},
-    )  # fmt: skip
+    _second_batch(world, monkeypatch)
 
     module.call_tools(_task("w2", "SM2"))
 
