@@ -38,7 +38,12 @@ def test_the_messages_people_sent_are_listed_and_fetched_beside_ours(sms, twilio
     (listed,) = sms.messages.list(from_=USER)
     fetched = sms.messages(sid).fetch()
 
-    assert (listed.sid, listed.direction, listed.status, listed.body) == (sid, "inbound", "received", "my order is late")
+    assert (listed.sid, listed.direction, listed.status, listed.body) == (
+        sid,
+        "inbound",
+        "received",
+        "my order is late",
+    )
     assert fetched.to == OURS and standin.messages == []  # `.messages`: what we sent, only
 
 

@@ -101,11 +101,15 @@ class DeletionStandIn(TypingStandIn):
         with self._lock, self._deletion_lock:
             sent = [m for m in self.messages if m["sid"] == sid and m["account_sid"] == account_sid]
             received = self.inbound.get(sid)
-            found = sent[0] if sent else received if received and received["account_sid"] == account_sid else None
+            found = (
+                sent[0] if sent else received if received and received["account_sid"] == account_sid else None
+            )
             if found is None:
                 return twilio_error(404, 20404, f"The requested resource {request.path} was not found")
             if found["status"] in NOT_COMPLETE:
-                return twilio_error(400, CANNOT_DELETE_YET, "Cannot delete this resource before it is complete")
+                return twilio_error(
+                    400, CANNOT_DELETE_YET, "Cannot delete this resource before it is complete"
+                )
             if sent:
                 self.messages.remove(found)
             else:
@@ -113,7 +117,9 @@ class DeletionStandIn(TypingStandIn):
         self._forget_media_of(account_sid, sid)
         return Response(status=204)
 
-    def delete_media_api(self, request: Request, account_sid: str, message_sid: str, media_sid: str) -> Response:
+    def delete_media_api(
+        self, request: Request, account_sid: str, message_sid: str, media_sid: str
+    ) -> Response:
         if not self.authenticates(account_sid, request.authorization):
             return twilio_error(401, 20003, "Authenticate")
         if (refused := self._delete_fault()) is not None:
