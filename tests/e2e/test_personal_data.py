@@ -18,6 +18,8 @@ import pytest
 import requests
 from twilio.rest import Client
 
+from functions import clock
+from functions.dal import tool_calls
 from functions.dal.tables import ALL_TABLES
 from tests.support.events import load_event
 from tests.support.operator_shell import ROOT, operator_shell
@@ -87,6 +89,9 @@ def test_export_gives_back_the_turns_then_forget_leaves_nothing_and_the_next_mes
     user, phrase = harness.new_user(), f"marmalade-{secrets.token_hex(5)}"
     tenant = harness.stack.config.twilio_account_sid
     first = answered_burst(harness, user, phrase)
+    now = clock.now()  # a tool call of the burst, its output with the phrase (functions/dal/tool_calls.py)
+    tool_calls.claim(first, "call-1", "lookup_order", False, "w", clock.iso(now), int(now.timestamp()))
+    tool_calls.record(first, "call-1", "answered", json.dumps({"order": phrase}), clock.iso(now))
     photo_paths = list(harness.stack.twilio.media)
     assert photo_paths and items_holding(harness, phrase) and twilio_messages_holding(harness, phrase)
 
@@ -104,7 +109,7 @@ def test_export_gives_back_the_turns_then_forget_leaves_nothing_and_the_next_mes
     forgotten = conversations_command(harness, "forget", user, "--tenant", tenant)
 
     assert forgotten.returncode == 0, forgotten.stderr
-    assert f"{first}: forgotten." in forgotten.stdout
+    assert f"{first}: forgotten." in forgotten.stdout and "1 tool calls" in forgotten.stdout
     assert items_holding(harness, phrase, user.removeprefix("whatsapp:")) == []
     assert openai_conversations_holding(harness, phrase) == []
     assert twilio_messages_holding(harness, phrase) == []
