@@ -6,6 +6,7 @@ they sent, and every OpenAI response asked for them; and what `export` gives bac
 from __future__ import annotations
 
 from functions.dal.models import AIRequest, Delivery, Resend, StagedMessage, Turn, TurnMedia
+from functions.dal.tables import assistant_turn_id, user_turn_id
 from functions.inbound import Attachment
 from functions.logic.rules.personal_data import exported_turn, media_of, vendor_ids
 
@@ -40,7 +41,7 @@ def test_every_message_sent_and_received_and_every_response_is_found():
     ]
     user = Turn(
         conversation_id="c",
-        turn_id="w1#1-user",
+        turn_id=user_turn_id("w1"),
         role="user",
         message_sids=[sid(3), sid(4)],
         fallback_message_sid=sid(5),
@@ -51,7 +52,7 @@ def test_every_message_sent_and_received_and_every_response_is_found():
     )
     reply = Turn(
         conversation_id="c",
-        turn_id="w1#2-assistant",
+        turn_id=assistant_turn_id("w1"),
         role="assistant",
         message_sids=[sid(6)],
         template_sid=sid(7),
@@ -88,7 +89,7 @@ def test_a_media_url_names_its_message_and_media_and_no_other_url_does():
 def test_an_exported_turn_says_who_wrote_what_when_and_what_became_of_it():
     asked = Turn(
         conversation_id="c",
-        turn_id="w#1-user",
+        turn_id=user_turn_id("w"),
         role="user",
         body="where is it?",
         first_received_at="t1",
@@ -97,7 +98,7 @@ def test_an_exported_turn_says_who_wrote_what_when_and_what_became_of_it():
     )
     answered = Turn(
         conversation_id="c",
-        turn_id="w#2-assistant",
+        turn_id=assistant_turn_id("w"),
         role="assistant",
         body="on its way",
         sent_at="t2",
