@@ -19,7 +19,9 @@ import requests
 from twilio.rest import Client
 
 from functions import clock
-from functions.dal import tool_calls
+from functions.dal import batch_windows, forgetting, tool_calls
+from functions.dal.forgetting import Busy
+from functions.dal.models import BatchWindow
 from functions.dal.tables import ALL_TABLES
 from tests.support.events import load_event
 from tests.support.operator_shell import ROOT, operator_shell
@@ -194,3 +196,28 @@ def test_a_replayed_message_of_a_forgotten_conversation_stays_a_duplicate(harnes
     assert harness.send(user, "a message to replay", message_sid=sid).status_code == 200
     assert harness.staged(second)[0]["message_sid"]["S"] != sid and len(harness.staged(second)) == 1
     assert harness.window_of(second) is None and harness.replies_to(user) == ["You said: a new start"]
+
+
+def test_an_open_batch_window_refuses_a_forget_and_marks_nothing(harness):
+    user = harness.new_user()
+    conversation_id = harness.stage_directly(user, ["words still being collected"])
+    now = clock.now()
+    window = BatchWindow(
+        conversation_id=conversation_id,
+        window_id="w1",
+        opened_at=clock.iso(now),
+        opened_ms=clock.epoch_ms(now),
+        last_message_ms=clock.epoch_ms(now),
+        execution_name=f"{conversation_id}-w1",
+        expires_at=int(now.timestamp()) + 60,
+    )
+    assert batch_windows.open(window) is None
+
+    busy = forgetting.begin(conversation_id, clock.iso(now), int(now.timestamp()))
+
+    assert busy is Busy.WINDOW
+    item = harness.conversation_item(conversation_id)
+    assert "forget_started_at" not in item and item["task_complete"] == {"BOOL": False}  # nothing marked
+    batch_windows.close(conversation_id, "w1")
+    assert forgetting.begin(conversation_id, clock.iso(now), int(now.timestamp())) is None
+    assert harness.conversation_of(user) is None  # from then on, no webhook finds it
