@@ -1,5 +1,5 @@
-"""Hand a conversation off to a person, and back: locally or on AWS (same code; only the
-endpoint differs).
+"""Open a conversation, hand it off to a person and back, give a person their data or forget
+them: locally or on AWS (same code; only the endpoint differs).
 
     python -m infra.conversations pause ADDRESS [--tenant SID] [--for 2h]
     python -m infra.conversations resume ADDRESS [--tenant SID]
@@ -45,10 +45,14 @@ for the local stack: infra/stack_lookup.py)."""
 from __future__ import annotations
 
 import argparse
+import json
 import sys
-from typing import Any
+from typing import TYPE_CHECKING
 
 from infra.stack_lookup import FUNCTION_SETTINGS, add_stack_option, chosen_stack, one_line_errors, use_stack
+
+if TYPE_CHECKING:
+    from functions.dal.models import Conversation
 
 # The names of the secrets `forget` reads: the tenant's Twilio credentials, the OpenAI keys.
 VENDOR_SECRETS = ("TWILIO_TENANT_SECRET_PREFIX", "OPENAI_TENANT_SECRET_PREFIX", "OPENAI_SECRET_NAME")
@@ -132,8 +136,6 @@ def _command(args: argparse.Namespace) -> int:
 
 
 def _personal_data(command: str, address: str, tenant: str | None) -> int:
-    import json
-
     from functions.logic.shared import personal_data  # reads the functions' settings
 
     found = personal_data.conversations_of(address, tenant)
@@ -157,7 +159,7 @@ def _personal_data(command: str, address: str, tenant: str | None) -> int:
     return 0 if all([_forgotten(c) for c in found]) else 1
 
 
-def _forgotten(conversation: Any) -> bool:
+def _forgotten(conversation: Conversation) -> bool:
     """Forget one conversation, saying what was done and what is left; whether it is done."""
     from functions.logic.shared import forgetting
 
