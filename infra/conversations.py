@@ -1,10 +1,12 @@
-"""Hand a conversation off to a person, and back: locally or on AWS (same code; only the
-endpoint differs).
+"""Open a conversation, hand it off to a person and back, give a person their data or forget
+them: locally or on AWS (same code; only the endpoint differs).
 
     python -m infra.conversations pause ADDRESS [--tenant SID] [--for 2h]
     python -m infra.conversations resume ADDRESS [--tenant SID]
     python -m infra.conversations show ADDRESS [--tenant SID] [--bodies]
     python -m infra.conversations create ADDRESS [--tenant SID] [--number OURS]
+    python -m infra.conversations export ADDRESS [--tenant SID]
+    python -m infra.conversations forget ADDRESS [--tenant SID]
 
 ADDRESS is the person's address as Twilio sends it (`whatsapp:+15551234567`, or
 `+15551234567` on SMS) or a conversation id; `--tenant` (an AccountSid) limits the search to
@@ -23,15 +25,37 @@ only one tenant, or one of the tenant's numbers, is on the address's channel. A 
 tenant does not own is refused; a conversation that exists is left as it is. To answer every
 unknown sender of one tenant instead: `python -m infra.tenants auto-create SID on`.
 
+`export` prints, as JSON on standard output, every conversation of the person's address with
+the tenant's numbers (done ones too) and their turns: what they wrote, what they were
+answered, when, and what Twilio reported of each message sent, from our tables alone.
+`forget` erases the person: their texts and media in our tables, at OpenAI (their OpenAI
+conversation's items, the conversation, the stored responses) and at Twilio (every message
+they sent or were sent, with its media), with the tenant's key and credentials; their next
+message opens a new conversation, without history. It refuses a conversation a run holds
+(processing lock, open batch window). A forget cut short (a vendor's error, a message Twilio
+is not done with) says what is left and exits 1: the same command finishes it. What it cannot
+reach: docs/personal-data.md. Both search every tenant's numbers for the address (or take a
+conversation id); `--tenant` is needed when the address writes to more than one tenant.
+Against the local stack, set TWILIO_API_BASE_URL and OPENAI_BASE_URL to the stand-ins'
+addresses (`make local` prints them) or forget reaches the real vendors.
+
 Names: as `python -m infra.runs` finds them (`--stack NAME`, STACK_NAME, AWS_ENDPOINT_URL
 for the local stack: infra/stack_lookup.py)."""
 
 from __future__ import annotations
 
 import argparse
+import json
 import sys
+from typing import TYPE_CHECKING
 
 from infra.stack_lookup import FUNCTION_SETTINGS, add_stack_option, chosen_stack, one_line_errors, use_stack
+
+if TYPE_CHECKING:
+    from functions.dal.models import Conversation
+
+# The names of the secrets `forget` reads: the tenant's Twilio credentials, the OpenAI keys.
+VENDOR_SECRETS = ("TWILIO_TENANT_SECRET_PREFIX", "OPENAI_TENANT_SECRET_PREFIX", "OPENAI_SECRET_NAME")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -58,6 +82,14 @@ def main(argv: list[str] | None = None) -> int:
     create.add_argument("--tenant", help="the tenant's AccountSid (AC...)")
     create.add_argument("--number", help="the tenant's number the person writes to (ours)")
     subcommands.append(create)
+    for name, help_text in (
+        ("export", "the person's turns, as JSON on standard output (personal data)"),
+        ("forget", "erase the person here, at OpenAI and at Twilio; their next message starts anew"),
+    ):
+        command = commands.add_parser(name, help=help_text)
+        command.add_argument("address", help="the person's address (whatsapp:+1555...) or a conversation id")
+        command.add_argument("--tenant", help="the tenant's AccountSid (AC...)")
+        subcommands.append(command)
     add_stack_option(parser, *subcommands)
     args = parser.parse_args(argv)
     return one_line_errors("infra.conversations", lambda: _command(args))
@@ -74,6 +106,12 @@ def _command(args: argparse.Namespace) -> int:
     if args.command == "create":  # the key of conversation ids too
         use_stack(chosen_stack(args.stack), (*FUNCTION_SETTINGS, "CONVERSATION_ID_KEY_SECRET_NAME"))
         return _create(args.address, args.tenant, args.number)
+    if args.command in ("export", "forget"):  # forget: the secrets' names too
+        use_stack(
+            chosen_stack(args.stack),
+            (*FUNCTION_SETTINGS, *(VENDOR_SECRETS if args.command == "forget" else ())),
+        )
+        return _personal_data(args.command, args.address, args.tenant)
     use_stack(chosen_stack(args.stack), FUNCTION_SETTINGS)
     from functions.logic.shared import handoff  # reads the functions' settings
 
@@ -95,6 +133,56 @@ def _command(args: argparse.Namespace) -> int:
     else:
         print("\n".join(shown(conversation_id, args.bodies)))
     return 0
+
+
+def _personal_data(command: str, address: str, tenant: str | None) -> int:
+    from functions.logic.shared import personal_data  # reads the functions' settings
+
+    found = personal_data.conversations_of(address, tenant)
+    tenants = sorted({c.tenant_account_sid or "?" for c in found})
+    if len(tenants) > 1:
+        which = ", ".join(tenants)
+        print(
+            f"infra.conversations: {address}: conversations of several tenants ({which}): "
+            "name one with --tenant",
+            file=sys.stderr,
+        )
+        return 1
+    if command == "export":
+        if not found:
+            print(f"infra.conversations: {address}: no conversation holds it", file=sys.stderr)
+        print(json.dumps(personal_data.export(address, found), indent=2, ensure_ascii=False))
+        return 0
+    if not found:
+        print(f"Nothing holds {address}: nothing to forget (forgotten already, or never written to).")
+        return 0
+    return 0 if all([_forgotten(c) for c in found]) else 1
+
+
+def _forgotten(conversation: Conversation) -> bool:
+    """Forget one conversation, saying what was done and what is left; whether it is done."""
+    from functions.logic.shared import forgetting
+
+    outcome = forgetting.forget(conversation)
+    cid = outcome.conversation_id
+    if outcome.busy is not None:
+        print(
+            f"infra.conversations: {cid}: not forgotten: {outcome.busy}; run forget again once it has ended",
+            file=sys.stderr,
+        )
+        return False
+    if done := ", ".join(f"{n} {what}" for what, n in outcome.done.items() if n):
+        print(f"{cid}: deleted or erased {done}.")
+    if outcome.finished:
+        print(f"{cid}: forgotten.")
+        return True
+    left = ", ".join(f"{n} {what}" for what, n in outcome.left.items() if n)
+    why = "; ".join(outcome.problems)
+    print(
+        f"infra.conversations: {cid}: left: {left} ({why}); run the same command again to finish",
+        file=sys.stderr,
+    )
+    return False
 
 
 def _create(address: str, tenant: str | None, number: str | None) -> int:

@@ -10,7 +10,7 @@ from boto3.dynamodb.conditions import Key
 from botocore.exceptions import ClientError
 
 from functions.config import get_settings
-from functions.dal import dynamo, expressions
+from functions.dal import dynamo, expressions, staged_messages
 from functions.dal.models import Conversation
 from functions.errors import ConversationNotFound
 from functions.inbound import Channel, address_key
@@ -39,41 +39,82 @@ def find(
     return None
 
 
-def new_conversation_id(tenant_account_sid: str, key: str) -> str:
+def new_conversation_id(tenant_account_sid: str, key: str, generation: int = 0) -> str:
     """The id of the tenant's conversation of an address key: an HMAC under the deployment's
     key (id_key), so that it reveals nothing of the addresses without the key, and is the
     same for every webhook that draws it. Conversations created before the key keep the
-    plain hash they were given (docs/decisions.md). Code takes any string as a
-    conversation id (URLs, execution names and logs encode it where needed)."""
-    message = f"{tenant_account_sid}#{key}".encode()
-    return "c" + hmac.new(id_key.conversation_id_key(), message, hashlib.sha256).hexdigest()[:24]
+    plain hash they were given (docs/decisions.md). A person who writes again once theirs
+    was forgotten opens the next `generation`, under an id of its own (create). Code takes
+    any string as a conversation id (URLs, execution names and logs encode it where needed)."""
+    message = f"{tenant_account_sid}#{key}" + (f"#{generation}" if generation else "")
+    return "c" + hmac.new(id_key.conversation_id_key(), message.encode(), hashlib.sha256).hexdigest()[:24]
+
+
+# A person forgotten this many times on one number is not answered on it again (a bound on
+# the ids create tries, one conditional put each).
+MAX_GENERATIONS = 100
 
 
 def create(
-    channel: Channel, user_address: str, our_address: str, now: str, tenant_account_sid: str
+    channel: Channel,
+    user_address: str,
+    our_address: str,
+    now: str,
+    tenant_account_sid: str,
+    message_sid: str | None = None,
 ) -> Conversation:
     """Create the tenant's conversation with an unknown sender. Its id derives from the
     tenant and the addresses (under the deployment's key), so two webhooks racing to create
-    it agree on one record."""
+    it agree on one record. A record under that id that is done (`task_complete`: the
+    person was forgotten) is not theirs to continue: the next generation's id is tried,
+    unless the done one staged `message_sid` (a replay of a message it had): then that one
+    is returned, done, and nothing is created."""
     key = address_key(channel, user_address, our_address)
-    conversation = Conversation(
-        conversation_id=new_conversation_id(tenant_account_sid, key),
-        channel=channel,
-        user_address=user_address,
-        our_address=our_address,
-        created_at=now,
-        tenant_account_sid=tenant_account_sid,
+    for generation in range(MAX_GENERATIONS):
+        conversation = Conversation(
+            conversation_id=new_conversation_id(tenant_account_sid, key, generation)
+            if generation
+            else new_conversation_id(tenant_account_sid, key),
+            channel=channel,
+            user_address=user_address,
+            our_address=our_address,
+            created_at=now,
+            tenant_account_sid=tenant_account_sid,
+            generation=generation,
+        )
+        item = {
+            **conversation.to_item(),
+            "address_key": key,
+            "updated_at": now,
+            "conversation_status": "open",
+        }
+        try:
+            _table().put_item(Item=item, ConditionExpression=expressions.NEW_CONVERSATION)
+        except ClientError as error:
+            if not dynamo.condition_failed(error):
+                raise
+            existing = get(conversation.conversation_id)
+            if existing is not None and existing.task_complete:
+                if message_sid and staged_messages.staged_in([existing.conversation_id], message_sid):
+                    return existing
+                continue
+            if existing is not None:
+                return existing
+        return conversation
+    raise ValueError(f"{MAX_GENERATIONS} conversations of one person with {our_address} were forgotten")
+
+
+def of_address(channel: Channel, user_address: str, our_address: str) -> list[Conversation]:
+    """Every conversation between this user and our number that holds their address, every
+    tenant's, done or not, newest first (a forgotten one holds it no more)."""
+    items = dynamo.all_items(
+        _table().query,
+        IndexName="by_address",
+        KeyConditionExpression=Key("address_key").eq(address_key(channel, user_address, our_address)),
+        ScanIndexForward=False,
     )
-    item = {**conversation.to_item(), "address_key": key, "updated_at": now, "conversation_status": "open"}
-    try:
-        _table().put_item(Item=item, ConditionExpression=expressions.NEW_CONVERSATION)
-    except ClientError as error:
-        if not dynamo.condition_failed(error):
-            raise
-        existing = get(conversation.conversation_id)
-        if existing is not None:
-            return existing
-    return conversation
+    found = (get(str(item["conversation_id"])) for item in items)
+    return [c for c in found if c is not None and c.user_address == user_address]
 
 
 def get(conversation_id: str) -> Conversation | None:

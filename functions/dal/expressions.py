@@ -212,3 +212,21 @@ RECORD_TOOL_CALL = "SET #status = :status, #output = :output, finished_at = :now
 # A proposal of a `confirm: true` call, used once: by the first batch that says yes to it.
 USE_CONFIRMATION = "SET used_by = :batch"
 UNUSED_CONFIRMATION = "attribute_exists(call_key) AND (attribute_not_exists(used_by) OR used_by = :batch)"
+
+# --- forgetting a person (functions/dal/forgetting.py) -------------------------------------
+# A forget begins (or goes on) only while no run holds the conversation: its processing lock is
+# free or expired (and, checked beside it, no batch window is open). From then on no webhook
+# finds it (`task_complete`), and the forget's record counts its runs.
+BEGIN_FORGET = (
+    "SET forget_started_at = if_not_exists(forget_started_at, :now), task_complete = :done, "
+    "forget_last_run_at = :now ADD forget_runs :one"
+)
+NO_RUN_HOLDS_IT = (
+    "attribute_exists(conversation_id) AND (attribute_not_exists(lock_owner) OR lock_expires_at < :now_epoch)"
+)
+RECORD_FORGET = "SET forget_counts = :counts"
+STILL_FORGETTING = "forget_started_at = :started"
+# What forget reads of the items it deletes, and of a tombstone it looks for: their keys.
+TOOL_CALL_KEYS = "conversation_id, call_key"
+WINDOW_KEY = "conversation_id"
+MESSAGE_SID = "message_sid"

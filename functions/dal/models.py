@@ -93,6 +93,15 @@ class Conversation(TableItem):
     paused_until: str | None = None
     paused_by: str | None = None
     paused_by_message: str | None = None
+    # Conversations of one person and number: the first is generation 0; a person who writes
+    # again after theirs was forgotten opens the next (conversations.create).
+    generation: int = 0
+    # Forgetting the person (functions/logic/shared/forgetting.py): since when (from then on,
+    # done: `task_complete`), how many runs, what they did (counts), and when it was done.
+    forget_started_at: str | None = None
+    forget_runs: int = 0
+    forget_counts: dict[str, int] = {}
+    forgotten_at: str | None = None
 
 
 class AskedCall(BaseModel):
@@ -178,6 +187,7 @@ class StagedMessage(MessageContent, TableItem):
     received_at: str = ""  # ISO 8601, UTC, microseconds: arrival order (absent on a tombstone)
     answered_in: str | None = None  # a tombstone: answered by this window
     failed_in: str | None = None  # set aside by this window
+    ai_response_id: str | None = None  # a forgotten message's batch's OpenAI response
 
     @classmethod
     def from_item(cls, item: dict[str, Any]) -> "StagedMessage":

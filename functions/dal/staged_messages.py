@@ -89,6 +89,23 @@ def claim_answer(tenant_account_sid: str, sender: str, now_ms: int, interval_sec
     return True
 
 
+def staged_in(conversation_ids: list[str], message_sid: str) -> bool:
+    """Whether this MessageSid was staged in one of these conversations (its item, or its
+    tombstone, is there): the duplicate ledger of a person's forgotten conversations."""
+    name = _name()
+    for start in range(0, len(conversation_ids), 100):
+        keys = [
+            {"conversation_id": c, "message_sid": message_sid} for c in conversation_ids[start : start + 100]
+        ]
+        request: dict[str, Any] = {name: {"Keys": keys, "ProjectionExpression": expressions.MESSAGE_SID}}
+        while request:
+            response = dynamo.resource().batch_get_item(RequestItems=request)
+            if response["Responses"].get(name):
+                return True
+            request = response.get("UnprocessedKeys") or {}
+    return False
+
+
 def load(conversation_id: str, message_sids: list[str]) -> list[StagedMessage]:
     """The staged messages with these SIDs (bodies included), in no particular order."""
     return [StagedMessage.from_item(i) for i in _get_many(conversation_id, message_sids)]

@@ -334,3 +334,42 @@ def is_quota_error(status: int, code: str | None, kind: str | None = None) -> bo
 def is_retryable(status: int, code: str | None) -> bool:
     """429 (not quota), 5xx, and a conversation still busy with an earlier request."""
     return status in (408, 409, 429) or status >= 500 or code in _RETRYABLE_CODES
+
+
+# --- deleting what was stored (a person forgotten: functions/logic/shared/forgetting.py) ----
+
+
+def conversation_item_ids(client: openai.OpenAI, conversation: str, budget: Budget) -> list[str] | None:
+    """The ids of every item of the conversation, oldest first (every page); None when the
+    conversation is gone (deleted)."""
+    ids: list[str] = []
+    while True:
+        after = ids[-1] if ids else openai.omit
+        page = _unless_gone(
+            partial(
+                client.conversations.items.list,
+                conversation,
+                limit=100,
+                order="asc",
+                after=after,
+                timeout=budget.timeout(),
+            )
+        )
+        if page is None:
+            return ids or None
+        ids += [str(item.id) for item in page.data if getattr(item, "id", None)]
+        if not page.has_more or not page.data:
+            return ids
+
+
+def delete_conversation(client: openai.OpenAI, conversation: str, budget: Budget) -> None:
+    """Delete the conversation (gone already is fine). Its items are not deleted with it
+    ("Items in the conversation will not be deleted":
+    https://platform.openai.com/docs/api-reference/conversations/delete): delete them first."""
+    _unless_gone(partial(client.conversations.delete, conversation, timeout=budget.timeout()))
+
+
+def delete_response(client: openai.OpenAI, response_id: str, budget: Budget) -> None:
+    """Delete a stored response, its input and output with it (gone already is fine:
+    https://platform.openai.com/docs/api-reference/responses/delete)."""
+    _unless_gone(partial(client.responses.delete, response_id, timeout=budget.timeout()))

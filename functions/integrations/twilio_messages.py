@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import math
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from datetime import datetime, timedelta
 from functools import cache
@@ -175,3 +175,40 @@ def validity_period_seconds() -> int:
 
 def is_retryable(status: int, code: int | None) -> bool:
     return status == 429 or code in (RATE_LIMITED, CHANNEL_RATE_LIMITED) or status >= 500
+
+
+# --- deleting what was sent and received (a person forgotten: functions/logic/shared/forgetting.py)
+
+# "Cannot delete this resource before it is complete": Twilio is not done with the message
+# (queued, sending, no delivery receipt yet); "wait several minutes and try again"
+# (https://www.twilio.com/docs/api/errors/20009).
+NOT_COMPLETE = 20009
+
+
+def delete_message(client: Client, message_sid: str) -> bool:
+    """Delete one message, received or sent, with its media: True once deleted, or if it is
+    gone already (404); False when Twilio is not done with it yet (20009: to try again
+    later). A deleted message no longer appears in the account's logs; Twilio keeps its body
+    up to 30 days in its backups (https://www.twilio.com/docs/messaging/api/message-resource,
+    "Delete a Message resource")."""
+    return _deleted(lambda: client.messages(message_sid).delete())
+
+
+def delete_media(client: Client, message_sid: str, media_sid: str) -> bool:
+    """Delete one media file of a message (https://www.twilio.com/docs/messaging/api/media-resource):
+    True once deleted or gone already, False when Twilio is not done with it yet."""
+    return _deleted(lambda: client.messages(message_sid).media(media_sid).delete())
+
+
+def _deleted(delete: Callable[[], object]) -> bool:
+    try:
+        with _calling_twilio():
+            delete()
+    except TwilioPermanentError as error:
+        if error.code == NOT_COMPLETE:
+            return False
+        cause = error.__cause__
+        if isinstance(cause, TwilioRestException) and cause.status == 404:
+            return True
+        raise
+    return True

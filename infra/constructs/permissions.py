@@ -59,6 +59,8 @@ GRANTS: dict[str, Grants] = {
         (("dynamodb:GetItem", "dynamodb:PutItem"), ("Conversations",)),
         (("dynamodb:UpdateItem",), ("Conversations",)),  # a hand-off keyword pauses it
         (("dynamodb:PutItem",), ("StagedMessages",)),
+        # a replay of a forgotten conversation's message: its tombstone, found by its SID
+        (("dynamodb:BatchGetItem",), ("StagedMessages",)),
         *OPEN_WINDOWS,
         (("dynamodb:UpdateItem",), ("BatchWindows",)),  # count the message in
         *WAKE_RUNS,  # wake on a flush

@@ -82,7 +82,13 @@ class InMemoryStore(InMemoryStagedMessages, InMemorySenderTurns):
         return None
 
     def create_conversation(
-        self, channel: Channel, user_address: str, our_address: str, now: str, tenant_account_sid: str
+        self,
+        channel: Channel,
+        user_address: str,
+        our_address: str,
+        now: str,
+        tenant_account_sid: str,
+        message_sid: str | None = None,  # a replay of a forgotten conversation's: none here
     ) -> Conversation:
         key = address_key(channel, user_address, our_address)
         conversation_id = conversations.new_conversation_id(tenant_account_sid, key)

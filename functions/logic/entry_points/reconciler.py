@@ -122,7 +122,7 @@ def open_window_due_now(conversation_id: str) -> str | None:
     """Open a window whose burst is over already (its messages have waited): the run
     goes straight to the answer. The new window's id, or None."""
     conversation = conversations.get(conversation_id)
-    if conversation is None:
+    if conversation is None or conversation.forget_started_at:  # being forgotten: no run
         return None
     now_ms = clock.epoch_ms(clock.now())
     rules = window_rules(conversation, conversation.channel, now_ms)

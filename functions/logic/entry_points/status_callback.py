@@ -69,7 +69,7 @@ def record_status(
         count("StatusCallbacksRefused")
         return CallbackOutcome.FORBIDDEN
     conversation = conversations.get(conversation_id)
-    if conversation is None:
+    if conversation is None or conversation.forget_started_at:  # forgotten: nothing follows
         logger.warning("Status callback for no conversation of ours")
         return CallbackOutcome.UNCHANGED
     if conversation.tenant_account_sid != tenant.account_sid or form.get("From") != conversation.our_address:

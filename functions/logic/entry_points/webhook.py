@@ -91,14 +91,40 @@ def accept_message(channel: Channel, form: dict[str, str], url: str, signature: 
         ):
             return Accepted(MessageOutcome.TENANT_CEILING)  # not staged: counted and alarmed
         conversation = conversations.create(
-            channel, message.from_address, message.to_address, received_at, tenant.account_sid
+            channel,
+            message.from_address,
+            message.to_address,
+            received_at,
+            tenant.account_sid,
+            message.message_sid,
         )
     logger.append_keys(conversation_id=conversation.conversation_id)
+    if _staged_when_forgotten(conversation, channel, message):
+        return Accepted(MessageOutcome.DUPLICATE)
     refused = _refused_by_rules(conversation, channel)
     if refused:
         logger.warning("Message refused by the conversation's rules", extra={"outcome": refused.value})
         return answer_to(refused, message)
     return Accepted(_stage(conversation, channel, message, received_at, is_typed_text(form)))
+
+
+def _staged_when_forgotten(conversation: Conversation, channel: Channel, message: InboundMessage) -> bool:
+    """Whether the message is a replay of one that a forgotten conversation of the person
+    staged (their tombstones stay the duplicate ledger): the conversation create returned
+    is that one (done), or the person's conversation of a later generation finds the
+    MessageSid in an earlier one's (counted as a duplicate webhook). Costs nothing for a
+    person never forgotten."""
+    if not conversation.task_complete:
+        if not conversation.generation:
+            return False
+        key = address_key(channel, message.from_address, message.to_address)
+        tenant = conversation.tenant_account_sid or ""
+        earlier = [conversations.new_conversation_id(tenant, key, g) for g in range(conversation.generation)]
+        if not staged_messages.staged_in(earlier, message.message_sid):
+            return False
+    logger.info("Duplicate webhook: MessageSid of a forgotten conversation")
+    count("DuplicateWebhooks")
+    return True
 
 
 def answer_to(outcome: MessageOutcome, message: InboundMessage) -> Accepted:

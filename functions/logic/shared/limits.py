@@ -218,6 +218,11 @@ def admit_command(conversation: Conversation, event_id: str) -> CommandAdmission
     return CommandAdmission(received_at, reached)
 
 
+def sender_counter_key(tenant: str, user_address: str, hour: int) -> str:
+    """The key of a sender's hourly counter (it holds the address: forgetting.py deletes it)."""
+    return f"sender#{tenant}#{user_address}#{hour}"
+
+
 class _Counters:
     """The hourly counters of a conversation's AI calls and tokens, this hour."""
 
@@ -231,7 +236,8 @@ class _Counters:
         )
         # Per tenant: another tenant writing as this sender cannot use up its calls here.
         self.sender = Counter(
-            f"sender#{tenant}#{conversation.user_address}#{hour}", settings.max_ai_calls_per_hour_per_sender
+            sender_counter_key(tenant, conversation.user_address, hour),
+            settings.max_ai_calls_per_hour_per_sender,
         )
         # A tenant signs its own webhooks, so it chooses `From`: its senders may be invented.
         self.tenant_calls = Counter.sharded(

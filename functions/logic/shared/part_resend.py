@@ -69,7 +69,7 @@ def send_due_resends(resends: list[DueResend], now: datetime, deadline: float) -
         if time.monotonic() + room > deadline:
             break
         conversation = conversations.get(resend.resend_of)
-        if conversation is None or resend.expired(now):
+        if conversation is None or conversation.forget_started_at or resend.expired(now):
             due_resends.done(resend)
             continue
         logger.append_keys(conversation_id=resend.resend_of, message_sid=resend.owner)

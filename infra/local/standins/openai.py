@@ -105,6 +105,7 @@ class OpenAIStandIn(KnowledgeStandIn):
         *KnowledgeStandIn.rules,
         Rule("/v1/responses", endpoint="create_response", methods=["POST"]),
         Rule("/v1/responses/<response_id>", endpoint="retrieve_response", methods=["GET"]),
+        Rule("/v1/responses/<response_id>", endpoint="delete_response", methods=["DELETE"]),
         Rule("/v1/responses/<response_id>/cancel", endpoint="cancel_response", methods=["POST"]),
         Rule("/_control/today", endpoint="control_today", methods=["POST"]),
     ]
@@ -266,6 +267,20 @@ class OpenAIStandIn(KnowledgeStandIn):
             if response is None or not (response["store"] or response["background"]):
                 return not_found("Response", response_id)
             return json_response(copy.deepcopy(response))
+
+    def delete_response(self, request: Request, response_id: str) -> Response:
+        """A stored response deleted, its input with it: 404 for it from then on, as for one
+        never stored (https://platform.openai.com/docs/api-reference/responses/delete answers
+        `{"id", "object": "response", "deleted": true}`). The items it added to a
+        conversation stay in that conversation."""
+        with self._lock:
+            response = self.responses.get(response_id)
+            if response is None or not (response["store"] or response["background"]):
+                return not_found("Response", response_id)
+            del self.responses[response_id]
+            self.response_inputs.pop(response_id, None)
+            self.kept_on_cancel.pop(response_id, None)
+            return json_response({"id": response_id, "object": "response", "deleted": True})
 
     def cancel_response(self, request: Request, response_id: str) -> Response:
         """Only a background response can be cancelled; cancelling a finished one returns

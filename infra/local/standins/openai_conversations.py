@@ -3,7 +3,17 @@ the real endpoints (https://platform.openai.com/docs/api-reference/conversations
 control calls that shape them: `POST /_control/context_window` `{"max_items": N,
 "max_chars": M}` sets the context window (null: no limit); `GET /_control/conversations/<id>`
 shows a conversation and its items; `DELETE /_control/conversations/<id>` forgets one, so
-that the API answers 404 for it, as for a deleted one."""
+that the API answers 404 for it, as for a deleted one; `GET /_control/conversations` lists
+every conversation with its items, and the items left of the deleted ones.
+
+Deleting a conversation through the API does not delete its items: "Delete a conversation.
+Items in the conversation will not be deleted"
+(https://platform.openai.com/docs/api-reference/conversations/delete). The API answers 404
+for the conversation from then on, and for its items (they are reached through it), but
+OpenAI still holds them: the stand-in keeps them, shown by `GET /_control/conversations`
+with `"deleted": true`, so that a test sees what deleting only the conversation leaves.
+Whoever wants them gone deletes each item first
+(https://platform.openai.com/docs/api-reference/conversations/delete-item)."""
 
 from __future__ import annotations
 
@@ -35,15 +45,19 @@ class ConversationsStandIn(OpenAIKeysStandIn):  # every API request needs a key 
         Rule("/v1/conversations/<cid>/items/<item_id>", endpoint="item_api", methods=["GET", "DELETE"]),
         Rule("/_control/context_window", endpoint="control_context_window", methods=["POST"]),
         Rule("/_control/conversations/<cid>", endpoint="control_conversation", methods=["GET", "DELETE"]),
+        Rule("/_control/conversations", endpoint="control_conversations", methods=["GET"]),
     ]
 
     def __init__(self) -> None:
         super().__init__()
         self.conversations: dict[str, Conversation] = {}
+        # Conversations deleted through the API, with the items that deleting them left.
+        self.deleted_conversations: dict[str, Conversation] = {}
         self.context_window = ContextWindow()
 
     def _reset(self) -> None:
         self.conversations.clear()
+        self.deleted_conversations.clear()
         self.context_window = ContextWindow()
 
     # --- for tests ------------------------------------------------------------------------
@@ -78,8 +92,9 @@ class ConversationsStandIn(OpenAIKeysStandIn):  # every API request needs a key 
             if conversation is None:
                 return not_found("Conversation", cid)
             if request.method == "DELETE":
-                # https://platform.openai.com/docs/api-reference/conversations/delete
-                del self.conversations[cid]
+                # https://platform.openai.com/docs/api-reference/conversations/delete: its
+                # items are not deleted with it.
+                self.deleted_conversations[cid] = self.conversations.pop(cid)
                 return json_response({"id": cid, "object": "conversation.deleted", "deleted": True})
             if request.method == "POST":
                 conversation.metadata = (request.get_json(force=True) or {}).get("metadata") or {}
@@ -139,6 +154,16 @@ class ConversationsStandIn(OpenAIKeysStandIn):  # every API request needs a key 
         body = request.get_json(force=True) or {}
         self.set_context_window(body.get("max_items"), body.get("max_chars"))
         return json_response({"max_items": body.get("max_items"), "max_chars": body.get("max_chars")})
+
+    def control_conversations(self, request: Request) -> Response:
+        """Every conversation and its items, the deleted ones' left items too."""
+        with self._lock:
+            shown = [
+                {"conversation": c.resource(), "items": c.items, "deleted": deleted}
+                for deleted, kept in ((False, self.conversations), (True, self.deleted_conversations))
+                for c in kept.values()
+            ]
+            return json_response({"conversations": copy.deepcopy(shown)})
 
     def control_conversation(self, request: Request, cid: str) -> Response:
         with self._lock:

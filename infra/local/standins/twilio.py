@@ -1,7 +1,8 @@
 """The Twilio stand-in: create, list and fetch Messages under `/2010-04-01/Accounts/<sid>/`,
 with the status progression and signed status callbacks of twilio_delivery.py, the list
 filters and paging of twilio_listing.py, the media people sent (twilio_media.py) and
-WhatsApp's typing indicator (twilio_typing.py). Messages are created, listed and fetched
+WhatsApp's typing indicator (twilio_typing.py), the messages people sent and the deletion of
+messages and media (twilio_deletion.py). Messages are created, listed and fetched
 only with an account's SID and one of its tokens (twilio_accounts.py; 401, code 20003,
 otherwise), and their status callbacks are signed with the account's token of the moment.
 
@@ -52,6 +53,7 @@ from infra.local.standins.base import Fault, json_response
 from infra.local.standins.twilio_accepting import API, twilio_error
 from infra.local.standins.twilio_accepting import new_message as _new_message
 from infra.local.standins.twilio_accepting import refusal as _refusal
+from infra.local.standins.twilio_deletion import DeletionStandIn
 from infra.local.standins.twilio_delivery import (
     apply_status,
     callback_params,
@@ -66,15 +68,14 @@ from infra.local.standins.twilio_queue import (
     validity_period,
 )
 from infra.local.standins.twilio_rate import CHANNEL_RATE_LIMITED, RecipientRate
-from infra.local.standins.twilio_typing import TypingStandIn
 
 # Kept with each message for tests, but not part of Twilio's Message resource.
 _NOT_IN_RESOURCE = ("content_sid", "status_callback", "created_monotonic")
 
 
-class TwilioStandIn(TypingStandIn):
+class TwilioStandIn(DeletionStandIn):
     rules = [
-        *TypingStandIn.rules,
+        *DeletionStandIn.rules,
         Rule(f"{API}/<account_sid>/Messages.json", endpoint="messages_api", methods=["GET", "POST"]),
         Rule(f"{API}/<account_sid>/Messages/<sid>.json", endpoint="message_api", methods=["GET"]),
         Rule("/_control/callbacks", endpoint="control_callbacks", methods=["GET"]),
@@ -124,7 +125,7 @@ class TwilioStandIn(TypingStandIn):
         if not self.authenticates(account_sid, request.authorization):
             return twilio_error(401, 20003, "Authenticate")
         with self._lock:
-            found = [m for m in self.messages if m["sid"] == sid and m["account_sid"] == account_sid]
+            found = [m for m in self.stored_messages() if m["sid"] == sid and m["account_sid"] == account_sid]
             if not found:
                 return twilio_error(404, 20404, f"The requested resource {request.path} was not found")
             return json_response(resource(found[0]))
@@ -139,7 +140,7 @@ class TwilioStandIn(TypingStandIn):
             shown = time.monotonic() - self.list_lag_seconds
             listed = [
                 resource(m)
-                for m in self.messages
+                for m in self.stored_messages()
                 if m["account_sid"] == account_sid and m["created_monotonic"] <= shown and matches(m)
             ]
             return json_response(page_of(newest_first(listed), args, request.path))
