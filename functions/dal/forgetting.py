@@ -55,6 +55,7 @@ TURN_FIGURES = frozenset(
         "template_since",
         "template_sid",
         "response_id",
+        "response_ids",
         "item_ids",
         "model",
         "prompt_tokens",

@@ -175,6 +175,7 @@ class AIRequest(TableItem):
     tool_round: int = 0
     answering: list[AskedCall] = []  # the calls whose outputs this request sends
     called: list[str] = []  # the tools called in the rounds so far (names, in order)
+    responses: list[str] = []  # every response asked for it, each round's (stored at OpenAI)
     calls: list[AskedCall] = []
 
 
@@ -331,6 +332,8 @@ class Turn(TableItem):
     template_since: str | None = None
     template_sid: str | None = None
     response_id: str | None = None
+    # Every response asked for the batch (its tool rounds'), stored at OpenAI (a forget deletes them).
+    response_ids: list[str] = []
     item_ids: list[str] = []  # the reply's items in the OpenAI conversation
     model: str | None = None
     prompt_tokens: int = 0

@@ -14,6 +14,7 @@ from typing import Any
 import pytest
 import requests
 
+from functions.dal import turns
 from functions.integrations import tool_endpoints
 from tests.support.shop import Shop
 from tests.support.tool_endpoint import ToolEndpoint
@@ -91,6 +92,9 @@ def test_the_order_burst_gets_one_reply_carrying_the_endpoints_answer(harness, e
     assert kinds == ["user", "function_call", "function_call_output", "assistant"]
     states = harness.states_entered(runs[0]["executionArn"])
     assert states.count("Call Tools") == 1 and states.count("Generate Reply") == 2
+    [answer] = [t for t in turns.list_of(conversation_id) if t.role == "assistant"]
+    assert answer.tools_called == [tool] and len(answer.response_ids) == 2  # each round's, for a forget
+    assert answer.response_id == answer.response_ids[-1]
     requests_made = [c for c in harness.stack.openai.calls if c.get("tools")]
     assert {c["metadata"]["tenant"] for c in requests_made} == {shop.account_sid}
     assert all(c["safety_identifier"] and user[-7:] not in c["safety_identifier"] for c in requests_made)

@@ -37,7 +37,7 @@ def vendor_ids(staged: list[StagedMessage], turns: list[Turn], openai_conversati
     for message in staged:
         media += [m for a in message.media if (m := media_of(a.url))]
         if message.ai_request and message.ai_request.response_id:
-            responses.append(message.ai_request.response_id)
+            responses += [*message.ai_request.responses, message.ai_request.response_id]
     for turn in turns:
         if turn.role == "user":
             inbound += [*turn.message_sids, *([turn.first_message_sid] if turn.first_message_sid else [])]
@@ -48,7 +48,7 @@ def vendor_ids(staged: list[StagedMessage], turns: list[Turn], openai_conversati
             ours += [turn.template_sid] if turn.template_sid else []
             ours += [r.sid for r in turn.resends.values() if r.sid]
         ours += list(turn.deliveries)
-        responses += [turn.response_id] if turn.response_id else []
+        responses += [*turn.response_ids, *([turn.response_id] if turn.response_id else [])]
     return VendorIds(
         twilio_messages=list(dict.fromkeys([*inbound, *ours])),
         twilio_media=list(dict.fromkeys(media)),

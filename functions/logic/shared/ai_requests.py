@@ -116,6 +116,7 @@ class BatchRequest(StrayTurns):
     def __post_init__(self) -> None:
         self.admitted_as = self.model  # the model the batch's AI call was counted for
         self.tools_called: list[str] = []  # the tools the reply's rounds called (names)
+        self.responses: list[str] = []  # every response asked for the batch, its rounds'
         self.first_max_output_tokens = self.max_output_tokens
 
     @property
@@ -249,7 +250,9 @@ class BatchRequest(StrayTurns):
                 else:
                     staged_messages.keep_ai_request(self.conversation_id, self.key, on_refusal)
             raise
-        request = request.model_copy(update={"response_id": state.id})
+        request = request.model_copy(
+            update={"response_id": state.id, "responses": [*request.responses, state.id]}
+        )
         staged_messages.keep_ai_request(self.conversation_id, self.key, request)
         logger.info(
             "Reply requested",
@@ -351,6 +354,7 @@ class BatchRequest(StrayTurns):
 
     def _finish(self, request: AIRequest, state: ResponseState) -> ResponseState:
         self.tools_called = request.called
+        self.responses = request.responses or [state.id]
         state = ai.wait_for(
             self.client, state, self.budget, stop=self.newer, while_waiting=self.while_waiting
         )

@@ -111,6 +111,7 @@ def _new_assistant_turn(task: GenerateInput) -> Turn | None:
         profile_key=answer.profile_key or None,
         profile_version=answer.profile_version or None,
         tools_called=list(answer.tools_called),
+        response_ids=list(answer.responses),
         prompt_tokens=reply.prompt_tokens,
         completion_tokens=reply.completion_tokens,
         total_tokens=reply.total_tokens,
@@ -149,6 +150,7 @@ class Reply:
 
     state: ResponseState
     tools_called: tuple[str, ...]
+    responses: tuple[str, ...]
     profile_key: str
     profile_version: int
 
@@ -178,7 +180,11 @@ def _ask(
         request.openai_conversation = _start_conversation(request)
     state = _reply_with_a_served_model(request, get_settings().openai_fallback_model)
     return Reply(
-        state, tuple(request.tools_called), user_turn.profile_key or "", user_turn.profile_version or 0
+        state,
+        tuple(request.tools_called),
+        tuple(request.responses),
+        user_turn.profile_key or "",
+        user_turn.profile_version or 0,
     )
 
 
