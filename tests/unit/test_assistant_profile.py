@@ -60,7 +60,6 @@ def test_a_good_profile_is_read_and_its_tools_go_to_openai_strict(tmp_path):
         ({"url": "ftp://shop.example.com/tools"}, "tools.0.url"),
         ({"url": "https://user:secret@shop.example.com/"}, "tools.0.url"),
         ({"name": "look up order"}, "tools.0.name"),
-        ({"confirm": True}, "tools.0.confirm"),
         (
             {"parameters": {"type": "object", "properties": {"order": {"type": "string"}}}},
             "additionalProperties",
