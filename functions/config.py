@@ -1,7 +1,7 @@
 """Configuration of the functions, read once from the environment into a typed model.
 The names of the resources the stack creates have no defaults: a function deployed
 without them fails at cold start, not at its first request. A pydantic model, like every
-model of the service (docs/decisions.md, "Models are pydantic models")."""
+model of the service (docs/adr/0059-models-are-pydantic-models-as-the-design-card.md)."""
 
 import os
 from functools import cache
@@ -54,7 +54,8 @@ class Settings(BaseModel):
     quiet_seconds: Annotated[float, Field(gt=0)] = 3
     typing_gap_seconds: Annotated[float, Field(ge=0)] = 2
     typing_quiet_seconds: Annotated[float, Field(gt=0)] = 6
-    quiet_min_seconds: Annotated[float, Field(gt=0)] = 2.5  # adaptive mode's bounds (docs/decisions.md)
+    # Adaptive mode's bounds (docs/adr/0127-adaptive-batchings-defaults-chosen-across-six.md).
+    quiet_min_seconds: Annotated[float, Field(gt=0)] = 2.5
     quiet_max_seconds: Annotated[float, Field(gt=0)] = 20
     # At most 600 (functions/batching_rules.py MAX_WAIT_LIMIT_SECONDS, which clamps a
     # conversation's own rules): the wait task's timeout (TimeoutSecondsPath), each wait that
@@ -222,8 +223,9 @@ class Settings(BaseModel):
     # A conversation's context budget: once its input passes this many tokens, OpenAI
     # compacts what came before (server-side compaction), so that a call's input stays near
     # it however long the conversation (4,000 input tokens: $0.004 at the default model's
-    # $1.00 per million; docs/decisions.md). 0: no compaction (the input grows with the
-    # conversation up to the model's window, where `truncation: auto` cuts it).
+    # $1.00 per million; docs/adr/0097-a-context-budget-per-conversation-by-openais.md).
+    # 0: no compaction (the input grows with the conversation up to the model's window,
+    # where `truncation: auto` cuts it).
     openai_max_context_tokens: Annotated[int, Field(ge=0)] = 4_000
     # The cap on a reply's tokens, reasoning included; a response that spends it all on
     # reasoning is asked once more with twice the room (functions/logic/rules/output_room.py).

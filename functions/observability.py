@@ -3,7 +3,7 @@ logger.inject_lambda_context, then metrics.log_metrics.
 
 No Powertools Tracer: creating one imports the X-Ray SDK, which doubled every cold start
 (measured by `make bench`). Lambda's and Step Functions' active tracing still put each
-run and each invocation on the X-Ray service map (docs/decisions.md).
+run and each invocation on the X-Ray service map (docs/adr/0025-cold-starts-what-a-function-imports.md).
 
 Every metric is emitted in the stack's own namespace, POWERTOOLS_METRICS_NAMESPACE, which
 the CDK stack sets on every function to its name (functions/stack_names.py

@@ -11,8 +11,9 @@ def metrics_namespace(stack_name: str) -> str:
     """The CloudWatch namespace of the metrics a stack's functions emit, and of every metric
     its alarms and dashboard read that is not AWS's own: the stack's name, unique in an
     account and Region, so that two stacks there never count into each other's alarms
-    (docs/decisions.md). A stack name (letters, digits, hyphens; at most 128) is always a
-    valid namespace; the default stack's is `BurstReply`, where its metrics always were."""
+    (docs/adr/0139-a-stacks-metrics-are-in-a-namespace.md). A stack name (letters, digits,
+    hyphens; at most 128) is always a valid namespace; the default stack's is `BurstReply`,
+    where its metrics always were."""
     return stack_name
 
 

@@ -25,7 +25,8 @@ BUILD = ROOT / "build" / "lambda"
 # ones (manylinux2014 is manylinux_2_17) install; a wheel for a newer glibc does not.
 LAMBDA_PLATFORM = "aarch64-manylinux_2_28"
 # Lambda's code and layer directories are read-only: the bytecode is shipped, compiled so
-# that the runtime loads it without reading the sources (docs/decisions.md).
+# that the runtime loads it without reading the sources
+# (docs/adr/0089-the-asset-ships-unchecked-hash-bytecode.md).
 BYTECODE = py_compile.PycInvalidationMode.UNCHECKED_HASH
 
 

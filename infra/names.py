@@ -47,7 +47,8 @@ NOT_GIVEN = frozenset({"code_directory", "dependencies_directory", "function_set
 
 
 def state_machine_log_group_name(machine_name: str) -> str:
-    """Under /aws/vendedlogs/ (docs/decisions.md): the state machine's run log."""
+    """Under /aws/vendedlogs/ (docs/adr/0048-what-aws-does-differently-checked-before.md): the
+    state machine's run log."""
     return f"/aws/vendedlogs/states/{machine_name}"
 
 

@@ -25,7 +25,8 @@ WAF_WEB_ACL_PER_MONTH = 5.00
 WAF_RULE_PER_MONTH = 1.00
 WAF_RULES = 1
 WAF_PER_REQUEST = 0.60 / 1_000_000
-# Lambda SnapStart for Python (not enabled; docs/decisions.md): caching a published
+# Lambda SnapStart for Python (not enabled; docs/adr/0060-lambda-snapstart-what-it-would-give-and-cost.md):
+# caching a published
 # version's snapshot, per GB of the function's memory per second it is cached (at least
 # 3 hours), and each restore of it, per GB (https://aws.amazon.com/lambda/pricing/).
 SNAPSTART_CACHE_PER_GB_SECOND = 0.0000015046

@@ -70,7 +70,8 @@ def public_url(event: dict[str, Any]) -> str:
     (which includes the stage on the execute-api domain). Forwarded headers count only
     when WEBHOOK_TRUST_FORWARDED_HEADERS is on. Then the query string: as received when the
     event carries it raw (`rawQueryString`, HTTP API events); a REST API event carries only
-    the parsed parameters, re-encoded here in the order received (see docs/decisions.md).
+    the parsed parameters, re-encoded here in the order received (see
+    docs/adr/0029-the-url-a-signature-covers.md).
     Never a fragment: HTTP does not send it, and a fragment on the configured base URL
     (connection overrides) is not part of the path; admission.py checks the signature
     with and without the overrides."""
@@ -92,7 +93,8 @@ def public_url(event: dict[str, Any]) -> str:
 def _filled(resource: str, parameters: dict[str, str] | None) -> str:
     """The resource (`/twilio/status/{conversation}/...`) with its path parameters as
     requested: API Gateway (REST) passes them on without decoding them, so this is the
-    path Twilio called, percent-encoding included (see docs/decisions.md)."""
+    path Twilio called, percent-encoding included (see
+    docs/adr/0052-the-local-gateway-hands-over-the-events-api.md)."""
     for name, value in (parameters or {}).items():
         resource = resource.replace("{" + name + "}", value)
     return resource

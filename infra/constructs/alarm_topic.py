@@ -25,7 +25,7 @@ class AlarmTopic(Construct):
         super().__init__(scope, construct_id)
         stack = Stack.of(self)
         # An AWS managed key (alias/aws/sns) cannot be used: its policy cannot let
-        # CloudWatch encrypt the notifications it publishes (docs/decisions.md).
+        # CloudWatch encrypt the notifications it publishes (docs/adr/0046-someone-hears-the-alarms.md).
         self.key = kms.Key(
             self,
             "Key",

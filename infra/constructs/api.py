@@ -45,7 +45,7 @@ class WebhookApi(Construct):
     counts only requests without a Twilio signature, and the cost cap is the webhook's
     reserved concurrency (`webhook_reserved_concurrency`): a request over it gets API
     Gateway's 500, which Twilio retries under the URL's connection overrides
-    (docs/decisions.md, "Nothing refused at the edge for Twilio's signed traffic")."""
+    (docs/adr/0090-nothing-refused-at-the-edge-for-twilios.md)."""
 
     def __init__(
         self,

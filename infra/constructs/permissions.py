@@ -37,7 +37,8 @@ TWILIO_SECRETS: Grants = [(("secretsmanager:GetSecretValue",), ("secrets:twilio-
 # tagged with the tenant (infra/constructs/tenant_reader.py), never with their own role:
 # the conversation's tenant is a stored fact where they read it. (The webhook and the
 # status callback also read it with their own roles, to check the signature of a claimed
-# tenant: docs/decisions.md; the status callback's template goes out in a session.)
+# tenant: docs/adr/0110-tenant-sessions-which-functions-keep-a-wider.md; the status callback's
+# template goes out in a session.)
 TENANT_SESSION_READERS = (
     "GenerateReply",
     "SendReply",

@@ -15,7 +15,8 @@ and condition values replaced by the request's values (a statement whose variabl
 key the request lacks applies to nothing, as IAM drops it; `Null` tests a key's absence).
 What moto's evaluator does not judge as IAM does is refused rather than guessed: a
 condition operator or key not modelled here, NotResource or NotPrincipal stops the
-evaluation with an error. docs/decisions.md says why this evaluator."""
+evaluation with an error. docs/adr/0045-least-privilege-evaluated-rather-than-copied.md says why
+this evaluator."""
 
 from __future__ import annotations
 

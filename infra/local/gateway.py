@@ -1,8 +1,8 @@
 """A local API Gateway: turns HTTP requests into the REST API (v1) Lambda proxy events that
 the deployed API hands our endpoints (functions/registry.py's routes: the webhook, the
 status callbacks), runs the route's handler in-process as Lambda would, and turns its
-result back into HTTP. What it reproduces, with the sources, is in docs/decisions.md
-("The local gateway hands over the events API Gateway does"):
+result back into HTTP. What it reproduces, with the sources, is in
+docs/adr/0052-the-local-gateway-hands-over-the-events-api.md:
 
 - the API answers on its stage URL (`/prod/whatsapp`, as on the execute-api domain: the
   stage is in `requestContext.path` and `requestContext.stage`, not in `path`) and at the

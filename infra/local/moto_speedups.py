@@ -1,6 +1,7 @@
 """What moto redoes on every run, task or request, done once in the moto process
 (infra/local/moto_process.py). None of it changes what moto answers; under load it was a
-third of that process's time (docs/decisions.md):
+third of that process's time (docs/CHANGELOG.md, "The local stack stops redoing work per run
+and per call", and the two local DynamoDB entries after it):
 
 - The Step Functions interpreter builds a new boto3 client for every task it runs
   (`boto_client_for`): one client, for a region and a service, serves them all (boto3

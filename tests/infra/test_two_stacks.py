@@ -1,7 +1,7 @@
 """Two stacks in one account and Region: every alarm and the dashboard of one watch only
 its own metrics, and its functions emit where its own alarms look (the stack's namespace,
 POWERTOOLS_METRICS_NAMESPACE, set by the CDK on every function: infra/names.py
-metrics_namespace; docs/decisions.md)."""
+metrics_namespace; docs/adr/0139-a-stacks-metrics-are-in-a-namespace.md)."""
 
 from __future__ import annotations
 

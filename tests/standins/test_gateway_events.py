@@ -1,5 +1,5 @@
 """The local gateway's REST API proxy events have the shape API Gateway gives them (see
-docs/decisions.md, "The local gateway hands over the events API Gateway does"); that the
+docs/adr/0052-the-local-gateway-hands-over-the-events-api.md); that the
 handlers read them right is shown over HTTP (tests/e2e/test_status_callbacks.py)."""
 
 from __future__ import annotations

@@ -3,7 +3,7 @@ support/bench/population.py: different seeds, and mixes of steady, fast, slow an
 typists), `adaptive` with the default settings meets its targets, and beats every uniform
 quiet period, and every fixed window, at the same median delay. Where slow or bimodal
 typists weigh, no setting meets the delay target at the AI-call target: there it is not
-checked (docs/decisions.md has the figures)."""
+checked (docs/adr/0127-adaptive-batchings-defaults-chosen-across-six.md has the figures)."""
 
 from __future__ import annotations
 

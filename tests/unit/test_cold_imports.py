@@ -77,9 +77,10 @@ def test_only_generate_reply_loads_the_openai_sdk(loaded):
 
 
 def test_every_function_loads_pydantic_and_builds_only_the_settings_model_at_import(imported):
-    """Every model is pydantic's (docs/decisions.md), so every function pays for importing
-    pydantic; none pays at cold start for building the validators of models it has not
-    used yet (`defer_build`), except the settings, which are read at import to fail fast."""
+    """Every model is pydantic's (docs/adr/0059-models-are-pydantic-models-as-the-design-card.md),
+    so every function pays for importing pydantic; none pays at cold start for building the
+    validators of models it has not used yet (`defer_build`), except the settings, which are
+    read at import to fail fast."""
     for module, (heavy, built) in imported.items():
         assert "pydantic" in heavy, module
         assert built == {"Settings"}, module

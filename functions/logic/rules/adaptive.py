@@ -28,7 +28,8 @@ from functions.batching_rules import BatchingRules
 GAP_WEIGHT = 0.25
 # The quiet period is this many times the person's typical gap: the gaps of one person
 # vary around their mean, and waiting for most of them takes more than it (chosen with the
-# bounds across the bench's populations: docs/decisions.md, tests/support/bench/population.py).
+# bounds across the bench's populations: docs/adr/0127-adaptive-batchings-defaults-chosen-across-six.md,
+# tests/support/bench/population.py).
 QUIET_PER_GAP = 1.75
 # A split burst moves the quiet period this far towards SPLIT_MARGIN times the gap that
 # split it.

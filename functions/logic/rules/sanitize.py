@@ -9,7 +9,8 @@ category Cf (invisible format characters such as the interlinear annotation mark
 the zero-width joiner inside an emoji sequence, and one U+FE0F (emoji presentation) right
 after an emoji. A line or paragraph separator (U+2028, U+2029) becomes a line feed, and
 U+2800 BRAILLE PATTERN BLANK, which Unicode does not count as ignorable (it is the blank
-braille cell, the space between braille words), a space: what it shows (docs/decisions.md).
+braille cell, the space between braille words), a space: what it shows
+(docs/adr/0106-invisible-is-unicodes-default-ignorable-code.md).
 Applied to the merged user turn as it is passed to the model; the staged messages and the
 recorded turn keep what the user sent.
 

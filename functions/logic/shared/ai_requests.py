@@ -41,7 +41,7 @@ tombstone drops it once the batch is answered.
   done): the response is cancelled if it still runs, the turn it left removed (whatever
   its final status: a cancelled response may have kept its input), the kept
   request dropped, and NewerFragments raised; the run merges again and asks again.
-See docs/decisions.md for what this costs in API calls."""
+See docs/adr/0035-one-user-turn-per-batch-in-the-openai.md for what this costs in API calls."""
 
 from __future__ import annotations
 

@@ -23,7 +23,7 @@ template) follows one protocol, `send_once`:
 
 Each message says how to do each step (an `OnceMessage`: the data access is in
 functions/dal, the Twilio calls in functions/integrations/twilio_messages.py); the order
-and the decisions are here, once (docs/decisions.md, "One send-once protocol")."""
+and the decisions are here, once (docs/adr/0056-one-send-once-protocol-for-every-message-we.md)."""
 
 from __future__ import annotations
 
@@ -134,7 +134,7 @@ def _sent_earlier(message: OnceMessage, since: datetime, receipt_wait: float | N
     DELIVERY_RECEIPT_WAIT_SECONDS, before the message is sent again. Twilio reports every
     status after `queued` (`sent`, `failed`, ...) to the message's StatusCallback, which
     names the message; its list shows a created message after a delay it does not bound
-    (docs/decisions.md, "A delivery receipt, not the list, decides a send in doubt")."""
+    (docs/adr/0081-a-delivery-receipt-not-the-list-decides.md)."""
     sid = message.reported() or message.find(since)
     wait = get_settings().delivery_receipt_wait_seconds
     deadline = time.monotonic() + (wait if receipt_wait is None else max(0.0, min(wait, receipt_wait)))

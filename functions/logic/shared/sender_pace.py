@@ -13,7 +13,7 @@ across every conversation and Lambda (functions/dal/sender_budget.py), and Send 
 waits for it: created at most QUEUED_AHEAD_SECONDS before its turn, the part waits in
 Twilio's queue no longer than that. A turn further ahead than the attempt can wait is not
 booked: the attempt fails with TwilioRetryableError (nothing created), and the state
-machine's Retry backs off (docs/decisions.md, "Replies paced to their sender").
+machine's Retry backs off (docs/adr/0142-replies-paced-to-their-sender.md).
 
 A turn is booked only where a create follows (send_once.py's `send`): a part whose SID is
 recorded, or that an earlier attempt is found to have sent, books none. A turn booked by an

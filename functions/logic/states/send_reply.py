@@ -9,8 +9,8 @@ it; an attempt that finds `sending_since` already set first looks for the first 
 recorded (the only one an earlier attempt can have sent unrecorded: parts go out in order,
 each recorded before the next): its status callback recorded on the turn, Twilio's list,
 then a bounded wait for the callback; it sends the part only if none shows it, or at once
-if the previous attempt's create of it was refused (docs/decisions.md, "One Twilio message
-per reply part" and "A delivery receipt, not the list, decides a send in doubt"; the
+if the previous attempt's create of it was refused (docs/adr/0040-one-twilio-message-per-reply-part.md
+and docs/adr/0081-a-delivery-receipt-not-the-list-decides.md; the
 protocol is functions/logic/shared/send_once.py). Parts go out REPLY_PART_INTERVAL_SECONDS
 apart (63018: the account's and the WhatsApp sender's rate limit), each create in its
 sender's turn, shared with every other conversation of the number (sender_pace.py)."""

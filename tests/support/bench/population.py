@@ -32,8 +32,9 @@ SEED = 20261125  # the bench's seed, for every synthetic corpus it replays
 PEOPLE, BURSTS_EACH = 200, 25
 FIXED = (3, 5, 10, 15)
 QUIET = (1, 2, 3, 4, 5, 6, 8, 10)
-# The targets for `adaptive` (docs/decisions.md): at most this many AI calls per burst on
-# every population, and a median delay at most this long where the typists allow it.
+# The targets for `adaptive` (docs/adr/0127-adaptive-batchings-defaults-chosen-across-six.md):
+# at most this many AI calls per burst on every population, and a median delay at most this
+# long where the typists allow it.
 TARGET_AI_CALLS, TARGET_DELAY_S = 1.32, 4.2
 
 Gaps = Callable[[], float]
@@ -67,7 +68,8 @@ class Population:
     seed: int
     mix: dict[str, float]  # kind of typist → share of the people
     # Whether TARGET_DELAY_S is a target here: on a population where slow or bimodal
-    # typists weigh, no setting tried meets it at TARGET_AI_CALLS (docs/decisions.md).
+    # typists weigh, no setting tried meets it at TARGET_AI_CALLS
+    # (docs/adr/0127-adaptive-batchings-defaults-chosen-across-six.md).
     delay_target: bool = True
 
     def describe(self) -> str:

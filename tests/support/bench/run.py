@@ -75,7 +75,7 @@ SEED = population.SEED
 # instructions, the conversation so far and the burst in; a short chat reply out.
 ASSUMED_INPUT_TOKENS, ASSUMED_OUTPUT_TOKENS = 2_000, 200
 # Cold imports against `import boto3`: each function without the OpenAI SDK, and the sum
-# over the state machine's functions (docs/decisions.md).
+# over the state machine's functions (docs/adr/0059-models-are-pydantic-models-as-the-design-card.md).
 COLD_TARGET_PER_FUNCTION, COLD_TARGET_STATE_MACHINE = 2.0, 18.0
 
 
