@@ -43,8 +43,9 @@ def new_conversation_id(tenant_account_sid: str, key: str, generation: int = 0) 
     """The id of the tenant's conversation of an address key: an HMAC under the deployment's
     key (id_key), so that it reveals nothing of the addresses without the key, and is the
     same for every webhook that draws it. Conversations created before the key keep the
-    plain hash they were given (docs/adr/0134-conversation-ids-are-keyed-they-give-away-no.md). A person who writes again once theirs
-    was forgotten opens the next `generation`, under an id of its own (create). Code takes
+    plain hash they were given (docs/adr/0134-conversation-ids-are-keyed-they-give-away-no.md).
+    A person who writes again once theirs was forgotten opens the next `generation`, under an
+    id of its own (create). Code takes
     any string as a conversation id (URLs, execution names and logs encode it where needed)."""
     message = f"{tenant_account_sid}#{key}" + (f"#{generation}" if generation else "")
     return "c" + hmac.new(id_key.conversation_id_key(), message.encode(), hashlib.sha256).hexdigest()[:24]
