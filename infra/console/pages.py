@@ -132,7 +132,7 @@ def conversation_page(page: ConversationPage, show_text: bool, here: str) -> str
         + "<h2>The burst, on its timeline</h2>"
         + draw(view, show_text, f"burst-{page.selected}" if page.selected else "")
     )
-    body += _runs_table(page) + _parts_table(page)
+    body += _runs_table(page) + _tool_calls_table(page) + _parts_table(page)
     return _page(f"Conversation {c.conversation_id}", body, refresh=view.in_flight)
 
 
@@ -173,6 +173,22 @@ def _runs_table(page: ConversationPage) -> str:
         + "".join(rows)
         + "</table>"
     )
+
+
+def _tool_calls_table(page: ConversationPage) -> str:
+    """The runs' tool calls: names and outcomes only (never what was asked or answered)."""
+    rows = [
+        f"<tr><td>{escape(call.name)}</td><td>{escape(run.window_id[-6:])}</td>"
+        f'<td class="{"failed" if call.trouble else ""}">{escape(call.outcome)}</td><td>{call.attempts}</td>'
+        f"<td>{_moment(call.claimed_ms or 0)}</td><td>{_moment(call.finished_ms or 0)}</td></tr>"
+        for run in page.view.runs
+        for call in run.tool_calls
+    ]
+    if not rows:
+        return ""
+    columns = ("Tool", "Window", "Outcome", "Attempts", "Claimed", "Finished")
+    head = "<tr>" + "".join(f"<th>{c}</th>" for c in columns) + "</tr>"
+    return "<h2>Tool calls</h2><table>" + head + "".join(rows) + "</table>"
 
 
 def _parts_table(page: ConversationPage) -> str:

@@ -4,7 +4,10 @@
 Every client comes from one boto3 session that refuses, before sending it, any operation
 but the reads listed in `READS`: the console cannot change data, nor read a secret,
 whatever credentials the operator holds. Items become the dal's models
-(functions/dal/models.py)."""
+(functions/dal/models.py).
+
+A tool call's output (the endpoint's answer, personal data) is read only to tell why a call
+was refused, and dropped here: past this module no page has it (`calls_and_proposals`)."""
 
 from __future__ import annotations
 
@@ -12,13 +15,14 @@ import json
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any
+from typing import Any, Literal
 
 import boto3
 from boto3.dynamodb.conditions import Attr, Key
 
 from functions.dal import due_resends, expressions
-from functions.dal.models import BatchWindow, Conversation, StagedMessage, Turn
+from functions.dal.models import BatchWindow, Confirmation, Conversation, StagedMessage, ToolCall, Turn
+from functions.logic.rules import tools as tool_rules
 from infra.stack_lookup import TABLES
 
 # Every AWS operation the console sends (StackReader's, and the reachability check of
@@ -68,6 +72,42 @@ class ConversationRow(Conversation):
     conversation_status: str | None = None
 
 
+Refusal = Literal["endpoint", "proposed", "not_confirmed", "unknown_tool", "no_signing_secret"]
+CONFIRMATION_PREFIX = "confirm#"  # a proposal's key (functions/logic/rules/tools.py)
+
+
+class ToolCallRow(ToolCall):
+    """A tool call as the console shows it: never its output; a refused call says who
+    refused it: the endpoint, or Call Tools itself (functions/logic/states/call_tools.py)."""
+
+    refused_by: Refusal | None = None
+
+
+def calls_and_proposals(items: list[dict[str, Any]]) -> tuple[list[ToolCallRow], list[Confirmation]]:
+    """The ToolCalls table's items: the calls (their outputs dropped) and the proposals of
+    `confirm: true` calls."""
+    calls, proposals = [], []
+    for item in items:
+        if str(item.get("call_key", "")).startswith(CONFIRMATION_PREFIX):
+            proposals.append(Confirmation.from_item(item))
+            continue
+        call = ToolCallRow.from_item(item)
+        refused_by = _refused_by(call.output or "", call.name) if call.status == "refused" else None
+        calls.append(call.model_copy(update={"output": None, "refused_by": refused_by}))
+    return calls, proposals
+
+
+def _refused_by(output: str, name: str) -> Refusal:
+    """Who refused a call: what Call Tools told the model, else the endpoint's refusal."""
+    told: dict[str, Refusal] = {
+        tool_rules.NEEDS_CONFIRMATION: "proposed",
+        tool_rules.NOT_CONFIRMED: "not_confirmed",
+        tool_rules.unknown_tool(name): "unknown_tool",
+        tool_rules.UNAVAILABLE: "no_signing_secret",  # the one refusal Call Tools words so
+    }
+    return told.get(output, "endpoint")
+
+
 @dataclass
 class Run:
     """One run of the state machine: the list's summary, and once described, its input
@@ -96,6 +136,7 @@ class StackReader:
         self.staged_messages = dynamodb.Table(names["STAGED_MESSAGES_TABLE"])
         self.batch_windows = dynamodb.Table(names["BATCH_WINDOWS_TABLE"])
         self.turns = dynamodb.Table(names["TURNS_TABLE"])
+        self.tool_calls = dynamodb.Table(names["TOOL_CALLS_TABLE"])
         self.sfn = session.client("stepfunctions")
         self.state_machine_arn = names["STATE_MACHINE_ARN"]
         self.region = self.state_machine_arn.split(":")[3]
@@ -148,6 +189,12 @@ class StackReader:
     def window_of(self, conversation_id: str) -> BatchWindow | None:
         item = self.batch_windows.get_item(Key={"conversation_id": conversation_id}).get("Item")
         return BatchWindow.from_item(item) if item else None
+
+    def tool_calls_of(self, conversation_id: str) -> tuple[list[ToolCallRow], list[Confirmation]]:
+        """The conversation's tool calls (never their outputs) and proposals."""
+        query = self.tool_calls.query
+        items = _pages(query, KeyConditionExpression=Key("conversation_id").eq(conversation_id))
+        return calls_and_proposals(items)
 
     def runs(self, name_prefix: str = "", status: str | None = None) -> list[Run]:
         """The most recent runs (MAX_PAGES pages at most) whose names start with

@@ -1,14 +1,15 @@
 """The burst drawn as one SVG timeline, a row per thing that happened: each fragment, the
-batch window, each state of each run, each reply part, the marks (opt-out, typing…), and
-the same arrival times under other batching rules. Time runs left to right, in seconds
-from the first thing shown. Message texts appear only when `show_text` is set."""
+batch window, each state of each run (each tool call under Call Tools), each reply part,
+the marks (opt-out, typing…), and the same arrival times under other batching rules. Time
+runs left to right, in seconds from the first thing shown. Message texts appear only when
+`show_text` is set; a tool call's arguments and output never."""
 
 from __future__ import annotations
 
 from html import escape
 
 from infra.console.fragments import PREVIEW_CHARS
-from infra.console.timeline import GENERATE_STATE, BurstView, RunView
+from infra.console.timeline import CALL_TOOLS_STATE, GENERATE_STATE, BurstView, RunView
 
 WIDTH, LABELS, ROW = 1080, 300, 24
 PLOT = WIDTH - LABELS - 130  # room on the right for a duration or a status
@@ -22,6 +23,7 @@ COLOURS = {
     "part": "#059669",
     "mark": "#7c3aed",
     "rules": "#a855f7",
+    "tool": "#0891b2",
 }
 BAD_STATUSES = ("failed", "undelivered")
 
@@ -143,6 +145,7 @@ def _run(canvas: Canvas, run: RunView) -> None:
     canvas.heading(f"Run {run.run.name[-20:]}: {run.run.status}{took}{failure}")
     rows: dict[str, float] = {}
     ai_rows: set[str] = set()
+    drawn = False  # the tool calls
     for span in run.states:
         failed = span.name == run.failed_state
         if span.name not in rows:
@@ -162,6 +165,28 @@ def _run(canvas: Canvas, run: RunView) -> None:
         for error, cause in span.failed_attempts:
             canvas.text(canvas.x(exited) + 6, canvas.y + ROW / 2 + 4, f"✕ {error}: {cause}"[:90], "error")
             canvas.y += ROW
+        if span.name == CALL_TOOLS_STATE and not drawn:
+            drawn = _tool_calls(canvas, run)
+    if not drawn:  # calls with no Call Tools state in the history read
+        _tool_calls(canvas, run)
+
+
+def _tool_calls(canvas: Canvas, run: RunView) -> bool:
+    """A row per call: its tool, a bar from its claim to its outcome, the outcome in words."""
+    for call in run.tool_calls:
+        middle = canvas.row(f"tool {call.name}", "failed" if call.trouble else "")
+        if call.claimed_ms is None:
+            continue
+        finished = call.finished_ms or canvas.start_ms + canvas.span_ms
+        colour = COLOURS["failed" if call.trouble else "tool"]
+        canvas.bar(call.claimed_ms, finished, middle, colour, call.name, dashed=call.finished_ms is None)
+        words = [call.outcome, f"{call.attempts} attempt{'s' * (call.attempts != 1)}"]
+        if call.finished_ms is not None:
+            words.append(f"{call.finished_ms - call.claimed_ms:,} ms")
+        canvas.text(
+            canvas.x(finished) + 6, middle + 4, " · ".join(words), "error" if call.trouble else "note"
+        )
+    return True
 
 
 def _replies(canvas: Canvas, view: BurstView, show_text: bool) -> None:

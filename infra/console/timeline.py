@@ -1,5 +1,6 @@
 """One burst of a conversation as the console draws it: the fragments as they arrived, the
-batch window and why it ended, each run state by state, the AI call, each reply part with
+batch window and why it ended, each run state by state, the AI call, the tool calls (names
+and outcomes, never what they were asked or answered), each reply part with
 its delivery status (a person's reply among them), opt-outs, and what other batching rules
 would have done with the same arrival times. Built from what infra/console/reading.py read; no I/O here."""
 
@@ -9,17 +10,18 @@ import re
 from dataclasses import dataclass, field, replace
 
 from functions.batching_rules import BatchingRules
-from functions.dal.models import BatchWindow, Delivery, StagedMessage, Turn
+from functions.dal.models import BatchWindow, Confirmation, Delivery, StagedMessage, Turn
 from functions.logic.rules.handoff import PERSON
 from functions.logic.rules.replies import split_reply
 from infra.console.fragments import Fragment, merged_preview, of_staged, of_turn, split_body
-from infra.console.reading import ConversationRow, Run
+from infra.console.reading import ConversationRow, Run, ToolCallRow
 from infra.replay.simulate import batches_of
 from infra.replay.sources import epoch_ms
 from infra.runs import StateSpan, short_cause, timeline
 
 WAIT_STATE = "Wait For The Burst To End"
 GENERATE_STATE = "Generate Reply"
+CALL_TOOLS_STATE = "Call Tools"
 PERSONS_REPLY = "a person's reply"
 # Why a message sent for a turn has no text on the console: none is recorded.
 UNTOLD = {
@@ -48,6 +50,37 @@ def console_url(run: Run, region: str) -> str:
     )
 
 
+# A tool call's outcome in words, by its status (functions/dal/models.py ToolCall), and a
+# refused one's by who refused it (infra/console/reading.py).
+OUTCOMES = {
+    "answered": "answered",
+    "in_doubt": "outcome unknown — not made again",
+    "claimed": "being made",
+    "not_made": "not made yet: to be tried again",
+    "unavailable": "unavailable: no answer",  # after its attempts (Call Tools' MAX_ATTEMPTS)
+}
+REFUSALS = {
+    "endpoint": "refused by the endpoint",
+    "not_confirmed": "not made: the person did not say yes",
+    "unknown_tool": "not made: the assistant profile has no such tool",
+    "no_signing_secret": "not made: the tenant has no tool-signing secret",
+}
+TROUBLE = ("in_doubt", "unavailable")  # drawn red
+
+
+@dataclass(frozen=True)
+class ToolCallView:
+    """One tool call of a run's window: its tool, its outcome in words, its attempts and
+    when it was claimed and finished; never its arguments or its output."""
+
+    name: str
+    outcome: str
+    attempts: int
+    claimed_ms: int | None
+    finished_ms: int | None
+    trouble: bool = False
+
+
 @dataclass
 class RunView:
     run: Run
@@ -58,6 +91,7 @@ class RunView:
     ai_model: str | None = None
     prompt_tokens: int = 0
     completion_tokens: int = 0
+    tool_calls: list[ToolCallView] = field(default_factory=list)
 
 
 @dataclass(frozen=True)
@@ -130,6 +164,41 @@ def run_view(run: Run, turns: list[Turn], region: str | None) -> RunView:
             view.ai_model, view.prompt_tokens = turn.model, turn.prompt_tokens
             view.completion_tokens = turn.completion_tokens
     return view
+
+
+def tool_calls_of(
+    window_id: str, calls: list[ToolCallRow], proposals: list[Confirmation], turns: list[Turn], now_ms: int
+) -> list[ToolCallView]:
+    """The calls the window made (claimed first in it), in the order they were claimed."""
+    batch = next((t for t in turns if t.window_id == window_id and t.role == "user"), None)
+    batch_key = batch.message_sids[0] if batch and batch.message_sids else None
+    views = []
+    for call in sorted((c for c in calls if c.window_id == window_id), key=lambda c: c.claimed_at):
+        outcome = _outcome(call, proposals, now_ms)
+        if any(p.name == call.name and batch_key and p.used_by == batch_key for p in proposals):
+            outcome += ", after the person's yes"
+        claimed = epoch_ms(call.claimed_at) if call.claimed_at else None
+        finished = epoch_ms(call.finished_at) if call.finished_at else None
+        trouble = call.status in TROUBLE or call.refused_by not in (None, "proposed", "not_confirmed")
+        views.append(ToolCallView(call.name, outcome, call.attempts, claimed, finished, trouble))
+    return views
+
+
+def _outcome(call: ToolCallRow, proposals: list[Confirmation], now_ms: int) -> str:
+    if call.status != "refused":
+        return OUTCOMES.get(call.status, call.status)
+    if call.refused_by != "proposed":
+        return REFUSALS.get(call.refused_by or "endpoint", "refused")
+    # A `confirm: true` tool's first ask: proposed (in this window), and what became of it.
+    proposal = next((p for p in proposals if p.window_id == call.window_id and p.name == call.name), None)
+    if proposal is None:
+        return "proposed: the person's yes was asked"
+    if proposal.used_by is None:
+        waiting = proposal.expires_at * 1000 > now_ms
+        return "proposed, awaiting the person's yes" if waiting else "proposed, no yes in time"
+    if proposal.used_by.endswith("#declined"):
+        return "proposed, the person did not say yes"
+    return "proposed, confirmed by the next burst"
 
 
 def failed_state(states: list[StateSpan], error: str | None) -> str | None:

@@ -22,6 +22,7 @@ from infra.console.timeline import (
     other_rules,
     reply_parts,
     run_view,
+    tool_calls_of,
     window_of_run,
     window_opened_ms,
 )
@@ -152,6 +153,9 @@ def conversation_page(
     start, end = _span(selected, fragments, runs, now_ms)
     shown = [reader.described(r) for r in runs if _ms(r.started) <= end and _ms(r.stopped, now_ms) >= start]
     views = [run_view(r, turns, None if local else reader.region) for r in shown]
+    calls, proposals = reader.tool_calls_of(conversation_id) if views else ([], [])
+    for run in views:
+        run.tool_calls = tool_calls_of(run.window_id, calls, proposals, turns, now_ms)
     view = BurstView(conversation, start, end, merged_previews=merged)
     view.fragments = [f for f in fragments if start <= f.at_ms <= end]
     view.runs = views

@@ -7,9 +7,11 @@ the conversation; its page shows the fragments in the order sent (their texts on
 "show message text" button is pressed: a POST, never a URL), the run's states by their
 console names, the reply sent and what Twilio reported of it. A failed run's page shows the
 state it failed in, its error and cause. A conversation handed off to a person shows its
-pause (since, by whom, until) and the person's reply with its status. Every AWS call the
-console makes is one of its reads. Pages are opened as an operator opens them: the printed
-URL's token first (without it, or from another Host, nothing is served).
+pause (since, by whom, until) and the person's reply with its status. A run that called a
+tool shows the call under Call Tools: its name and outcome, never what it was asked or
+answered. Every AWS call the console makes is one of its reads. Pages are opened as an
+operator opens them: the printed URL's token first (without it, or from another Host,
+nothing is served).
 
 CONSOLE_SCREENSHOT=1 also writes docs/console.png (docs/console.md)."""
 
@@ -346,6 +348,41 @@ def _persons_reply_status(conversation_id: str) -> str | None:
 def _shown(moment: str | None) -> str:
     """An ISO moment as the console shows it."""
     return datetime.fromisoformat(moment or "").astimezone(UTC).strftime("%Y-%m-%d %H:%M:%S UTC")
+
+
+def test_a_runs_tool_call_shows_under_call_tools_by_its_name_and_outcome_only(harness, console, tmp_path):
+    """A tenant's tool (a loopback endpoint), called once by the burst's run: the page draws
+    the call under Call Tools (its tool, `answered`, its attempt) and lists it below; the
+    order number the model asked with and the endpoint's answer appear nowhere."""
+    from tests.support.shop import Shop
+    from tests.support.tool_endpoint import ToolEndpoint
+
+    shop, tool = Shop(harness), "lookup_order_" + os.urandom(3).hex()  # the stand-in's call: this test's
+    endpoint = ToolEndpoint(answer=b'{"status": "shipped on Monday"}')
+    try:
+        order = {"order": {"type": "string"}}
+        parameters = {"type": "object", "properties": order, "required": ["order"]}
+        function = {"type": "function", "name": tool, "description": "Where an order is", "url": endpoint.url}
+        function["parameters"] = {**parameters, "additionalProperties": False}
+        profile = {"instructions": "Look orders up before answering.", "tools": [function]}
+        assert shop.put_profile(tmp_path, profile).returncode == 0
+        harness.stack.openai.queue_tool_calls({"name": tool, "arguments": {"order": "55501"}})
+        user = harness.new_user()
+        shop.send(user, "where is order 55501?")
+        conversation_id = shop.conversation_id(user)
+        (run,) = harness.wait_until_quiet(conversation_id, runs=1)
+    finally:
+        endpoint.close()
+    assert run["status"] == "SUCCEEDED" and len(endpoint.received) == 1
+
+    html = rendered(console, f"/conversations/{conversation_id}", tmp_path / "tools")
+    seen = _Seen()
+    seen.feed(html)
+
+    drawn = ["Call Tools", f"tool {tool}", "answered · 1 attempt · ", "Send Reply"]
+    assert _in_order(seen.pieces, [*drawn, "Tool calls", tool, "answered", "1", "Replies sent"]), seen.pieces
+    for private in ("55501", "shipped on Monday"):
+        assert private not in html, private
 
 
 def test_a_failed_runs_page_shows_the_state_it_failed_in(harness, console, tmp_path):

@@ -15,16 +15,24 @@ from botocore.config import Config
 from botocore.exceptions import EndpointConnectionError
 
 from functions.batching_rules import BatchingRules
-from functions.dal.models import Delivery, Turn
+from functions.dal.models import Confirmation, Delivery, Turn
 from functions.dal.tables import assistant_turn_id, user_turn_id
 from functions.inbound import Location, MessageContent
+from functions.logic.rules import tools as tool_rules
 from functions.logic.rules.content import render
 from functions.logic.rules.handoff import PERSON
 from functions.logic.rules.replies import split_reply
 from functions.logic.shared.person_reply import person_window_id
 from infra.console import pages
 from infra.console.fragments import Fragment, of_turn
-from infra.console.reading import ConversationRow, Run, WriteRefused, read_only_session
+from infra.console.reading import (
+    ConversationRow,
+    Run,
+    ToolCallRow,
+    WriteRefused,
+    calls_and_proposals,
+    read_only_session,
+)
 from infra.console.timeline import BurstView, other_rules, run_view, window_of_run
 from infra.console.views import (
     ConversationLine,
@@ -202,8 +210,15 @@ class _Stack:
 
     region = "eu-west-1"
 
-    def __init__(self, conversations: list[ConversationRow], turns: list[Turn], runs: list[Run]) -> None:
+    def __init__(
+        self,
+        conversations: list[ConversationRow],
+        turns: list[Turn],
+        runs: list[Run],
+        tool_calls: list[dict] | None = None,  # the ToolCalls table's items
+    ) -> None:
         self.conversations, self.turns, self._runs = conversations, turns, runs
+        self.tool_call_items = tool_calls or []
 
     def all_conversations(self) -> list[ConversationRow]:
         return self.conversations
@@ -231,6 +246,9 @@ class _Stack:
 
     def described(self, run: Run) -> Run:
         return run
+
+    def tool_calls_of(self, conversation_id: str) -> tuple[list[ToolCallRow], list[Confirmation]]:
+        return calls_and_proposals(self.tool_call_items)  # as StackReader reads them
 
 
 def test_a_paused_conversation_says_until_when_and_counts_as_handed_off():
@@ -398,3 +416,150 @@ def test_the_transcript_says_which_assistant_profile_answered_and_the_tools_it_c
     assert "assistant profile tenant#AC1 version 3" in hidden and "tools called: lookup_order" in hidden
     assert "no assistant profile: the deployment's instructions" in hidden
     assert "12345" not in hidden  # the tools' names, never what they were asked or answered
+
+
+def _states(minute: int, *states: tuple[str, float, float]) -> list[dict[str, Any]]:
+    """A run's history events: each state entered and exited (seconds after `minute`)."""
+    events: list[dict[str, Any]] = []
+    for name, entered, exited in states:
+        at = _at(minute).timestamp()
+        events.append(
+            {
+                "id": len(events) + 1,
+                "type": "TaskStateEntered",
+                "timestamp": datetime.fromtimestamp(at + entered, UTC),
+                "stateEnteredEventDetails": {"name": name},
+            }
+        )
+        events.append(
+            {
+                "id": len(events) + 1,
+                "type": "TaskStateExited",
+                "timestamp": datetime.fromtimestamp(at + exited, UTC),
+            }
+        )
+    return events
+
+
+def _tool_run(minute: int) -> Run:
+    """A burst's run that called tools: Generate Reply → Call Tools → Generate Reply."""
+    run = _burst_run(minute)
+    run.events = _states(
+        minute,
+        ("Wait For The Burst To End", 0, 1),
+        ("Generate Reply", 1, 1.5),
+        ("Call Tools", 1.5, 3),
+        ("Generate Reply", 3, 3.5),
+        ("Send Reply", 3.5, 4),
+    )
+    return run
+
+
+def _tool_call(minute: int, name: str, status: str, output: str, attempts: int = 1, **more: Any) -> dict:
+    """A ToolCalls item as the table holds it (functions/dal/tool_calls.py), its output the
+    endpoint's answer or what the model was told."""
+    return {
+        "conversation_id": "c1",
+        "call_key": f"{minute:02d}{name}".ljust(32, "0"),
+        "name": name,
+        "side_effects": name != "lookup_order",
+        "status": status,
+        "attempts": attempts,
+        "output": output,
+        "window_id": window_of_run(_burst_run(minute)),
+        "claimed_at": _at(minute, 2).isoformat(),  # in Call Tools
+        "finished_at": _at(minute, 3).isoformat(),
+        "expires_at": 1_900_000_000,
+        **more,
+    }
+
+
+def _timeline_and_tables(page: ConversationPage, show_text: bool) -> tuple[str, str]:
+    html = unescape(pages.conversation_page(page, show_text, "/conversations/c1"))
+    return html, html.split("<svg")[1]
+
+
+def test_a_runs_tool_calls_are_drawn_beside_call_tools_with_their_outcomes_never_their_outputs():
+    """The calls a run's window made, under its Call Tools state: each tool's name, its
+    outcome in words (answered, in doubt, unavailable), its attempts and its time; never
+    what it was asked or answered, even with the message texts shown."""
+    private = '{"order": "ORDQ77", "address": "4 Privet Drive", "card": "Visa4111"}'
+    answered = _burst_turns(
+        0,
+        [MessageContent(body="where is my order?")],
+        "It ships on Monday.",
+        message_sids=["SMa"],
+        model="gpt-test",
+        tools_called=["lookup_order", "cancel_order"],
+    )
+    calls = [
+        _tool_call(0, "lookup_order", "answered", private),
+        _tool_call(0, "cancel_order", "in_doubt", tool_rules.IN_DOUBT, attempts=2),
+        _tool_call(0, "track_parcel", "unavailable", tool_rules.UNAVAILABLE, attempts=3),
+    ]
+    later = _tool_call(20, "lookup_order", "answered", private)  # another burst's
+    reader = _Stack([_conversation("c1")], answered, [_tool_run(0), _burst_run(20)], [*calls, later])
+
+    page = conversation_page(reader, "c1", window_of_run(_burst_run(0)), NOW_MS, local=True)  # type: ignore[arg-type]
+    assert page is not None
+    hidden, timeline = _timeline_and_tables(page, False)
+    shown, _ = _timeline_and_tables(page, True)
+
+    drawn = re.sub(r"<title>.*?</title>", "", timeline.split("</svg>")[0])
+    rows = re.findall(r">([^<]+)</text>", drawn)
+    call_tools = rows.index("Call Tools")
+    assert rows[call_tools + 1 : call_tools + 8] == [
+        "1,500 ms",
+        "tool lookup_order",
+        "answered · 1 attempt · 1,000 ms",
+        "tool cancel_order",
+        "outcome unknown — not made again · 2 attempts · 1,000 ms",
+        "tool track_parcel",
+        "unavailable: no answer · 3 attempts · 1,000 ms",
+    ], rows
+    table = hidden.split("<h2>Tool calls</h2>")[1].split("</table>")[0]
+    assert "lookup_order" in table and "outcome unknown — not made again" in table
+    assert table.count("<tr>") == 4  # the heading and this burst's three calls
+    for page_html in (hidden, shown):
+        for secret in ("ORDQ77", "Privet", "Visa4111", "outcome unknown: the call was sent"):
+            assert secret not in page_html, secret
+
+
+def test_a_call_that_needs_the_persons_yes_is_drawn_as_proposed_then_as_confirmed():
+    """A `confirm: true` tool's proposal, awaiting the person's yes, confirmed by the next
+    burst, whose call is made then; a call the endpoint refused says so."""
+    first = _burst_turns(0, [MessageContent(body="cancel it")], "Shall I cancel it?", message_sids=["SMa"])
+    yes = _burst_turns(20, [MessageContent(body="yes")], "Cancelled.", message_sids=["SMb"])
+    proposal = {
+        "conversation_id": "c1",
+        "call_key": "confirm#" + "a" * 32,
+        "name": "cancel_order",
+        "batch_key": first[0].message_sids[0],
+        "window_id": first[0].window_id,
+        "asked_at": _at(0, 1).isoformat(),
+        "expires_at": NOW_MS // 1000 + 600,
+    }
+    items = [
+        _tool_call(0, "cancel_order", "refused", tool_rules.NEEDS_CONFIRMATION),
+        _tool_call(20, "cancel_order", "answered", '{"cancelled": "ORDQ77"}'),
+        _tool_call(20, "refund", "refused", '{"error": "no refund for Visa4111"}'),
+    ]
+    runs = [_tool_run(0), _tool_run(20)]
+
+    def words(window_id: str, confirmation: dict) -> str:
+        reader = _Stack([_conversation("c1")], [*first, *yes], runs, [*items, confirmation])
+        page = conversation_page(reader, "c1", window_id, NOW_MS, local=True)  # type: ignore[arg-type]
+        assert page is not None
+        html, timeline = _timeline_and_tables(page, True)
+        assert "ORDQ77" not in html and "Visa4111" not in html
+        return " | ".join(re.findall(r">([^<]+)</text>", timeline.split("</svg>")[0]))
+
+    awaiting = words(first[0].window_id, proposal)
+    assert "tool cancel_order | proposed, awaiting the person's yes · 1 attempt" in awaiting
+    used = {**proposal, "used_by": yes[0].message_sids[0]}
+    assert "tool cancel_order | proposed, confirmed by the next burst" in words(first[0].window_id, used)
+    confirmed = words(yes[0].window_id, used)
+    assert "tool cancel_order | answered, after the person's yes · 1 attempt" in confirmed
+    assert "tool refund | refused by the endpoint · 1 attempt" in confirmed
+    declined = {**proposal, "used_by": yes[0].message_sids[0] + "#declined"}
+    assert "proposed, the person did not say yes" in words(first[0].window_id, declined)
