@@ -91,7 +91,9 @@ def _assumptions(args: argparse.Namespace, overrides: dict[str, str]) -> model.A
 def _number(value: float | None) -> str:
     if value is None or math.isinf(value):
         return "never"
-    return f"{value:,.0f}" if value >= 100 else f"{value:,.2f}"
+    if value >= 100:
+        return f"{value:,.0f}"
+    return f"{value:,.2f}" if value >= 1 else f"{value:.3g}"
 
 
 def text(data: dict[str, Any]) -> str:

@@ -135,6 +135,7 @@ EVENTBRIDGE_PUT_EVENTS = Quota(
     note="us-east-1, us-west-2, eu-west-1; 2,400/s or less elsewhere",
 )
 
+# Read on 2026-12-05, as the vendors' limits below.
 STS_REQUESTS = Quota(
     "AWS STS requests per second (AssumeRole, GetCallerIdentity, GetSessionToken... together)",
     600,
@@ -162,7 +163,7 @@ ALL = (
     STS_REQUESTS,
 )
 
-# The vendors' limits (not AWS's), as their pages state them on CHECKED_ON.
+# The vendors' limits (not AWS's), as their pages stated them on 2026-12-05.
 
 
 @dataclass(frozen=True)
