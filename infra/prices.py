@@ -10,6 +10,8 @@ are measured, the prices are not."""
 
 from __future__ import annotations
 
+import math
+
 PRICES_AS_OF = "2026-11-26"
 STEP_FUNCTIONS_PER_TRANSITION = 0.025 / 1000
 LAMBDA_PER_REQUEST = 0.20 / 1_000_000
@@ -36,6 +38,19 @@ SNAPSTART_RESTORE_PER_GB = 0.0001397998
 OPENAI_MODEL_PRICED = "gpt-6.1-terra"
 OPENAI_PER_INPUT_TOKEN = 1.00 / 1_000_000
 OPENAI_PER_OUTPUT_TOKEN = 5.00 / 1_000_000
+# Lambda's logs in CloudWatch Logs (Standard class) are vended logs since May 2025, priced by
+# volume in tiers, per account and month, for all of the account's functions together: the
+# first 10 TB at $0.50/GB, the next 20 TB at $0.25, the next 20 TB at $0.10, over 50 TB at $0.05
+# (https://aws.amazon.com/cloudwatch/pricing/, "Vended Logs"; AWS's announcement of 2025-05-01,
+# "AWS Lambda introduces tiered pricing for Amazon CloudWatch logs"; Duckbill's worked example,
+# 60 TB: $30,000 flat, $12,500 tiered, agrees). Other logs (the state machine's) stay at
+# $0.50/GB (infra/capacity/quotas.py CLOUDWATCH_LOGS_PER_GB).
+LAMBDA_LOGS_TIERS: tuple[tuple[float, float], ...] = (  # (GB in the tier, $ per GB), in order
+    (10_000, 0.50),
+    (20_000, 0.25),
+    (20_000, 0.10),
+    (math.inf, 0.05),
+)
 # Twilio's fee; Meta charges nothing for a reply within the 24-hour window.
 TWILIO_WHATSAPP_PER_MESSAGE = 0.005
 TWILIO_SMS_US_PER_SEGMENT = 0.0083
@@ -54,6 +69,17 @@ def snapstart_cost(memory_gb: float, cached_seconds: float, restores: int) -> tu
         memory_gb * max(cached_seconds, 3 * 3600) * SNAPSTART_CACHE_PER_GB_SECOND,
         memory_gb * restores * SNAPSTART_RESTORE_PER_GB,
     )
+
+
+def lambda_logs_cost(gb_a_month: float) -> float:
+    """A month of Lambda's logs in CloudWatch Logs (GB: 10^9 bytes; TB: 1,000 GB), tier by tier."""
+    cost, left = 0.0, gb_a_month
+    for size, per_gb in LAMBDA_LOGS_TIERS:
+        cost += min(left, size) * per_gb
+        left -= min(left, size)
+        if left <= 0:
+            break
+    return cost
 
 
 def ai_cost(input_tokens: int, output_tokens: int) -> float:

@@ -6,8 +6,11 @@ that test until this table is brought up to date.
 
 A count is `burst + fragment * K + callback * C` for a burst of K fragments whose reply
 has C status callbacks (Twilio posts one per status of each part: sent, delivered, read
-on WhatsApp). An operation's label is `service:Operation`, with the tables it names for
-DynamoDB (`dynamodb:GetItem BatchWindows`, `dynamodb:TransactWriteItems Conversations+Turns`).
+on WhatsApp), plus what each extension of its window (quiet and adaptive modes) and each tool
+round of its reply (one call a round) add, held to recorded runs too (a quiet-mode burst
+extended once against one that was not; a tool round against a reply without one). An
+operation's label is `service:Operation`, with the tables it names for DynamoDB
+(`dynamodb:GetItem BatchWindows`, `dynamodb:TransactWriteItems Conversations+Turns`).
 Items are what DynamoDB bills: one per key read or written (a batch's or a transaction's
 items each count).
 
@@ -22,20 +25,33 @@ from dataclasses import dataclass
 from typing import Any
 
 from functions.dal.tables import ALL_TABLES
+from functions.integrations.tenant_sessions import RENEW_BEFORE_SECONDS, SESSION_SECONDS
 
 STATE_MACHINE = "StateMachine"  # the state machine's own integrations (Query Staged Messages)
+SESSION_RENEWED_EVERY = SESSION_SECONDS - RENEW_BEFORE_SECONDS  # a tenant reader's session: 840 s
 
 
 @dataclass(frozen=True)
 class PerBurst:
-    """A count for one burst: so many per burst, per fragment and per status callback."""
+    """A count for one burst: so many per burst, per fragment, per status callback, per
+    extension of its window (quiet and adaptive modes: Burst Over? sends the run back to
+    Wait For The Burst To End) and per tool round (Call Tools, then Generate Reply again)."""
 
     burst: float = 0
     fragment: float = 0
     callback: float = 0
+    extension: float = 0
+    tool_round: float = 0
+    fragment_round: float = 0  # per fragment of the batch, each tool round (its messages read again)
 
-    def at(self, fragments: float, callbacks: float) -> float:
-        return self.burst + self.fragment * fragments + self.callback * callbacks
+    def at(self, fragments: float, callbacks: float, extensions: float = 0, rounds: float = 0) -> float:
+        return (
+            self.burst
+            + self.fragment * fragments
+            + self.callback * callbacks
+            + self.extension * extensions
+            + (self.tool_round + self.fragment_round * fragments) * rounds
+        )
 
 
 @dataclass(frozen=True)
@@ -60,11 +76,11 @@ class Calls:
         _, _, tables = self.call.partition(" ")
         return tuple(tables.split("+")) if tables else ()
 
-    def items_at(self, fragments: float, callbacks: float) -> float:
+    def items_at(self, fragments: float, callbacks: float, extensions: float = 0, rounds: float = 0) -> float:
         """The items read or written (DynamoDB); other services' calls have none."""
         if self.service != "dynamodb":
             return 0
-        return (self.items or self.count).at(fragments, callbacks)
+        return (self.items or self.count).at(fragments, callbacks, extensions, rounds)
 
 
 ONE = PerBurst(burst=1)
@@ -74,10 +90,11 @@ EACH_CALLBACK = PerBurst(callback=1)
 # Each function's invocations in one burst.
 INVOCATIONS: dict[str, PerBurst] = {
     "Webhook": EACH_FRAGMENT,
-    "WaitForTheBurstToEnd": ONE,
-    "AcquireProcessingLock": ONE,
+    "WaitForTheBurstToEnd": PerBurst(burst=1, extension=1),
+    "AcquireProcessingLock": PerBurst(burst=1, extension=1),
     "MergeStagedMessages": ONE,
-    "GenerateReply": ONE,
+    "GenerateReply": PerBurst(burst=1, tool_round=1),
+    "CallTools": PerBurst(tool_round=1),
     "SendReply": ONE,
     "RecordTurnsAndReleaseLock": ONE,
     "CloseBatchWindow": ONE,
@@ -86,8 +103,11 @@ INVOCATIONS: dict[str, PerBurst] = {
 
 # The state machine: transitions (billed: each state entered, and each retry) and history
 # events (each one a log record at log level ALL) of an answered burst without retries.
-TRANSITIONS = PerBurst(burst=9)
-HISTORY_EVENTS = PerBurst(burst=45)
+TRANSITIONS = PerBurst(burst=9, extension=3, tool_round=2)
+HISTORY_EVENTS = PerBurst(burst=45, extension=13, tool_round=10)
+# Each tool round: Generate Reply's response asks for a call (ToolCallsRequested, caught),
+# Call Tools makes it (claimed, then recorded), Generate Reply asks again with its output.
+EACH_ROUND = PerBurst(tool_round=1)
 
 CALLS: tuple[Calls, ...] = (
     # The webhook: find the conversation, stage the message, count it in the window (the
@@ -96,30 +116,47 @@ CALLS: tuple[Calls, ...] = (
     Calls("Webhook", "dynamodb:PutItem StagedMessages", EACH_FRAGMENT),
     Calls("Webhook", "dynamodb:UpdateItem BatchWindows", EACH_FRAGMENT),
     Calls("Webhook", "states:StartExecution", ONE),
-    Calls("WaitForTheBurstToEnd", "dynamodb:UpdateItem BatchWindows", ONE),
+    Calls("WaitForTheBurstToEnd", "dynamodb:UpdateItem BatchWindows", PerBurst(burst=1, extension=1)),
     Calls("WaitForTheBurstToEnd", "states:SendTaskSuccess", ONE),
-    Calls("AcquireProcessingLock", "dynamodb:GetItem BatchWindows", ONE),
+    Calls("AcquireProcessingLock", "dynamodb:GetItem BatchWindows", PerBurst(burst=1, extension=1)),
     Calls("AcquireProcessingLock", "dynamodb:UpdateItem Conversations", ONE),
     Calls(STATE_MACHINE, "dynamodb:Query StagedMessages", ONE),  # Query Staged Messages
     Calls("MergeStagedMessages", "dynamodb:BatchGetItem StagedMessages", ONE, EACH_FRAGMENT),
     Calls("MergeStagedMessages", "dynamodb:PutItem Turns", ONE),
-    Calls("GenerateReply", "dynamodb:GetItem Conversations", ONE),
+    Calls("GenerateReply", "dynamodb:GetItem Conversations", PerBurst(burst=1, tool_round=1)),
     Calls("GenerateReply", "dynamodb:GetItem BatchWindows", PerBurst(burst=2)),
-    Calls("GenerateReply", "dynamodb:GetItem Turns", PerBurst(burst=2)),
-    Calls("GenerateReply", "dynamodb:BatchGetItem StagedMessages", ONE, EACH_FRAGMENT),
-    Calls("GenerateReply", "dynamodb:UpdateItem StagedMessages", PerBurst(burst=2)),
+    Calls("GenerateReply", "dynamodb:GetItem Turns", PerBurst(burst=2, tool_round=2)),
+    # The batch's messages (and the request kept on the first), read again each round.
+    Calls(
+        "GenerateReply",
+        "dynamodb:BatchGetItem StagedMessages",
+        PerBurst(burst=1, tool_round=1),
+        PerBurst(fragment=1, fragment_round=1),
+    ),
+    Calls("GenerateReply", "dynamodb:UpdateItem StagedMessages", PerBurst(burst=2, tool_round=3)),
     # The AI call counted (the tenant's counters, then everyone's) and its tokens, each
     # with its mark on the batch's first staged message; counters whose limit is off (the
-    # tenant's and everyone's AI calls, by default) are not written.
+    # tenant's and everyone's AI calls, by default) are not written. Each round sends the
+    # two counts again (their marks found: nothing counted), counts its request as asked
+    # again (the conversation's and the sender's calls) and its response's tokens.
     Calls(
         "GenerateReply",
         "dynamodb:TransactWriteItems StagedMessages+UsageCounters",
-        PerBurst(burst=3),
-        PerBurst(burst=9),
+        PerBurst(burst=3, tool_round=4),
+        PerBurst(burst=9, tool_round=12),
     ),
+    # The round's call outputs (Call Tools recorded them).
+    Calls("GenerateReply", "dynamodb:BatchGetItem ToolCalls", PerBurst(tool_round=2)),
     Calls("GenerateReply", "dynamodb:PutItem Turns", ONE),
     # The user turn's pinned assistant profile (the batch's first attempt), and the reply's turn.
     Calls("GenerateReply", "dynamodb:UpdateItem Turns", PerBurst(burst=2)),
+    # Call Tools, each round: the calls the response asked for (kept on the batch's first
+    # message), the conversation, the user turn's pinned profile version (read once per
+    # instance and version: a cold start's cost), each call claimed and its outcome recorded.
+    Calls("CallTools", "dynamodb:BatchGetItem StagedMessages", EACH_ROUND),
+    Calls("CallTools", "dynamodb:GetItem Conversations", EACH_ROUND),
+    Calls("CallTools", "dynamodb:GetItem Turns", EACH_ROUND),
+    Calls("CallTools", "dynamodb:UpdateItem ToolCalls", PerBurst(tool_round=2)),
     Calls("SendReply", "dynamodb:GetItem Conversations", ONE),
     Calls("SendReply", "dynamodb:GetItem Turns", ONE),
     Calls("SendReply", "dynamodb:UpdateItem Turns", PerBurst(burst=2)),
@@ -160,11 +197,12 @@ CACHED_READS: tuple[CachedRead, ...] = (
     CachedRead("Webhook", "secretsmanager:GetSecretValue", "secrets_max_age_seconds", per_tenant=True),
     CachedRead("Webhook", "dynamodb:GetItem Tenants", "tenant_cache_seconds", per_tenant=True),
     CachedRead("StatusCallback", "secretsmanager:GetSecretValue", "secrets_max_age_seconds", per_tenant=True),
-    # The OpenAI key, and the tenant's Twilio credentials through the tenant reader's
-    # session, renewed a minute before its 15 minutes end (functions/integrations/tenant_sessions.py).
+    # The OpenAI key, and the tenant's Twilio credentials (the typing indicator) through the
+    # tenant reader's session, renewed a minute before its 15 minutes end
+    # (functions/integrations/tenant_sessions.py): each function's instances take their own.
     CachedRead("GenerateReply", "secretsmanager:GetSecretValue", "secrets_max_age_seconds"),
     CachedRead("GenerateReply", "secretsmanager:GetSecretValue", "secrets_max_age_seconds", per_tenant=True),
-    CachedRead("GenerateReply", "sts:AssumeRole", 840, per_tenant=True),
+    CachedRead("GenerateReply", "sts:AssumeRole", SESSION_RENEWED_EVERY, per_tenant=True),
     # The tenant's (or its project's) assistant profile in force.
     CachedRead(
         "GenerateReply",
@@ -173,9 +211,20 @@ CACHED_READS: tuple[CachedRead, ...] = (
         per_tenant=True,
     ),
     CachedRead("SendReply", "secretsmanager:GetSecretValue", "secrets_max_age_seconds", per_tenant=True),
+    CachedRead("SendReply", "sts:AssumeRole", SESSION_RENEWED_EVERY, per_tenant=True),
     # The number's own sender rate (functions/dal/tenants.py: sender_mps), one number a tenant.
     CachedRead("SendReply", "dynamodb:GetItem Tenants", "tenant_cache_seconds", per_tenant=True),
+    # The tenant's tool-signing key, through a session of the tool reader.
+    CachedRead("CallTools", "secretsmanager:GetSecretValue", "secrets_max_age_seconds", per_tenant=True),
+    CachedRead("CallTools", "sts:AssumeRole", SESSION_RENEWED_EVERY, per_tenant=True),
 )
+
+# The functions that assume a tenant reader only on a failure's path or for a person's
+# command, none in the model's steady state: Record Failed Batch (the person told), Status
+# Callback and the Reconciler (a part sent again, a template), Conversation Commands (a
+# helpdesk's reply). Each warm instance of them takes at most one session per tenant every
+# SESSION_RENEWED_EVERY seconds while they run.
+TENANT_SESSIONS_ON_FAILURE = ("RecordFailedBatch", "StatusCallback", "Reconciler", "ConversationCommands")
 
 # The calls the first burst of a new conversation adds: creating it, and storing its
 # OpenAI conversation's id.
@@ -210,9 +259,17 @@ def items_of(operation: str, params: dict[str, Any]) -> int:
     return 1
 
 
-def expected(fragments: int, callbacks: int) -> dict[tuple[str, str], tuple[float, float]]:
-    """(function, call) -> (calls, items) in a burst of `fragments` with `callbacks`."""
-    return {
-        (c.function, c.call): (c.count.at(fragments, callbacks), c.items_at(fragments, callbacks))
+def expected(
+    fragments: int, callbacks: int, extensions: float = 0, rounds: float = 0
+) -> dict[tuple[str, str], tuple[float, float]]:
+    """(function, call) -> (calls, items) in a burst of `fragments` with `callbacks`, its
+    window extended `extensions` times and its reply `rounds` tool rounds (calls made 0 times:
+    left out)."""
+    counts = {
+        (c.function, c.call): (
+            c.count.at(fragments, callbacks, extensions, rounds),
+            c.items_at(fragments, callbacks, extensions, rounds),
+        )
         for c in CALLS
     }
+    return {key: value for key, value in counts.items() if value != (0, 0)}

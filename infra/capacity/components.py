@@ -1,87 +1,38 @@
 """What can saturate, one function per AWS service or group of our settings, each giving its
-components at the traffic's rate; COMPONENTS lists them in the order the report breaks ties
-in (the first bottleneck is the first of the lowest)."""
+components at the traffic's rate (the vendors' limits: vendors.py; items many conversations
+write: shared_items.py); COMPONENTS lists them in the order the report breaks ties in (the
+first bottleneck is the first of the lowest)."""
 
 from __future__ import annotations
 
 import math
 from collections.abc import Callable
-from dataclasses import dataclass
-from typing import Any
 
-from functions.dal import usage_counters
-from infra.capacity import quotas
-from infra.capacity.traffic import SECONDS_PER_HOUR, Assumptions, Rates, rates, settings
+from infra.capacity import burst, quotas, shared_items, vendors
+from infra.capacity.saturation import Component, Traffic, quota, setting
+from infra.capacity.traffic import SECONDS_PER_HOUR, Assumptions, rates, settings
 
-
-@dataclass(frozen=True)
-class Component:
-    """One thing that can saturate: an AWS quota, a setting of ours, or a shared item."""
-
-    name: str
-    kind: str  # "AWS quota", "our setting", "shared item"
-    use: float  # at the given rate, in `unit`
-    limit: float
-    unit: str
-    saturates_at: float  # messages/s (math.inf: never)
-    raise_by: str  # the Service Quotas request, or the setting to change
-    raisable_on_request: bool  # AWS raises it when asked (or it is ours to change)
-    note: str = ""
-
-    @property
-    def share(self) -> float:
-        return self.use / self.limit if self.limit else math.inf
-
-
-@dataclass(frozen=True)
-class Traffic:
-    """The model's inputs at one rate: the assumptions, our settings, what they make a second."""
-
-    assumptions: Assumptions
-    values: dict[str, Any]
-    rates: Rates
-
-
-def _component(
-    t: Traffic,
-    name: str,
-    kind: str,
-    use: float,
-    limit: float,
-    unit: str,
-    raise_by: str,
-    raisable: bool,
-    note: str = "",
-) -> Component:
-    """A component that saturates where its use, linear in the rate, meets its limit."""
-    if limit <= 0:  # 0: a setting turned off
-        return Component(name, kind, use, 0, unit, math.inf, raise_by, raisable, note or "off")
-    saturates = t.assumptions.messages_per_second * limit / use if use else math.inf
-    return Component(name, kind, use, limit, unit, saturates, raise_by, raisable, note)
-
-
-def _quota(t: Traffic, q: quotas.Quota, use: float, name: str) -> Component:
-    return _component(t, name, "AWS quota", use, q.value, q.unit, q.request(), q.raisable, q.note)
-
-
-def _setting(
-    t: Traffic, name: str, use: float, limit: float, unit: str, raise_by: str, note: str = ""
-) -> Component:
-    return _component(t, name, "our setting", use, limit, unit, raise_by, True, note)
+__all__ = ["COMPONENTS", "Component", "Traffic", "components"]
 
 
 def api_gateway(t: Traffic) -> list[Component]:
-    return [_quota(t, quotas.API_GATEWAY_THROTTLE, t.rates.api_requests, "API Gateway account throttle")]
+    return [quota(t, quotas.API_GATEWAY_THROTTLE, t.rates.api_requests, "API Gateway account throttle")]
 
 
 def step_functions(t: Traffic) -> list[Component]:
     r = t.rates
     return [
-        _quota(
-            t, quotas.START_EXECUTION, r.of_call("states:StartExecution"), "Step Functions StartExecution"
+        quota(t, quotas.START_EXECUTION, r.of_call("states:StartExecution"), "Step Functions StartExecution"),
+        quota(
+            t,
+            quotas.STATE_TRANSITIONS,
+            r.transitions,
+            "Step Functions state transitions (Standard)",
+            f"{t.assumptions.per_burst(burst.TRANSITIONS):g} a burst: 9, 3 per extension of its window "
+            f"({t.assumptions.extensions_per_burst:g} a burst), 2 per tool round "
+            f"({t.assumptions.tool_rounds:g}), 1 per retry (none counted). {quotas.STATE_TRANSITIONS.note}",
         ),
-        _quota(t, quotas.STATE_TRANSITIONS, r.transitions, "Step Functions state transitions (Standard)"),
-        _quota(
+        quota(
             t, quotas.SEND_TASK_SUCCESS, r.of_call("states:SendTaskSuccess"), "Step Functions SendTaskSuccess"
         ),
     ]
@@ -89,36 +40,54 @@ def step_functions(t: Traffic) -> list[Component]:
 
 def lambda_concurrency(t: Traffic) -> list[Component]:
     concurrency = sum(t.rates.concurrency.values())
-    return [_quota(t, quotas.LAMBDA_CONCURRENCY, concurrency, "Lambda concurrent executions")]
+    return [quota(t, quotas.LAMBDA_CONCURRENCY, concurrency, "Lambda concurrent executions")]
 
 
 def dynamodb_tables(t: Traffic) -> list[Component]:
     writes = [
-        _quota(t, quotas.DYNAMODB_TABLE_WRITES, units, f"DynamoDB {table} writes")
+        quota(t, quotas.DYNAMODB_TABLE_WRITES, units, f"DynamoDB {table} writes")
         for table, units in sorted(t.rates.write_units.items())
+        if units  # ToolCalls: only with tool rounds
     ]
     reads = [
-        _quota(t, quotas.DYNAMODB_TABLE_READS, units, f"DynamoDB {table} reads")
+        quota(t, quotas.DYNAMODB_TABLE_READS, units, f"DynamoDB {table} reads")
         for table, units in sorted(t.rates.read_units.items())
+        if units
     ]
     return writes + reads
 
 
 def secrets_manager(t: Traffic) -> list[Component]:
-    secrets = t.rates.cached_reads.get("secretsmanager:GetSecretValue", 0.0)
-    return [_quota(t, quotas.SECRETS_MANAGER_READS, secrets, "Secrets Manager GetSecretValue")]
+    secrets = t.rates.cached("secretsmanager:GetSecretValue")
+    return [quota(t, quotas.SECRETS_MANAGER_READS, secrets, "Secrets Manager GetSecretValue")]
+
+
+def sts(t: Traffic) -> list[Component]:
+    """The tenant readers' sessions: each function's warm instances take one per tenant they
+    serve every 14 minutes (infra/capacity/traffic.py _cached_reads), against the account's
+    STS requests a second."""
+    by_function = {f: rate for (f, call), rate in t.rates.cached_reads.items() if call == "sts:AssumeRole"}
+    bound = t.assumptions.tenants / burst.SESSION_RENEWED_EVERY
+    shares = ", ".join(f"{f} {rate:,.2f}/s" for f, rate in by_function.items() if rate)
+    note = (
+        f"{shares or 'none'} ({t.assumptions.tenants} tenant(s)). "
+        f"{', '.join(burst.TENANT_SESSIONS_ON_FAILURE)} take sessions only on failures or for a "
+        f"person's commands: not counted, each warm instance at most {bound:,.2f}/s. "
+        f"{quotas.STS_REQUESTS.note}"
+    )
+    return [quota(t, quotas.STS_REQUESTS, sum(by_function.values()), "STS AssumeRole (tenant readers)", note)]
 
 
 def eventbridge(t: Traffic) -> list[Component]:
     events = t.rates.of_call("events:PutEvents")
-    return [_quota(t, quotas.EVENTBRIDGE_PUT_EVENTS, events, "EventBridge PutEvents")]
+    return [quota(t, quotas.EVENTBRIDGE_PUT_EVENTS, events, "EventBridge PutEvents")]
 
 
 def edge_settings(t: Traffic) -> list[Component]:
     """The stage's throttle and the webhook's reserved concurrency."""
     reserved = float(t.values["webhook_reserved_concurrency"])
     return [
-        _setting(
+        setting(
             t,
             "Stage throttle (API_RATE_LIMIT)",
             t.rates.api_requests,
@@ -126,7 +95,7 @@ def edge_settings(t: Traffic) -> list[Component]:
             "requests/s (webhooks and status callbacks)",
             "CDK context api_rate_limit (infra/names.py); a 429 is a message lost",
         ),
-        _setting(
+        setting(
             t,
             "Webhook reserved concurrency (WEBHOOK_RESERVED_CONCURRENCY)",
             t.rates.concurrency["Webhook"],
@@ -142,7 +111,7 @@ def hourly_ceilings(t: Traffic) -> list[Component]:
     """Our hourly ceilings on AI calls and new conversations, in all and per tenant."""
     a, r, values = t.assumptions, t.rates, t.values
     return [
-        _setting(
+        setting(
             t,
             "MAX_AI_CALLS_PER_HOUR",
             r.ai_calls * SECONDS_PER_HOUR,
@@ -150,7 +119,7 @@ def hourly_ceilings(t: Traffic) -> list[Component]:
             "AI calls/hour (one per burst)",
             "MAX_AI_CALLS_PER_HOUR (a batch over it is answered without a reply)",
         ),
-        _setting(
+        setting(
             t,
             "MAX_AI_CALLS_PER_HOUR_PER_TENANT",
             r.ai_calls * SECONDS_PER_HOUR / a.tenants,
@@ -158,7 +127,7 @@ def hourly_ceilings(t: Traffic) -> list[Component]:
             f"AI calls/hour per tenant ({a.tenants} tenant(s), traffic shared evenly)",
             "MAX_AI_CALLS_PER_HOUR_PER_TENANT",
         ),
-        _setting(
+        setting(
             t,
             "MAX_NEW_CONVERSATIONS_PER_HOUR_PER_TENANT",
             r.new_conversations * SECONDS_PER_HOUR / a.tenants,
@@ -174,16 +143,16 @@ def token_ceilings(t: Traffic) -> list[Component]:
     a = t.assumptions
     tokens = a.ai_input_tokens + a.ai_output_tokens
     return [
-        _setting(
+        setting(
             t,
-            setting.upper(),
+            name.upper(),
             t.rates.ai_calls * tokens * SECONDS_PER_HOUR / per,
-            float(t.values[setting]),
-            f"tokens/hour{' per tenant' if per > 1 or 'tenant' in setting else ''} ({tokens} a call)",
-            setting.upper(),
+            float(t.values[name]),
+            f"tokens/hour{' per tenant' if per > 1 or 'tenant' in name else ''} ({tokens} a call)",
+            name.upper(),
         )
-        for setting, per in (("max_ai_tokens_per_hour", 1), ("max_ai_tokens_per_hour_per_tenant", a.tenants))
-        if setting in t.values
+        for name, per in (("max_ai_tokens_per_hour", 1), ("max_ai_tokens_per_hour_per_tenant", a.tenants))
+        if name in t.values
     ]
 
 
@@ -204,30 +173,6 @@ def waf_rule(t: Traffic) -> list[Component]:
     ]
 
 
-def usage_counter_shards(t: Traffic) -> list[Component]:
-    """Items every conversation writes: the shared cost counters, spread over shards."""
-    shards = usage_counters.SHARDS
-    per_ai_call = 2  # one transactional write (two write units) on one shard of the counter
-    counters = (
-        ("everyone's AI-call counter", t.rates.ai_calls),
-        ("a tenant's AI-call counter", t.rates.ai_calls / t.assumptions.tenants),
-    )
-    return [
-        _component(
-            t,
-            f"UsageCounters: {counter}, hottest of {shards} shards",
-            "shared item",
-            calls * per_ai_call / shards,
-            quotas.DYNAMODB_PARTITION_WRITES.value,
-            "write units/s on one item",
-            f"usage_counters.SHARDS ({shards}): more shards",
-            True,
-            "per-partition limit (hard); the shards are chosen by a hash of the conversation",
-        )
-        for counter, calls in counters
-    ]
-
-
 COMPONENTS: tuple[Callable[[Traffic], list[Component]], ...] = (
     api_gateway,
     step_functions,
@@ -239,7 +184,11 @@ COMPONENTS: tuple[Callable[[Traffic], list[Component]], ...] = (
     hourly_ceilings,
     token_ceilings,
     waf_rule,
-    usage_counter_shards,
+    sts,
+    vendors.twilio_senders,
+    vendors.openai_limits,
+    shared_items.cost_counters,
+    shared_items.sender_pace,
 )
 
 
@@ -247,4 +196,4 @@ def components(a: Assumptions) -> list[Component]:
     """Each component at the given rate, the rate at which it saturates, how to raise it."""
     values = settings(a.overrides)
     traffic = Traffic(a, values, rates(a, values))
-    return [component for of_service in COMPONENTS for component in of_service(traffic)]
+    return [found for of_service in COMPONENTS for found in of_service(traffic)]

@@ -19,6 +19,9 @@ def monthly_cost(a: Assumptions) -> dict[str, Any]:
     monthly = {
         name: per_second * SECONDS_PER_MONTH for name, per_second in _aws_per_second(a, values, r).items()
     }
+    # Lambda's logs are priced by the month's volume, in tiers (infra/prices.py).
+    lambda_log_gb = sum(r.invocations.values()) * a.log_bytes_per_invocation / 1e9 * SECONDS_PER_MONTH
+    monthly["CloudWatch Logs: Lambda's (vended, tiered)"] = prices.lambda_logs_cost(lambda_log_gb)
     monthly["WAF web ACL and rule (fixed)"] = prices.waf_monthly()
     total = sum(monthly.values())
     return {
@@ -38,8 +41,7 @@ def _aws_per_second(a: Assumptions, values: dict[str, Any], r: Rates) -> dict[st
         rate * math.ceil(duration_seconds(f, a, values) * 1000) / 1000 * BY_NAME[f].memory_mb / 1024
         for f, rate in r.invocations.items()
     )
-    log_bytes = sum(r.invocations.values()) * a.log_bytes_per_invocation
-    log_gb = (log_bytes + r.history_events * a.log_bytes_per_history_event) / 1e9
+    state_machine_log_gb = r.history_events * a.log_bytes_per_history_event / 1e9
     return {
         "Step Functions (state transitions)": r.transitions * prices.STEP_FUNCTIONS_PER_TRANSITION,
         "Lambda requests": sum(r.invocations.values()) * prices.LAMBDA_PER_REQUEST,
@@ -49,10 +51,9 @@ def _aws_per_second(a: Assumptions, values: dict[str, Any], r: Rates) -> dict[st
         "API Gateway REST (webhooks and status callbacks)": r.api_requests
         * prices.API_GATEWAY_REST_PER_REQUEST,
         "WAF requests": r.api_requests * prices.WAF_PER_REQUEST,
-        "Secrets Manager": r.cached_reads.get("secretsmanager:GetSecretValue", 0.0)
-        * prices.SECRETS_MANAGER_PER_CALL,
+        "Secrets Manager": r.cached("secretsmanager:GetSecretValue") * prices.SECRETS_MANAGER_PER_CALL,
         "EventBridge events": r.of_call("events:PutEvents") * prices.EVENTBRIDGE_PER_EVENT,
-        "CloudWatch Logs ingestion": log_gb * quotas.CLOUDWATCH_LOGS_PER_GB,
+        "CloudWatch Logs: the state machine's": state_machine_log_gb * quotas.CLOUDWATCH_LOGS_PER_GB,
     }
 
 
@@ -63,8 +64,7 @@ def _vendors_monthly(a: Assumptions, r: Rates) -> dict[str, float]:
         f"OpenAI {prices.OPENAI_MODEL_PRICED} ({a.ai_input_tokens} in, {a.ai_output_tokens} out a call)": (
             r.ai_calls * prices.ai_cost(a.ai_input_tokens, a.ai_output_tokens) * month
         ),
-        "Twilio WhatsApp replies (Twilio's fee per part)": r.ai_calls
-        * a.reply_parts
+        "Twilio WhatsApp replies (Twilio's fee per part)": r.reply_parts
         * prices.TWILIO_WHATSAPP_PER_MESSAGE
         * month,
     }

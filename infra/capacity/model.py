@@ -55,7 +55,7 @@ def report(a: Assumptions) -> dict[str, Any]:
 def _component_data(c: Component) -> dict[str, Any]:
     data = asdict(c)
     data["saturates_at"] = None if math.isinf(c.saturates_at) else round(c.saturates_at, 1)
-    data["use"] = round(c.use, 3)
+    data["use"] = float(f"{c.use:.4g}")  # 4 significant digits: a shard's transactions at once are small
     data["share_of_limit"] = None if not c.limit else round(c.share, 4)
     data["saturated"] = c.saturates_at <= 0 or (c.limit > 0 and c.use > c.limit)
     return data

@@ -22,11 +22,14 @@ class Quota:
     code: str = ""  # the Service Quotas code, where known ("L-...")
     service_code: str = ""  # Service Quotas' service code
     note: str = ""
+    raised_by: str = ""  # how, when it is not a Service Quotas request
 
     def request(self) -> str:
         """How to raise it: the Service Quotas request, or that it cannot be."""
         if not self.raisable:
             return "not raisable (a hard limit): design around it"
+        if self.raised_by:
+            return self.raised_by
         where = f"Service Quotas › {self.service_code or 'the service'} › {self.name!r}"
         return where + (f" ({self.code})" if self.code else "")
 
@@ -132,6 +135,20 @@ EVENTBRIDGE_PUT_EVENTS = Quota(
     note="us-east-1, us-west-2, eu-west-1; 2,400/s or less elsewhere",
 )
 
+# Read on 2026-12-05, as the vendors' limits below.
+STS_REQUESTS = Quota(
+    "AWS STS requests per second (AssumeRole, GetCallerIdentity, GetSessionToken... together)",
+    600,
+    "requests/s",
+    True,
+    "https://docs.aws.amazon.com/IAM/latest/UserGuide/reference_iam-quotas.html",
+    note="per account and Region, made with AWS credentials (a function's role assuming a tenant "
+    'reader counts; AWS services assuming roles do not). Not in Service Quotas: "To request an '
+    'increase to STS request quotas, please open a ticket with AWS support" (the same page); '
+    "AWS's knowledge center says service rate limits cannot be raised: plan as if it could not",
+    raised_by="an AWS Support ticket (not in Service Quotas; not assured): take fewer sessions",
+)
+
 ALL = (
     START_EXECUTION,
     STATE_TRANSITIONS,
@@ -143,10 +160,45 @@ ALL = (
     DYNAMODB_PARTITION_WRITES,
     SECRETS_MANAGER_READS,
     EVENTBRIDGE_PUT_EVENTS,
+    STS_REQUESTS,
 )
 
+# The vendors' limits (not AWS's), as their pages stated them on 2026-12-05.
+
+
+@dataclass(frozen=True)
+class OpenAITier:
+    """An OpenAI usage tier's rate limits for one model, per organisation (and project)."""
+
+    name: str
+    requests_per_minute: float
+    tokens_per_minute: float
+
+
+# gpt-6.1-terra (functions/default_model.py), as its model page lists them by usage tier
+# (https://developers.openai.com/api/docs/models/gpt-6.1-terra, read through apidog's guide of
+# 2026-10-27, https://apidog.com/blog/gpt-6-1-terra-api/: the page's own table was not reached).
+# The limits are the organisation's, whatever its projects and keys; a usage tier rises with
+# what the organisation has paid (https://developers.openai.com/api/docs/guides/rate-limits).
+OPENAI_TIERS = (
+    OpenAITier("Build", 5_000, 1_000_000),
+    OpenAITier("Launch", 10_000, 4_000_000),
+    OpenAITier("Grow", 15_000, 40_000_000),
+)
+# A deployment at hundreds of messages a second pays OpenAI millions a month: the highest
+# tier listed. --openai-rpm and --openai-tpm set your organisation's own.
+OPENAI_TIER = OPENAI_TIERS[-1]
+OPENAI_LIMITS_PAGE = "https://platform.openai.com/settings/organization/limits"
+
+# Twilio sends from one WhatsApp sender at 80 messages a second by default, up to 400 for text
+# on request, and queues the rest (https://www.twilio.com/docs/whatsapp/best-practices-and-faqs,
+# "What is the MPS limit for outbound WhatsApp messages?"); TWILIO_SENDER_MPS paces to it.
+TWILIO_SENDER_MPS = 80
+TWILIO_SENDER_MPS_ON_REQUEST = 400
+
 # Metrics are written as Embedded Metric Format log lines (aws-lambda-powertools), not with
-# PutMetricData: its quota does not apply, their cost is the logs' (CLOUDWATCH_LOGS_PER_GB).
+# PutMetricData: its quota does not apply, their cost is the logs' (infra/prices.py: Lambda's
+# logs in tiers, the state machine's at CLOUDWATCH_LOGS_PER_GB).
 CLOUDWATCH_LOGS_PER_GB = (
     0.50  # us-east-1, Standard class, first tier (https://aws.amazon.com/cloudwatch/pricing/)
 )
