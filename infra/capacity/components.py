@@ -93,7 +93,7 @@ def edge_settings(t: Traffic) -> list[Component]:
             t.rates.api_requests,
             float(t.values["api_rate_limit"]),
             "requests/s (webhooks and status callbacks)",
-            "CDK context api_rate_limit (infra/names.py); a 429 is a message lost",
+            "API_RATE_LIMIT in the deployment's settings file; a 429 is a message lost",
         ),
         setting(
             t,
@@ -101,7 +101,7 @@ def edge_settings(t: Traffic) -> list[Component]:
             t.rates.concurrency["Webhook"],
             reserved,
             "concurrent webhooks",
-            "CDK context webhook_reserved_concurrency",
+            "WEBHOOK_RESERVED_CONCURRENCY in the deployment's settings file",
             "" if reserved else "0: none",
         ),
     ]
@@ -166,7 +166,7 @@ def waf_rule(t: Traffic) -> list[Component]:
             float(t.values["api_rate_limit_per_ip"]),
             "unsigned requests per IP per 5 minutes",
             math.inf,
-            "CDK context api_rate_limit_per_ip",
+            "API_RATE_LIMIT_PER_IP in the deployment's settings file",
             True,
             "counts only requests without an X-Twilio-Signature (infra/constructs/api.py): never Twilio's",
         )

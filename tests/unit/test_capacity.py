@@ -100,10 +100,12 @@ def test_a_shared_counter_spread_over_more_shards_saturates_later(monkeypatch):
 
 
 def test_a_counter_whose_ceiling_is_off_is_not_written():
+    from functions.dal.usage_counters import SHARDS
+
     names = by_name(model.Assumptions(messages_per_second=1))  # AI-call ceilings off by default
 
     assert not [n for n in names if n.startswith("UsageCounters: everyone's AI-call counter")]
-    assert "UsageCounters: everyone's token counter, hottest of 16 shards" in names
+    assert f"UsageCounters: everyone's token counter, hottest of {SHARDS} shards" in names
 
 
 def test_a_months_step_functions_cost_is_the_bursts_transitions_at_their_price():
@@ -276,14 +278,15 @@ def test_every_function_that_assumes_a_tenant_reader_is_in_the_sts_model():
 
 
 def test_transactions_on_a_token_counters_shard_conflict_well_before_its_1000_writes():
+    from functions.dal.usage_counters import SHARDS
 
     counters = by_name(model.Assumptions(messages_per_second=1))
     conflicts = counters[TOKEN_CONFLICTS]
-    writes = counters["UsageCounters: everyone's token counter, hottest of 16 shards"]
+    writes = counters[f"UsageCounters: everyone's token counter, hottest of {SHARDS} shards"]
 
-    # 2 transactions a burst (the admission's check, the tokens' count) over 16 shards, each
-    # holding one for 10 ms: 5% of them conflict where λτ = -ln 0.95.
-    per_shard = 2 / 3 / 16
+    # 2 transactions a burst (the admission's check, the tokens' count) over SHARDS shards,
+    # each holding one for 10 ms: 5% of them conflict where λτ = -ln 0.95.
+    per_shard = 2 / 3 / SHARDS
     assert conflicts.use == pytest.approx(per_shard * 0.010)
     assert conflicts.saturates_at == pytest.approx(-math.log(0.95) / (per_shard * 0.010))
     assert conflicts.saturates_at < writes.saturates_at / 50
@@ -295,12 +298,12 @@ def test_transactions_on_a_token_counters_shard_conflict_well_before_its_1000_wr
 def test_more_shards_or_no_token_ceiling_move_the_conflicts(monkeypatch):
     from functions.dal import usage_counters
 
-    sixteen = by_name(model.Assumptions(messages_per_second=1))[TOKEN_CONFLICTS]
-    monkeypatch.setattr(usage_counters, "SHARDS", 64)
-    sixty_four = by_name(model.Assumptions(messages_per_second=1))[TOKEN_CONFLICTS]
+    today = by_name(model.Assumptions(messages_per_second=1))[TOKEN_CONFLICTS]
+    monkeypatch.setattr(usage_counters, "SHARDS", 4 * usage_counters.SHARDS)
+    four_times = by_name(model.Assumptions(messages_per_second=1))[TOKEN_CONFLICTS]
     off = by_name(model.Assumptions(messages_per_second=1, overrides={"MAX_AI_TOKENS_PER_HOUR": 0}))
 
-    assert sixty_four.saturates_at == pytest.approx(4 * sixteen.saturates_at)
+    assert four_times.saturates_at == pytest.approx(4 * today.saturates_at)
     assert TOKEN_CONFLICTS not in off
 
 
