@@ -20,6 +20,13 @@ from functions.integrations import openai_responses, twilio_messages
 pytestmark = pytest.mark.emulator
 
 
+@pytest.fixture(autouse=True)
+def no_earlier_run(harness):
+    """These tests queue faults and patch functions that every run in this process shares:
+    an earlier test's run still going would take the fault, or die in the patch, instead."""
+    harness.wait_until_no_run_is_running()
+
+
 def items_of(harness, conversation_id: str) -> list[tuple[str, str]]:
     """(role, text) of the conversation's items in the OpenAI stand-in, oldest first."""
     openai_conversation = harness.conversation_item(conversation_id)["openai_conversation_id"]["S"]
