@@ -351,9 +351,14 @@ def test_a_quiet_mode_extension_adds_what_the_model_says(bursts):
     quiet, extended = bursts["quiet"], bursts["extended"]
     assert quiet.parts == extended.parts == 1
 
-    added = extended.added_to(quiet)
+    added, expected = extended.added_to(quiet), _model_added(2, extended.callbacks, extensions=1)
+    # Acquire Processing Lock reads the window again on each attempt: whether the burst
+    # without an extension needed a second attempt too depends on moto's wait timing, so
+    # that one read may or may not show as added.
+    recheck = ("AcquireProcessingLock", "dynamodb:GetItem BatchWindows")
+    assert added["calls"].pop(recheck, (0, 0)) in ((0, 0), expected["calls"].pop(recheck, (0, 0)))
 
-    assert added == _model_added(2, extended.callbacks, extensions=1)
+    assert added == expected
     assert added["transitions"] == 3  # Burst Over?, Wait For The Burst To End, Acquire Processing Lock
 
 
