@@ -29,7 +29,8 @@ from functions.config import get_settings
 from functions.dal import dynamo, expressions
 from functions.errors import TransactionConflict
 
-SHARDS = 64  # a shared counter's items: each takes 1/64 of its writes (docs/capacity.md: transaction conflicts)
+# A shared counter's items: each takes 1/64 of its writes (docs/capacity.md: transaction conflicts).
+SHARDS = 64
 # A token counter's shard holds at least this much of its ceiling: about what one long
 # response uses, the most a shard passes its share by (so a small ceiling is one item).
 TOKENS_PER_SHARD = 100_000
