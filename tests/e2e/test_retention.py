@@ -77,6 +77,7 @@ def expire_and_check(harness: Any, user: str, old: str, recent: str, days: int) 
     made_old(harness, conversation_id, days + 1)
     assert answered(harness, user, f"now {recent}", runs=2) == conversation_id
     before = openai_items(harness, conversation_id)
+    openai_id = harness.conversation_item(conversation_id)["openai_conversation_id"]
     assert old in json.dumps(before) and items_holding(harness, old)
 
     # Round the Turns table (other tests' turns in it too) until the old burst is cut.
@@ -98,10 +99,7 @@ def expire_and_check(harness: Any, user: str, old: str, recent: str, days: int) 
 
     assert answered(harness, user, "one more thing", runs=3) == conversation_id
     assert harness.replies_to(user)[-1] == "You said: one more thing"
-    assert (
-        harness.conversation_item(conversation_id)["openai_conversation_id"]
-        == (harness.conversation_item(conversation_id)["openai_conversation_id"])
-    )
+    assert harness.conversation_item(conversation_id)["openai_conversation_id"] == openai_id
     assert "one more thing" in json.dumps(openai_items(harness, conversation_id))
 
 
