@@ -24,6 +24,7 @@ from functions.stack_names import STACK_NAME
 # The most messages a second a sender's rate can be (Twilio's WhatsApp senders: 400 for text;
 # Meta's Cloud API: 1,000), as TWILIO_SENDER_MPS and as a number's own rate.
 MAX_SENDER_MPS = 1000
+MAX_RETENTION_DAYS = 36_500  # a tenant's or the deployment's turn-text retention, at most
 
 
 class Settings(BaseModel):
@@ -84,6 +85,13 @@ class Settings(BaseModel):
     # recognised as a duplicate: a year, so that a captured START or STOP replayed later
     # flips nothing and costs no AI call (about 230 bytes of storage each).
     answered_message_retention_seconds: Annotated[int, Field(ge=1)] = 365 * 24 * 3600
+    # Answered turns' texts (the merged user turn, media lines, transcripts, the reply) are
+    # cut to their figures this many days after the turn, and the OpenAI conversation's items
+    # of those turns deleted (functions/logic/shared/retention.py; a tenant's own days:
+    # `python -m infra.tenants retention`). 0: kept until the person is forgotten, the
+    # default: how long a business keeps its customers' messages is the business's decision,
+    # and a retention also shortens what the assistant remembers (ADR 0147).
+    turn_text_retention_days: Annotated[int, Field(ge=0, le=MAX_RETENTION_DAYS)] = 0
 
     # A batch whose run failed this many times for a reason that is not an outage (a bug,
     # bad data: functions/logic/rules/failures.py) is set aside (dead-lettered), not retried.

@@ -8,6 +8,7 @@
     python -m infra.tenants openai-key ACCOUNT_SID [--name NAME]
     python -m infra.tenants auto-create ACCOUNT_SID on|off
     python -m infra.tenants sender-mps NUMBER [MPS | default]
+    python -m infra.tenants retention ACCOUNT_SID [DAYS | default]
 
 `add` reads the account's auth token from standard input (never from the command line, so
 that it stays out of shell history and process lists), stores it in Secrets Manager as
@@ -28,6 +29,9 @@ tenant `(auto-create on)`. One sender at a time: `python -m infra.conversations 
 throughput for it; 0: not paced), in place of the deployment's TWILIO_SENDER_MPS
 (`default` drops it; without MPS: prints it); a number added again keeps it, a number
 removed loses it. Send Reply reads it within TENANT_CACHE_SECONDS.
+`retention` gives a tenant its own turn-text retention, in days (0: kept until forgotten), in
+place of the deployment's TURN_TEXT_RETENTION_DAYS (`default` drops it; without DAYS: prints
+it); the reconciler reads it within TENANT_CACHE_SECONDS (docs/personal-data.md).
 
 Names: TENANTS_TABLE, TWILIO_TENANT_SECRET_PREFIX and OPENAI_TENANT_SECRET_PREFIX when set;
 otherwise, with AWS_ENDPOINT_URL set, the local stack's (nothing else to set); otherwise the
@@ -135,6 +139,17 @@ class TenantAdmin:
     def sender_mps(self, number: str) -> float | None:
         return tenants.own_sender_mps(number, self.names.tenants_table)
 
+    def set_retention(self, account_sid: str, days: int | None) -> None:
+        """The tenant's own turn-text retention (None: the deployment's)."""
+        _check_account(account_sid)
+        tenants.set_turn_text_retention(account_sid, days, self.names.tenants_table)
+
+    def retention(self, account_sid: str) -> int | None:
+        tenant = tenants.get(account_sid, self.names.tenants_table)
+        if tenant is None:
+            raise tenants.TenantChangeRefused(f"{account_sid} is not a tenant")
+        return tenant.turn_text_retention_days
+
     def _put_credentials(self, account_sid: str, credentials: dict[str, Any]) -> None:
         """Store the tenant's Twilio credentials under a new token version, then name that
         version on its item: the secret holds it before any webhook is told of it."""
@@ -197,6 +212,20 @@ def _sender_mps(admin: TenantAdmin, number: str, given: str | None) -> str:
     return f"{number}: {own:g} messages a second" + (" (not paced)" if own == 0 else "")
 
 
+def _retention(admin: TenantAdmin, account_sid: str, given: str | None) -> str:
+    """Set (or drop, `default`) the tenant's own turn-text retention, or read it; the line."""
+    if given is not None:
+        try:
+            days = None if given == "default" else int(given)
+        except ValueError:
+            raise ValueError(f"DAYS: a whole number of days, or `default`, not {given!r}") from None
+        admin.set_retention(account_sid, days)
+    own = admin.retention(account_sid)
+    if own is None:
+        return f"{account_sid}: no retention of its own (the deployment's TURN_TEXT_RETENTION_DAYS)"
+    return f"{account_sid}: answered turns' texts kept " + (f"{own} days" if own else "until forgotten")
+
+
 def _check_account(account_sid: str) -> None:
     if not ACCOUNT_SID.fullmatch(account_sid):
         raise ValueError(f"not a Twilio AccountSid: {account_sid!r}")
@@ -236,6 +265,9 @@ def main(argv: list[str] | None = None) -> int:
     rate = commands.add_parser("sender-mps", help="a number's own sender rate, messages a second")
     rate.add_argument("number")
     rate.add_argument("mps", nargs="?", help="0 or more (0: not paced); `default`: TWILIO_SENDER_MPS")
+    keep = commands.add_parser("retention", help="a tenant's own turn-text retention, in days")
+    keep.add_argument("account_sid")
+    keep.add_argument("days", nargs="?", help="0 or more (0: until forgotten); `default`: the deployment's")
     stack_lookup.add_stack_option(parser, *commands.choices.values())
     args = parser.parse_args(argv)
     return stack_lookup.one_line_errors("infra.tenants", lambda: _command(args))
@@ -266,6 +298,8 @@ def _command(args: argparse.Namespace) -> int:
             print(f"{args.account_sid}: auto-create {args.state}: {AUTO_CREATE_MEANS[args.state]}")
         elif args.command == "sender-mps":
             print(_sender_mps(admin, args.number, args.mps))
+        elif args.command == "retention":
+            print(_retention(admin, args.account_sid, args.days))
         else:
             name = admin.set_openai_key(args.account_sid, _read_secret("OpenAI key: "), args.name)
             print(f"{args.account_sid}: OpenAI key stored; set openai_api_key_secret={name}")

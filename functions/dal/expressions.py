@@ -145,6 +145,8 @@ NUMBER_IS_FREE_OR_OURS = "attribute_not_exists(tenant_key) OR account_sid = :sid
 OWN_NUMBER = "SET account_sid = :sid, address = :address"
 SET_SENDER_MPS = "SET sender_mps = :mps"
 DROP_SENDER_MPS = "REMOVE sender_mps"
+SET_TURN_TEXT_RETENTION = "SET turn_text_retention_days = :days"
+DROP_TURN_TEXT_RETENTION = "REMOVE turn_text_retention_days"
 NUMBER_IS_OURS = "account_sid = :sid"
 GIVE_NUMBER = "SET account_sid = :to"
 NUMBER_IS_THEIRS = "account_sid = :from"

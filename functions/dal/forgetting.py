@@ -70,6 +70,7 @@ TURN_FIGURES = frozenset(
         "profile_version",
         "tools_called",
         "forgotten_at",
+        "texts_expired_at",  # cut by the retention (functions/dal/retention.py)
     }
 )
 # What a staged message keeps once forgotten: the duplicate ledger's tombstone (its MessageSid
@@ -205,7 +206,7 @@ def erase_turns(conversation_id: str, forgotten_at: str) -> int:
     replaced = [
         {**{k: v for k, v in item.items() if k in TURN_FIGURES}, "forgotten_at": forgotten_at}
         for item in _partition(table, conversation_id)
-        if not set(item) <= TURN_FIGURES
+        if texts_of(item)
     ]
     _replace(table, replaced)
     return len(replaced)
@@ -217,7 +218,13 @@ def held_texts(conversation_id: str) -> int:
     settings = get_settings()
     turns = _partition(settings.turns_table, conversation_id)
     staged = _partition(settings.staged_messages_table, conversation_id)
-    return sum(not set(i) <= TURN_FIGURES for i in turns) + sum(not set(i) <= TOMBSTONE for i in staged)
+    return sum(bool(texts_of(i)) for i in turns) + sum(not set(i) <= TOMBSTONE for i in staged)
+
+
+def texts_of(turn: dict[str, Any]) -> list[str]:
+    """The attributes of a turn item beyond its figures (TURN_FIGURES): what a forget, or the
+    retention (functions/dal/retention.py), takes from it."""
+    return sorted(set(turn) - TURN_FIGURES)
 
 
 def delete_tool_calls(conversation_id: str) -> int:

@@ -369,3 +369,6 @@ class Tenant(TableItem):
     # The OpenAI vector stores made for it (`python -m infra.assistants knowledge add`): the
     # only ones its assistant profiles may name.
     vector_store_ids: list[str] = []
+    # Days after which its answered turns' texts are cut (`python -m infra.tenants retention`);
+    # None: the deployment's TURN_TEXT_RETENTION_DAYS; 0: kept until forgotten.
+    turn_text_retention_days: int | None = None

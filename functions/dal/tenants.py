@@ -21,7 +21,7 @@ from typing import Any
 
 from botocore.exceptions import ClientError
 
-from functions.config import MAX_SENDER_MPS, get_settings
+from functions.config import MAX_RETENTION_DAYS, MAX_SENDER_MPS, get_settings
 from functions.dal import dynamo, expressions
 from functions.dal.models import Tenant
 
@@ -31,6 +31,7 @@ NUMBER = "number#"
 _cache: dict[str, tuple[float, Tenant | None]] = {}
 _CACHE_LIMIT = 10_000
 _rates: dict[str, tuple[float, float | None]] = {}  # number → (until, its sender's own rate)
+_retentions: dict[str, tuple[float, dict[str, int]]] = {}  # "" → (until, retention_overrides())
 
 
 class TenantChangeRefused(Exception):
@@ -63,6 +64,7 @@ def forget(*account_sids: str) -> None:
     if not account_sids:
         _cache.clear()
         _rates.clear()
+        _retentions.clear()
     for account_sid in account_sids:
         _cache.pop(account_sid, None)
 
@@ -118,6 +120,42 @@ def set_sender_mps(address: str, mps: float | None, table: str | None = None) ->
             raise TenantChangeRefused(f"{address} belongs to no tenant; add it with `add`") from error
         raise
     _rates.pop(address, None)
+
+
+def set_turn_text_retention(account_sid: str, days: int | None, table: str | None = None) -> None:
+    """Give a tenant its own turn-text retention, in days (0: kept until forgotten), or drop
+    it (None: the deployment's TURN_TEXT_RETENTION_DAYS). Refused for an account that is not
+    a tenant."""
+    request: dict[str, Any] = {"Key": {"tenant_key": ACCOUNT + account_sid}}
+    if days is None:
+        request["UpdateExpression"] = expressions.DROP_TURN_TEXT_RETENTION
+    else:
+        if not 0 <= days <= MAX_RETENTION_DAYS:
+            raise TenantChangeRefused(f"a retention is from 0 to {MAX_RETENTION_DAYS} days")
+        request["UpdateExpression"] = expressions.SET_TURN_TEXT_RETENTION
+        request["ExpressionAttributeValues"] = {":days": days}
+    try:
+        _table(table).update_item(ConditionExpression=expressions.IS_A_TENANT, **request)
+    except ClientError as error:
+        if dynamo.condition_failed(error):
+            raise TenantChangeRefused(f"{account_sid} is not a tenant") from error
+        raise
+    _retentions.clear()
+
+
+def retention_overrides() -> dict[str, int]:
+    """Each tenant's own turn-text retention (days), by AccountSid, for the tenants that have
+    one; read with one Scan of the (small) table, cached TENANT_CACHE_SECONDS, so that the
+    reconciler's sweep costs no read a minute (a change reaches a warm function within that
+    time)."""
+    now = time.monotonic()
+    cached = _retentions.get("")
+    if cached and cached[0] > now:
+        return cached[1]
+    own = {t.account_sid: t.turn_text_retention_days for t in all_tenants()}
+    overrides = {sid: days for sid, days in own.items() if days is not None}
+    _retentions[""] = (now + get_settings().tenant_cache_seconds, overrides)
+    return overrides
 
 
 def all_tenants(table: str | None = None) -> list[Tenant]:
@@ -300,6 +338,10 @@ def _transact(items: list[dict[str, Any]], refusal: str) -> None:
         raise
 
 
+def _days(value: Any) -> int | None:
+    return None if value is None else int(value)
+
+
 def _tenant(item: dict[str, Any]) -> Tenant:
     return Tenant(
         account_sid=str(item["account_sid"]),
@@ -308,4 +350,5 @@ def _tenant(item: dict[str, Any]) -> Tenant:
         token_version=str(item.get("token_version", "")),
         auto_create_conversations=bool(item.get("auto_create_conversations", False)),
         vector_store_ids=[str(store) for store in item.get("vector_store_ids") or ()],
+        turn_text_retention_days=_days(item.get("turn_text_retention_days")),
     )

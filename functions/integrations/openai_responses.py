@@ -342,9 +342,18 @@ def is_retryable(status: int, code: str | None) -> bool:
 def conversation_item_ids(client: openai.OpenAI, conversation: str, budget: Budget) -> list[str] | None:
     """The ids of every item of the conversation, oldest first (every page); None when the
     conversation is gone (deleted)."""
-    ids: list[str] = []
+    items = all_conversation_items(client, conversation, budget)
+    return None if items is None else [item.id for item in items]
+
+
+def all_conversation_items(
+    client: openai.OpenAI, conversation: str, budget: Budget
+) -> list[ConversationItem] | None:
+    """Every item of the conversation, oldest first (every page); None when the
+    conversation is gone (deleted)."""
+    items: list[ConversationItem] = []
     while True:
-        after = ids[-1] if ids else openai.omit
+        after = items[-1].id if items else openai.omit
         page = _unless_gone(
             partial(
                 client.conversations.items.list,
@@ -356,10 +365,10 @@ def conversation_item_ids(client: openai.OpenAI, conversation: str, budget: Budg
             )
         )
         if page is None:
-            return ids or None
-        ids += [str(item.id) for item in page.data if getattr(item, "id", None)]
+            return items or None
+        items += [_item(item) for item in page.data if getattr(item, "id", None)]
         if not page.has_more or not page.data:
-            return ids
+            return items
 
 
 def delete_conversation(client: openai.OpenAI, conversation: str, budget: Budget) -> None:

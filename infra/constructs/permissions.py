@@ -50,7 +50,7 @@ TENANT_SESSION_READERS = (
 # The functions that ask OpenAI with a tenant's own key (a conversation's
 # `openai_api_key_secret`): read only in a session of the OpenAI reader tagged with the
 # tenant; the deployment's key ("secret:openai") with their own roles.
-OPENAI_KEY_READERS = ("GenerateReply", "ConversationCommands")
+OPENAI_KEY_READERS = ("GenerateReply", "ConversationCommands", "Reconciler")
 # The functions that sign tool calls with a tenant's tool-signing secret: read only in a
 # session of the tool reader tagged with the tenant.
 TOOL_SECRET_READERS = ("CallTools",)
@@ -171,6 +171,13 @@ GRANTS: dict[str, Grants] = {
         # the parts due for a resend (63018): claimed, found and recorded on the assistant turn
         (("dynamodb:GetItem", "dynamodb:UpdateItem"), ("Turns",)),
         # their Twilio credentials: in a tenant session (TENANT_SESSION_READERS)
+        # the turn-text retention (functions/logic/shared/retention.py): the tenants' own days,
+        # a page of Turns (cut with UpdateItem, above), its cursor, the OpenAI conversation's
+        # items deleted with the deployment's key (a tenant's own: OPENAI_KEY_READERS)
+        (("dynamodb:Scan",), ("Tenants", "Turns")),
+        (("dynamodb:GetItem", "dynamodb:PutItem"), ("UsageCounters",)),
+        (("dynamodb:GetItem",), ("BatchWindows",)),
+        (("secretsmanager:GetSecretValue",), ("secret:openai",)),
     ],
 }
 # The functions that start runs, and so are told the state machine's ARN.

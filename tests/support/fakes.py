@@ -334,6 +334,7 @@ def install(monkeypatch: pytest.MonkeyPatch, store: InMemoryStore, twilio: FakeT
     monkeypatch.setattr(turns, "claim_typing", store.claim_typing)
     monkeypatch.setattr(sender_budget, "take_turn", store.take_turn)
     monkeypatch.setattr(tenants, "sender_mps", store.sender_mps)
+    monkeypatch.setattr(tenants, "retention_overrides", dict)  # no tenant keeps texts for less
     monkeypatch.setattr(twilio_typing, "show_typing", twilio.show_typing)
     monkeypatch.setattr(secrets, "twilio_credentials_for", lambda conversation: None)
     monkeypatch.setattr(

@@ -7,7 +7,8 @@ that failed keeps its messages staged; this is what retries them: up to MAX_BATC
 times, or, after failures for a transient reason, with growing delays until they have been
 pending MAX_PENDING_SECONDS). It sends the reply parts due for a resend after Twilio
 reported them failed with 63018 (functions/logic/shared/part_resend.py). It reports the
-age of the oldest pending message as a metric."""
+age of the oldest pending message as a metric. Last, in the time left, it cuts the texts of
+answered turns past their retention (functions/logic/shared/retention.py)."""
 
 from __future__ import annotations
 
@@ -25,7 +26,7 @@ from functions.dal import batch_windows, conversations, staged_messages
 from functions.integrations import stepfunctions
 from functions.logic.entry_points.webhook import window_rules
 from functions.logic.rules import failures
-from functions.logic.shared import part_resend
+from functions.logic.shared import part_resend, retention
 from functions.logic.shared.windows import open_batch_window
 from functions.observability import logger, metrics
 from functions.registry import RECONCILER
@@ -68,12 +69,14 @@ def reconcile() -> dict[str, Any]:
     # Last, in the time the pass has left: the reply parts due for a resend after a 63018.
     deadline = started + RECONCILER.timeout_seconds - RESERVE_SECONDS
     resent = part_resend.send_due_resends(resends, now, deadline)
+    swept = retention.sweep(deadline)
     summary = {
         "windows_closed": closed,
         "windows_opened": opened,
         "parts_resent": resent,
         "pending_messages": len(pending),
         "oldest_pending_age_seconds": int(oldest_age),
+        **swept,
     }
     logger.info("Reconciled", extra=summary)
     return summary
