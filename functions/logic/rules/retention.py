@@ -49,9 +49,9 @@ def expired_items(items: list[ConversationItem], expired_ids: Iterable[str]) -> 
     """The items to delete from an OpenAI conversation (listed oldest first) for turns whose
     texts expired: every item up to the newest of `expired_ids` (their replies' items; each
     turn's user message and tool round came before its reply, and every older turn is older
-    still), in the order listed. The conversation goes on with the rest. A function call is
-    never cut from its output: where an output falls after the cut, the cut moves back to
-    before its call (the model would be refused on a call without its output)."""
+    still), oldest first, each call after its output. The conversation goes on with the rest.
+    A function call is never cut from its output: where an output falls after the cut, the
+    cut moves back to before its call (the model is refused on a call without its output)."""
     wanted = set(expired_ids)
     end = max((n + 1 for n, item in enumerate(items) if item.id in wanted), default=0)
     kept_outputs = {i.call_id for i in items[end:] if i.kind == "function_call_output" and i.call_id}
@@ -59,4 +59,21 @@ def expired_items(items: list[ConversationItem], expired_ids: Iterable[str]) -> 
         if item.kind == "function_call" and item.call_id in kept_outputs:
             end = n
             break
-    return [item.id for item in items[:end]]
+    return _calls_after_their_outputs(items[:end])
+
+
+def _calls_after_their_outputs(items: list[ConversationItem]) -> list[str]:
+    """The items' ids oldest first (a reasoning item before the reply that followed it), but
+    each function call right after its output: a deletion cut short then leaves a call
+    without its output, which the next request closes with a cancelled output, never an
+    output without its call."""
+    order: list[str] = []
+    waiting: dict[str, str] = {}  # a call's id, by its call_id, until its output is deleted
+    for item in items:
+        if item.kind == "function_call" and item.call_id:
+            waiting[item.call_id] = item.id
+            continue
+        order.append(item.id)
+        if item.kind == "function_call_output" and item.call_id in waiting:
+            order.append(waiting.pop(item.call_id))
+    return order + list(waiting.values())
