@@ -41,6 +41,7 @@ from functions.dal import assistant_profiles, tenants
 from functions.dal.tables import ASSISTANT_PROFILES, TENANTS
 from functions.inbound import ACCOUNT_SID
 from infra import stack_lookup
+from infra.tenants import read_secret
 
 PREFIX = "TOOL_TENANT_SECRET_PREFIX"
 
@@ -145,15 +146,7 @@ class AssistantAdmin:
         return openai.OpenAI(api_key=key["api_key"], max_retries=2)
 
     def _secret(self, name: str) -> dict[str, Any]:
-        if not name:
-            return {}
-        try:
-            value = json.loads(self.secrets.get_secret_value(SecretId=name)["SecretString"])
-        except ClientError as error:
-            if error.response["Error"]["Code"] in ("ResourceNotFoundException", "InvalidRequestException"):
-                return {}
-            raise
-        return value if isinstance(value, dict) else {}
+        return read_secret(self.secrets, name) if name else {}
 
     def show(
         self, tenant: str, project: str | None, version: int | None

@@ -160,13 +160,7 @@ class TenantAdmin:
         tenants.set_token_version(account_sid, version, self.names.tenants_table)
 
     def _read(self, name: str) -> dict[str, Any]:
-        try:
-            value = json.loads(self.secrets.get_secret_value(SecretId=name)["SecretString"])
-        except ClientError as error:
-            if error.response["Error"]["Code"] in ("ResourceNotFoundException", "InvalidRequestException"):
-                return {}
-            raise
-        return value if isinstance(value, dict) else {}
+        return read_secret(self.secrets, name)
 
     def _put(self, name: str, value: dict[str, Any], description: str) -> None:
         text = json.dumps(value)
@@ -224,6 +218,17 @@ def _retention(admin: TenantAdmin, account_sid: str, given: str | None) -> str:
     if own is None:
         return f"{account_sid}: no retention of its own (the deployment's TURN_TEXT_RETENTION_DAYS)"
     return f"{account_sid}: answered turns' texts kept " + (f"{own} days" if own else "until forgotten")
+
+
+def read_secret(secretsmanager: Any, name: str) -> dict[str, Any]:
+    """A JSON secret's value; {} if there is none (or it is scheduled for deletion)."""
+    try:
+        value = json.loads(secretsmanager.get_secret_value(SecretId=name)["SecretString"])
+    except ClientError as error:
+        if error.response["Error"]["Code"] in ("ResourceNotFoundException", "InvalidRequestException"):
+            return {}
+        raise
+    return value if isinstance(value, dict) else {}
 
 
 def _check_account(account_sid: str) -> None:
