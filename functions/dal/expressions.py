@@ -232,3 +232,9 @@ STILL_FORGETTING = "forget_started_at = :started"
 TOOL_CALL_KEYS = "conversation_id, call_key"
 WINDOW_KEY = "conversation_id"
 MESSAGE_SID = "message_sid"
+
+
+# --- retention (functions/dal/retention.py) -------------------------------------------------
+def status_in(placeholders: list[str]) -> str:
+    """A turn's status is one of these values (`#s` names `status`)."""
+    return f"#s IN ({', '.join(placeholders)})"

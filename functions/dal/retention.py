@@ -11,7 +11,7 @@ from boto3.dynamodb.conditions import Attr
 from botocore.exceptions import ClientError
 
 from functions.config import get_settings
-from functions.dal import dynamo
+from functions.dal import dynamo, expressions
 from functions.dal.forgetting import texts_of
 
 CURSOR_KEY = "retention#turns"
@@ -62,7 +62,7 @@ def cut_to_figures(turn: dict[str, Any], statuses: frozenset[str], at: str) -> b
             UpdateExpression="REMOVE "
             + ", ".join(f"#t{n}" for n in range(len(texts)))
             + " SET texts_expired_at = :at",
-            ConditionExpression=f"#s IN ({', '.join(values)})",
+            ConditionExpression=expressions.status_in(list(values)),
             ExpressionAttributeNames=names,
             ExpressionAttributeValues={**values, ":at": at},
         )

@@ -56,10 +56,11 @@ def test_a_batch_costs_one_create_and_its_polls(harness):
     run = harness.wait_for_run(harness.start_run(conversation_id))
 
     assert run["status"] == "SUCCEEDED"
+    # Its own requests (another test's late window may be answered meanwhile in this process).
+    assert len(creates_for(harness, conversation_id)) == 1
     requests = dict(harness.stack.openai.request_counts)
-    polls = requests.pop("retrieve_response")
-    assert requests == {"create_conversation": 1, "create_response": 1}  # no listing, no deleting
-    assert 1 <= polls <= 2  # the stand-in answers in 0.05 s; the first poll is at 0.2 s
+    assert not {"items_api", "item_api"} & set(requests)  # no listing, no deleting
+    assert 1 <= requests["retrieve_response"] <= 2 * requests["create_response"]  # first poll at 0.2 s
     assert items_of(harness, conversation_id) == [("user", "hello"), ("assistant", "You said: hello")]
 
 

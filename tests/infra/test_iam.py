@@ -252,7 +252,7 @@ def read_openai_key(function: str, tenant: str, session_tenant: str | None, suff
     )
 
 
-OPENAI_KEY_READERS = ("GenerateReply", "ConversationCommands")
+OPENAI_KEY_READERS = ("GenerateReply", "ConversationCommands", "Reconciler")  # Reconciler: retention
 
 
 @pytest.mark.parametrize("reader", OPENAI_KEY_READERS)
@@ -278,7 +278,7 @@ def test_a_tenants_own_openai_key_is_read_only_in_a_session_tagged_with_that_ten
 
 def test_the_openai_reader_is_assumed_only_by_the_functions_that_ask_openai(synthesized):
     trust = "the role's trust policy does not allow it"
-    for other in ("SendReply", "RecordFailedBatch", "Reconciler", "Webhook", "StatusCallback"):
+    for other in ("SendReply", "RecordFailedBatch", "Webhook", "StatusCallback", "CallTools"):
         assert trust in {
             r[2] for r in refusals(synthesized[1], assume(other, OPENAI_READER, tenant=TENANT_A))
         }

@@ -400,7 +400,7 @@ def _secret_statements(stack_json: dict[str, Any], function: str) -> list[dict[s
         # Twilio's and the tenants' OpenAI keys, for these: through the tenant readers only
         ("SendReply", []),
         ("RecordFailedBatch", []),
-        ("Reconciler", []),  # a part due for a resend after 63018
+        ("Reconciler", []),  # a part due for a resend after 63018; retention's OpenAI items
         ("GenerateReply", []),
         ("ConversationCommands", []),
     ],
@@ -431,7 +431,7 @@ def test_tenant_secrets_are_readable_under_their_own_prefix_only(synthesized, fu
             assert parts[0] == "arn:" and ":secretsmanager:" in parts and ":secret:" in parts[-1], parts
             patterns.append(parts[-1].split(":secret:", 1)[1])
     assert patterns == prefixes
-    reads_openai = function in ("GenerateReply", "ConversationCommands")
+    reads_openai = function in ("GenerateReply", "ConversationCommands", "Reconciler")
     assert refs == ([{"Ref": openai_key}] if reads_openai else [])
 
 

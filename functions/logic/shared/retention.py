@@ -23,14 +23,19 @@ from collections import defaultdict
 from datetime import datetime
 from typing import Any
 
+from aws_lambda_powertools.utilities.parameters import GetParameterError
+
 from functions import clock
 from functions.config import get_settings
 from functions.dal import conversations, forgetting, retention, tenants
 from functions.dal.models import Conversation
-from functions.integrations import openai_responses, secrets
+from functions.errors import AIPermanentError, AIRetryableError, SecretOutsideTenant
+from functions.integrations import secrets
 from functions.logic.rules import retention as rules
-from functions.logic.shared.forgetting import VENDOR_ERRORS
 from functions.observability import count, logger
+
+# What stops the OpenAI step (the conversation keeps its texts until the next round).
+OPENAI_ERRORS = (AIRetryableError, AIPermanentError, SecretOutsideTenant, GetParameterError)
 
 # Turns read per run, before the filter: a Scan page of a few hundred small items (a few
 # hundred KB at most, under DynamoDB's 1 MB page), each run's bounded work.
@@ -104,13 +109,16 @@ def _at_openai(conversation: Conversation, due: list[dict[str, Any]], deadline: 
     reply_items = [str(i) for turn in due for i in turn.get("item_ids") or ()]
     if not conversation.openai_conversation_id or not reply_items:
         return True
+    # The OpenAI SDK only when a turn's texts expire: the reconciler's cold start loads none.
+    from functions.integrations import openai_responses
+
     try:
         client = openai_responses.client_for(secrets.openai_api_key_for(conversation))
         budget = openai_responses.Budget(max(deadline - time.monotonic(), 0.1))
         items = openai_responses.all_conversation_items(client, conversation.openai_conversation_id, budget)
         gone = rules.expired_items(items or [], reply_items)
         openai_responses.delete_items(client, conversation.openai_conversation_id, gone, budget)
-    except VENDOR_ERRORS as error:
+    except OPENAI_ERRORS as error:
         logger.warning(
             "Retention: OpenAI stopped; the turns keep their texts until the next round",
             extra={"conversation_id": conversation.conversation_id, "error": str(error)},
