@@ -46,7 +46,36 @@ def refusal(form: Any) -> Response | None:
 def new_message(account_sid: str, form: Any) -> dict[str, Any]:
     """A message just accepted: `queued`, or `accepted` with a Messaging Service, and no
     date_sent yet (https://www.twilio.com/docs/messaging/api/message-resource)."""
-    sid = "SM" + secrets.token_hex(16)
+    return _message(
+        account_sid,
+        "SM" + secrets.token_hex(16),
+        form,
+        body=form.get("Body"),
+        content_sid=form.get("ContentSid"),
+        status="accepted" if form.get("MessagingServiceSid") else "queued",
+        direction="outbound-api",
+        status_callback=form.get("StatusCallback"),
+    )
+
+
+def inbound_message(form: dict[str, str]) -> dict[str, Any]:
+    """The Message resource of a message Twilio received (`received`, inbound)."""
+    message = _message(
+        form.get("AccountSid") or "",
+        form.get("MessageSid") or "",
+        form,
+        body=form.get("Body") or "",
+        status="received",
+        direction="inbound",
+        num_segments=form.get("NumSegments") or "1",
+        num_media=form.get("NumMedia") or "0",
+    )
+    message["date_sent"] = message["date_created"]
+    return message
+
+
+def _message(account_sid: str, sid: str, form: Any, **fields: Any) -> dict[str, Any]:
+    """A Message resource as Twilio's API shows it; `fields` are what differ by direction."""
     now = now_rfc2822()
     uri = f"{API}/{account_sid}/Messages/{sid}"
     return {
@@ -56,10 +85,7 @@ def new_message(account_sid: str, form: Any) -> dict[str, Any]:
         "to": form.get("To"),
         "from": form.get("From"),
         "messaging_service_sid": form.get("MessagingServiceSid"),
-        "body": form.get("Body"),
-        "content_sid": form.get("ContentSid"),
-        "status": "accepted" if form.get("MessagingServiceSid") else "queued",
-        "direction": "outbound-api",
+        "content_sid": None,
         "num_segments": "1",
         "num_media": "0",
         "date_created": now,
@@ -71,8 +97,9 @@ def new_message(account_sid: str, form: Any) -> dict[str, Any]:
         "price_unit": "USD",
         "uri": uri + ".json",
         "subresource_uris": {"media": uri + "/Media.json", "feedback": uri + "/Feedback.json"},
-        "status_callback": form.get("StatusCallback"),
+        "status_callback": None,
         "created_monotonic": time.monotonic(),
+        **fields,
     }
 
 

@@ -31,7 +31,6 @@ refuses it with Twilio's error body and deletes nothing; `{}` lets it through.
 from __future__ import annotations
 
 import threading
-import time
 from collections import deque
 from typing import Any
 
@@ -39,8 +38,7 @@ from werkzeug.routing import Rule
 from werkzeug.wrappers import Request, Response
 
 from infra.local.standins.base import Fault, json_response
-from infra.local.standins.twilio_accepting import API, twilio_error
-from infra.local.standins.twilio_delivery import now_rfc2822
+from infra.local.standins.twilio_accepting import API, inbound_message, twilio_error
 from infra.local.standins.twilio_typing import TypingStandIn
 
 # The statuses of a message Twilio has not finished with: deleting it is refused (20009).
@@ -152,35 +150,3 @@ class DeletionStandIn(TypingStandIn):
         self.inject_delete_faults(*(request.get_json(force=True).get("faults") or []))
         with self._deletion_lock:
             return json_response({"queued": len(self._delete_faults)})
-
-
-def inbound_message(form: dict[str, str]) -> dict[str, Any]:
-    """The Message resource of a message Twilio received (`received`, inbound)."""
-    account_sid, sid = form.get("AccountSid") or "", form.get("MessageSid") or ""
-    now = now_rfc2822()
-    uri = f"{API}/{account_sid}/Messages/{sid}"
-    return {
-        "sid": sid,
-        "account_sid": account_sid,
-        "api_version": "2010-04-01",
-        "to": form.get("To"),
-        "from": form.get("From"),
-        "messaging_service_sid": form.get("MessagingServiceSid"),
-        "body": form.get("Body") or "",
-        "content_sid": None,
-        "status": "received",
-        "direction": "inbound",
-        "num_segments": form.get("NumSegments") or "1",
-        "num_media": form.get("NumMedia") or "0",
-        "date_created": now,
-        "date_updated": now,
-        "date_sent": now,
-        "error_code": None,
-        "error_message": None,
-        "price": None,
-        "price_unit": "USD",
-        "uri": uri + ".json",
-        "subresource_uris": {"media": uri + "/Media.json", "feedback": uri + "/Feedback.json"},
-        "status_callback": None,
-        "created_monotonic": time.monotonic(),
-    }
