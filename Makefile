@@ -108,7 +108,7 @@ bench: install
 unit: install
 	$(PYTEST) tests/unit
 
-## The in-memory fakes and the DynamoDB layer (functions/dal) against one contract, on moto in process.
+## The in-memory fakes and the table modules against one contract, on moto in process.
 contract: install
 	$(PYTEST) tests/contract
 

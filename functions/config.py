@@ -48,7 +48,7 @@ class Settings(BaseModel):
     state_machine_arn: str = ""
     event_bus_name: Annotated[str, Field(min_length=1)]
 
-    # The global batching rules (functions/logic/rules/debounce.py); a project's or a
+    # The global batching rules (functions/batching/rules/debounce.py); a project's or a
     # conversation's own rules override them.
     batch_mode: BatchMode = "fixed"
     batch_window_seconds: Annotated[int, Field(ge=1, le=3600)] = 10
@@ -58,7 +58,7 @@ class Settings(BaseModel):
     # Adaptive mode's bounds (docs/adr/0127-adaptive-batchings-defaults-chosen-across-six.md).
     quiet_min_seconds: Annotated[float, Field(gt=0)] = 2.5
     quiet_max_seconds: Annotated[float, Field(gt=0)] = 20
-    # At most 600 (functions/batching_rules.py MAX_WAIT_LIMIT_SECONDS, which clamps a
+    # At most 600 (functions/batching/rules/burst.py MAX_WAIT_LIMIT_SECONDS, which clamps a
     # conversation's own rules): the wait task's timeout (TimeoutSecondsPath), each wait that
     # new fragments extend adding events to a run's history, which Step Functions caps at 25,000.
     max_wait_seconds: Annotated[float, Field(gt=0, le=600)] = 60
@@ -87,14 +87,14 @@ class Settings(BaseModel):
     answered_message_retention_seconds: Annotated[int, Field(ge=1)] = 365 * 24 * 3600
     # Answered turns' texts (the merged user turn, media lines, transcripts, the reply) are
     # cut to their figures this many days after the turn, and the OpenAI conversation's items
-    # of those turns deleted (functions/logic/shared/retention.py; a tenant's own days:
+    # of those turns deleted (functions/personal_data/retention.py; a tenant's own days:
     # `python -m infra.tenants retention`). 0: kept until the person is forgotten, the
     # default: how long a business keeps its customers' messages is the business's decision,
     # and a retention also shortens what the assistant remembers (ADR 0147).
     turn_text_retention_days: Annotated[int, Field(ge=0, le=MAX_RETENTION_DAYS)] = 0
 
     # A batch whose run failed this many times for a reason that is not an outage (a bug,
-    # bad data: functions/logic/rules/failures.py) is set aside (dead-lettered), not retried.
+    # bad data: functions/batching/rules/failures.py) is set aside (dead-lettered), not retried.
     max_batch_attempts: Annotated[int, Field(ge=1)] = 3
     # A batch whose runs failed for a transient reason (timeouts, throttling, 5xx, retries
     # exhausted) is tried again by the reconciler TRANSIENT_RETRY_FIRST_SECONDS after its
@@ -138,7 +138,7 @@ class Settings(BaseModel):
         stack_names.openai_tenant_secret_prefix(STACK_NAME)
     )
     openai_secret_name: str = stack_names.openai_secret_name(STACK_NAME)
-    # The key new conversation ids are drawn with (functions/integrations/id_key.py): read by
+    # The key new conversation ids are drawn with (functions/tenancy/id_key.py): read by
     # the functions that create conversations, once per instance.
     conversation_id_key_secret_name: str = stack_names.conversation_id_key_secret_name(STACK_NAME)
     secrets_max_age_seconds: Annotated[int, Field(ge=0)] = 300  # Powertools' cache; 0: none
@@ -162,7 +162,7 @@ class Settings(BaseModel):
     tenant_cache_seconds: Annotated[float, Field(ge=0)] = 60
     unknown_tenant_cache_seconds: Annotated[float, Field(ge=0)] = 300
 
-    # Cost limits (functions/logic/shared/limits.py); 0 means no limit. Defaults that a normal
+    # Cost limits (functions/guards/limits.py); 0 means no limit. Defaults that a normal
     # conversation never meets.
     max_ai_calls_per_hour_per_conversation: Annotated[int, Field(ge=0)] = 60
     max_ai_calls_per_hour_per_sender: Annotated[int, Field(ge=0)] = 120
@@ -183,7 +183,7 @@ class Settings(BaseModel):
     # conversation (empty: nothing is sent; the batch is a metric and an alarm either way).
     limited_reply: str = ""
     max_reply_parts_per_batch: Annotated[int, Field(ge=0)] = 10
-    # SMS is billed per segment (functions/logic/rules/sms_segments.py): an SMS reply is cut
+    # SMS is billed per segment (functions/delivery/rules/sms_segments.py): an SMS reply is cut
     # to this many segments in all (10: 1,530 GSM-7 characters, or 670 in UCS-2), and asked
     # for with at most OPENAI_MAX_OUTPUT_TOKENS_SMS tokens (or OPENAI_MAX_OUTPUT_TOKENS if
     # lower), reasoning included: 10 segments of text are about 400 tokens.
@@ -194,7 +194,7 @@ class Settings(BaseModel):
     # when this is on.
     event_includes_texts: Flag = False
 
-    # What people send besides text (functions/logic/shared/media.py): photos reach the model as
+    # What people send besides text (functions/answer/media.py): photos reach the model as
     # images, voice notes as their transcripts; each can be turned off (then the model is
     # told that a photo or a voice note was sent). Media are fetched from Twilio's media
     # hosts only (https), at most MEDIA_MAX_BYTES each and MEDIA_MAX_BATCH_BYTES a batch,
@@ -208,11 +208,11 @@ class Settings(BaseModel):
     # The hosts of a media URL itself, the one request that carries the account's
     # credentials; and the hosts its redirect may go to, without them: mms.twiliocdn.com,
     # and s3-external-1.amazonaws.com where Twilio still serves media stored before HTTP
-    # authentication was enforced (functions/integrations/twilio_media.py).
+    # authentication was enforced (functions/answer/twilio_media.py).
     twilio_media_hosts: str = "api.twilio.com"
     media_redirect_hosts: str = "mms.twiliocdn.com,s3-external-1.amazonaws.com"
 
-    # The model, unless the conversation names one (functions/integrations/openai_models.py
+    # The model, unless the conversation names one (functions/answer/openai_models.py
     # lists OpenAI's announced shutdowns). When OpenAI does not serve it (404
     # model_not_found), the fallback model answers if one is set; otherwise the batch is
     # kept pending and the run fails with AIModelUnavailable (alarmed).
@@ -236,7 +236,7 @@ class Settings(BaseModel):
     # where `truncation: auto` cuts it).
     openai_max_context_tokens: Annotated[int, Field(ge=0)] = 4_000
     # The cap on a reply's tokens, reasoning included; a response that spends it all on
-    # reasoning is asked once more with twice the room (functions/logic/rules/output_room.py).
+    # reasoning is asked once more with twice the room (functions/answer/rules/output_room.py).
     openai_max_output_tokens: Annotated[int, Field(ge=16)] = 4096
     # `reasoning.effort`, sent to a model that takes one (openai_models.py); empty: its own.
     openai_reasoning_effort: Literal["", "none", "minimal", "low", "medium", "high", "xhigh"] = "low"
@@ -251,7 +251,7 @@ class Settings(BaseModel):
     tool_timeout_seconds: Annotated[float, Field(ge=1, le=25)] = 10.0
     tool_max_answer_bytes: Annotated[int, Field(ge=256, le=65_536)] = 4096
     # Tool endpoints on a loopback address over http: the local stack's only (deployed, a
-    # tool's url must be https to a public address: functions/integrations/tool_endpoints.py).
+    # tool's url must be https to a public address: functions/assistant/tool_endpoints.py).
     tool_loopback_http: Flag = False
     # Generate Reply keeps the profiles in force in memory this long (a profile written with
     # `infra.assistants` reaches a warm function within this time).
@@ -264,12 +264,12 @@ class Settings(BaseModel):
     confirm_within_seconds: Annotated[int, Field(ge=60, le=7 * 24 * 3600)] = 3600
     # WhatsApp: one "typing…" indicator per burst, on its last message, when the reply is
     # asked for (it marks the message read), refreshed once if the reply is still being
-    # written 26 s later (functions/logic/shared/typing_indicator.py). SMS has none.
+    # written 26 s later (functions/answer/typing_indicator.py). SMS has none.
     typing_indicator: Flag = True
     # How long an attempt that finds a message in doubt (an earlier attempt may have sent
     # it) waits for its delivery receipt, a status callback, when neither a recorded
     # callback nor Twilio's Messages list shows it, before sending it again
-    # (functions/logic/shared/send_once.py). Inside the function: Send Reply's timeout is 60 s.
+    # (functions/delivery/send_once.py). Inside the function: Send Reply's timeout is 60 s.
     # Every message's ValidityPeriod is this less 2 s (twilio_messages.validity_period_seconds).
     delivery_receipt_wait_seconds: Annotated[float, Field(ge=0, le=20)] = 10.0
     # The pause between the parts of one reply: Twilio limits the account's and the
@@ -278,7 +278,7 @@ class Settings(BaseModel):
     # The rate our number's sender sends at, messages a second: Twilio sends from a WhatsApp
     # sender at 80 a second by default (up to 400 for text, on request) and queues the rest,
     # where a reply older than its ValidityPeriod is failed (30036). Send Reply takes its
-    # sender's turn at this rate across all conversations (functions/logic/shared/sender_pace.py);
+    # sender's turn at this rate across all conversations (functions/delivery/sender_pace.py);
     # a number's own rate (`infra.tenants sender-mps`) overrides it. 0: not paced.
     twilio_sender_mps: Annotated[float, Field(ge=0, le=MAX_SENDER_MPS)] = 80
     # Only set to reach a Twilio stand-in; empty means Twilio's own API.

@@ -10,8 +10,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from functions.batching_rules import BatchingRules, BurstEnd
-from functions.dal.tables import assistant_turn_id, user_turn_id
+from functions.batching.rules.burst import BatchingRules, BurstEnd
+from functions.storage.tables import assistant_turn_id, user_turn_id
 
 
 class Contract(BaseModel):

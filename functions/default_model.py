@@ -2,6 +2,6 @@
 leaf, so that the settings import no integration. OpenAI's recommended replacement for
 gpt-5-mini, no shutdown announced
 (https://developers.openai.com/api/docs/models/gpt-6.1-terra); the model table with every
-announced shutdown is functions/integrations/openai_models.py."""
+announced shutdown is functions/answer/openai_models.py."""
 
 DEFAULT_MODEL = "gpt-6.1-terra"

@@ -35,9 +35,9 @@ class FunctionDefinition:
     """One Lambda function, named by one rule: a task state's name ("Generate Reply") is
     its function's logical id (GenerateReply, also its name locally), its handler module
     (functions/handlers/generate_reply.py) and its logic module and function
-    (functions/logic/states/generate_reply.py, `generate_reply`); an entry point's logical
+    (functions/states/generate_reply.py, `generate_reply`); an entry point's logical
     id (StatusCallback) names its handler and logic modules the same way
-    (functions/logic/entry_points/status_callback.py). tests/unit/test_names.py keeps it so."""
+    (functions/entry_points/status_callback.py). tests/unit/test_names.py keeps it so."""
 
     logical_id: str  # CDK construct id, also the function name locally
     timeout_seconds: int = 30
@@ -82,14 +82,14 @@ def task(
 
 WEBHOOK = FunctionDefinition("Webhook", timeout_seconds=15, routes=("/whatsapp", "/sms"))
 # Twilio's status callbacks for the messages we send: see
-# functions/logic/entry_points/status_callback.py. Its timeout is below Twilio's 15 s read
+# functions/entry_points/status_callback.py. Its timeout is below Twilio's 15 s read
 # timeout, so that Twilio's retry of a callback never meets the attempt it retries still running.
 STATUS_CALLBACK = FunctionDefinition(
     "StatusCallback", timeout_seconds=12, routes=("/twilio/status/{conversation}/{window}/{message}",)
 )
-# Run every minute by a schedule: see functions/logic/entry_points/reconciler.py.
+# Run every minute by a schedule: see functions/entry_points/reconciler.py.
 RECONCILER = FunctionDefinition("Reconciler", timeout_seconds=120)
-# A helpdesk's commands, events on the bus: see functions/logic/entry_points/conversation_commands.py.
+# A helpdesk's commands, events on the bus: see functions/entry_points/conversation_commands.py.
 # Its timeout holds a reply's send (a receipt waited for, parts paced) and OpenAI's time.
 CONVERSATION_COMMANDS = FunctionDefinition(
     "ConversationCommands",

@@ -8,7 +8,7 @@ from typing import Annotated, Literal
 from pydantic import BeforeValidator, Field
 
 Name = Annotated[str, Field(min_length=1)]  # a resource's name: never empty
-# How a burst's end is found (functions/logic/rules/debounce.py); a project's or a
+# How a burst's end is found (functions/batching/rules/debounce.py); a project's or a
 # conversation's own rules take the same values.
 BatchMode = Literal["fixed", "quiet", "adaptive"]
 

@@ -18,7 +18,7 @@ from typing import Any
 from aws_cdk import App, Aspects, Environment
 from cdk_nag import AwsSolutionsChecks
 
-from functions.integrations.openai_models import warn_if_retiring
+from functions.answer.openai_models import warn_if_retiring
 from infra.names import STACK_NAME, StackSettings
 from infra.stack import BurstReplyStack
 

@@ -36,10 +36,11 @@ from botocore.exceptions import ClientError
 from pydantic import ValidationError
 
 from functions import clock
-from functions.assistant_profile import AssistantProfile, Knowledge
-from functions.dal import assistant_profiles, tenants
-from functions.dal.tables import ASSISTANT_PROFILES, TENANTS
-from functions.inbound import ACCOUNT_SID
+from functions.assistant import assistant_profiles
+from functions.assistant.assistant_profile import AssistantProfile, Knowledge
+from functions.intake.inbound import ACCOUNT_SID
+from functions.storage.tables import ASSISTANT_PROFILES, TENANTS
+from functions.tenancy import tenants
 from infra import stack_lookup
 from infra.tenants import read_secret
 

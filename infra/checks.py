@@ -11,7 +11,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from functions.dal.tables import ALL_TABLES
+from functions.storage.tables import ALL_TABLES
 
 # The Python of the Lambda runtime (RUNTIME in infra/constructs/functions.py), which the
 # tests run on too (the Makefile finds it).

@@ -18,7 +18,7 @@ person-written turns (their texts only with `--bodies`: personal data). A helpde
 same with events on the bus (conversation.pause, conversation.resume, conversation.reply).
 
 `create` opens the tenant's conversation with ADDRESS (an address, not an id), exactly as
-the webhook's auto-create would (functions/logic/shared/opening.py), so that a deployment
+the webhook's auto-create would (functions/tenancy/opening.py), so that a deployment
 with AUTO_CREATE_CONVERSATIONS off answers that person from their next message on. OURS is
 the tenant's number the person writes to; `--tenant` and `--number` may be left out when
 only one tenant, or one of the tenant's numbers, is on the address's channel. A number the
@@ -52,7 +52,7 @@ from typing import TYPE_CHECKING
 from infra.stack_lookup import FUNCTION_SETTINGS, add_stack_option, chosen_stack, one_line_errors, use_stack
 
 if TYPE_CHECKING:
-    from functions.dal.models import Conversation
+    from functions.storage.models import Conversation
 
 # The names of the secrets `forget` reads: the tenant's Twilio credentials, the OpenAI keys.
 VENDOR_SECRETS = ("TWILIO_TENANT_SECRET_PREFIX", "OPENAI_TENANT_SECRET_PREFIX", "OPENAI_SECRET_NAME")
@@ -96,7 +96,7 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _command(args: argparse.Namespace) -> int:
-    from functions.logic.rules import handoff as handoff_rules
+    from functions.handoff.rules import pause as handoff_rules
 
     try:
         seconds = handoff_rules.span(args.span).total_seconds() if getattr(args, "span", None) else None
@@ -113,7 +113,7 @@ def _command(args: argparse.Namespace) -> int:
         )
         return _personal_data(args.command, args.address, args.tenant)
     use_stack(chosen_stack(args.stack), FUNCTION_SETTINGS)
-    from functions.logic.shared import handoff  # reads the functions' settings
+    from functions.handoff import handoff  # reads the functions' settings
 
     found = handoff.find_conversations(args.address, args.tenant)
     if len(found) != 1:
@@ -136,7 +136,7 @@ def _command(args: argparse.Namespace) -> int:
 
 
 def _personal_data(command: str, address: str, tenant: str | None) -> int:
-    from functions.logic.shared import personal_data  # reads the functions' settings
+    from functions.personal_data import export as personal_data  # reads the functions' settings
 
     found = personal_data.conversations_of(address, tenant)
     tenants = sorted({c.tenant_account_sid or "?" for c in found})
@@ -161,7 +161,7 @@ def _personal_data(command: str, address: str, tenant: str | None) -> int:
 
 def _forgotten(conversation: Conversation) -> bool:
     """Forget one conversation, saying what was done and what is left; whether it is done."""
-    from functions.logic.shared import forgetting
+    from functions.personal_data import forgetting
 
     outcome = forgetting.forget(conversation)
     cid = outcome.conversation_id
@@ -188,7 +188,7 @@ def _forgotten(conversation: Conversation) -> bool:
 def _create(address: str, tenant: str | None, number: str | None) -> int:
     from aws_lambda_powertools.utilities.parameters.exceptions import GetParameterError
 
-    from functions.logic.shared import opening  # reads the functions' settings
+    from functions.tenancy import opening  # reads the functions' settings
 
     try:
         opened = opening.open_conversation(address, tenant, number)
@@ -204,8 +204,9 @@ def _create(address: str, tenant: str | None, number: str | None) -> int:
 def shown(conversation_id: str, bodies: bool) -> list[str]:
     """The conversation's state, and its person-written turns, oldest first."""
     from functions import clock
-    from functions.dal import conversations, turns
-    from functions.logic.rules import handoff as handoff_rules
+    from functions.answer import turns
+    from functions.handoff.rules import pause as handoff_rules
+    from functions.tenancy import conversations
 
     conversation = conversations.require(conversation_id)
     paused = handoff_rules.is_paused(conversation, clock.now())

@@ -19,15 +19,15 @@ import hashlib
 import json
 import re
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, fields
+from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
 
 from dotenv import dotenv_values
 
 from functions.config import Settings, SettingsError, read_settings
-from functions.dal.tables import ALL_TABLES
 from functions.registry import FunctionDefinition
+from functions.storage.tables import ALL_TABLES
 
 ROOT = Path(__file__).resolve().parent.parent
 FUNCTIONS = ROOT / "functions"
@@ -66,21 +66,14 @@ def function_setting_names() -> frozenset[str]:
     return frozenset(name.upper() for name in Settings.model_fields)
 
 
-def stack_setting_names() -> dict[str, str]:
-    """The stack settings a file may give, by their name in capitals -> their context key."""
-    from infra.names import NOT_GIVEN, StackSettings
-
-    return {f.name.upper(): f.name for f in fields(StackSettings) if f.name not in NOT_GIVEN}
-
-
-def read_file(path: Path) -> dict[str, str]:
-    """The `NAME=value` lines of a settings file, checked: every name a setting (of a function
-    or of the stack), none the stack sets itself, no secret value."""
+def read_file(path: Path, stack_settings: Iterable[str]) -> dict[str, str]:
+    """The `NAME=value` lines of a settings file, checked: every name a setting (of a function,
+    or one of `stack_settings`), none the stack sets itself, no secret value."""
     if not path.is_file():
         raise DeploymentSettingsError(f"settings file {path}: not found")
     values = dotenv_values(path, interpolate=False)
     problems = []
-    known = function_setting_names() | set(stack_setting_names())
+    known = function_setting_names() | set(stack_settings)
     for name, value in values.items():
         if value is None:
             problems.append(f"{name}: no value (write {name}=value)")

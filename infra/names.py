@@ -7,8 +7,8 @@ from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, get_args
 
+from functions.answer.openai_models import DEFAULT_MODEL
 from functions.config import read_flag
-from functions.integrations.openai_models import DEFAULT_MODEL
 from functions.observability import NAMESPACE, SERVICE
 from functions.public_url import PublicBase, public_base
 from functions.stack_names import (
@@ -141,7 +141,7 @@ class StackSettings:
         from infra.deployment_settings import SettingsRecord, function_setting_names, read_file
 
         settings_file = context("settings_file")
-        given = read_file(Path(settings_file)) if settings_file else {}
+        given = read_file(Path(settings_file), stack_setting_names()) if settings_file else {}
         recorded = dict(given)  # every setting given, by its name in capitals: the file's, then -c's
         chosen: dict[str, Any] = {}
         for setting in fields(cls):
@@ -173,3 +173,8 @@ class StackSettings:
             recorded=SettingsRecord.of(Path(settings_file).name if settings_file else "", recorded),
             **chosen,
         )
+
+
+def stack_setting_names() -> dict[str, str]:
+    """The stack settings a file may give, by their name in capitals -> their context key."""
+    return {f.name.upper(): f.name for f in fields(StackSettings) if f.name not in NOT_GIVEN}

@@ -35,8 +35,8 @@ from typing import Any
 
 import openai
 
+from functions.answer.openai_models import retiring_warning, shutdown_of
 from functions.config import Settings
-from functions.integrations.openai_models import retiring_warning, shutdown_of
 from infra import build_lambda, checks, preflight_template
 from infra.iam import CALLS_FILE, TESTED_TEMPLATE_FILE, evaluate_recording, load_template, template_file
 from infra.iam.template import Deployed
@@ -126,7 +126,7 @@ def model(
 ) -> Line:
     """Every configured model, against its shutdown date: the one OpenAI's models API
     reports (`announced`; looked up when OPENAI_API_KEY is set), else the list's
-    (functions/integrations/openai_models.py)."""
+    (functions/answer/openai_models.py)."""
     today = today or datetime.now(UTC).date()
     variables = _functions(template)["GenerateReply"]["Properties"]["Environment"]["Variables"]
     defaults = {name: str(Settings.model_fields[name.lower()].default or "") for name in MODEL_SETTINGS}

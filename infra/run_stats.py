@@ -1,5 +1,5 @@
 """`python -m infra.runs stats --since 1h`: the burst's figures computed from the Turns
-table, the same ones the functions emit as metrics (functions/logic/shared/batch_metrics.py,
+table, the same ones the functions emit as metrics (functions/batching/batch_metrics.py,
 the webhook's SplitBursts), so that they can be read locally, or on AWS without CloudWatch.
 
 - batches recorded (user turns answered, handed off or limited since then), and why each
@@ -27,12 +27,12 @@ from typing import Any
 from boto3.dynamodb.types import TypeDeserializer
 
 from functions import clock
-from functions.batching_rules import BURST_END_REASONS
-from functions.dal import expressions
-from functions.dal.models import Turn, from_dynamo
-from functions.dal.tables import assistant_turn_id
-from functions.logic.rules.debounce import splits_a_burst
-from functions.logic.rules.handoff import HANDED_OFF, PERSON
+from functions.batching.rules.burst import BURST_END_REASONS
+from functions.batching.rules.debounce import splits_a_burst
+from functions.handoff.rules.pause import HANDED_OFF, PERSON
+from functions.storage import expressions
+from functions.storage.models import Turn, from_dynamo
+from functions.storage.tables import assistant_turn_id
 
 _SPAN = re.compile(r"^(\d+(?:\.\d+)?)([smhd])$")
 _UNITS = {"s": "seconds", "m": "minutes", "h": "hours", "d": "days"}

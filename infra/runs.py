@@ -32,8 +32,8 @@ from typing import Any
 
 import boto3
 
-from functions.dal import expressions
-from functions.dal.tables import turn_ids_of_window
+from functions.storage import expressions
+from functions.storage.tables import turn_ids_of_window
 from infra.stack_lookup import FUNCTION_SETTINGS, add_stack_option, chosen_stack, one_line_errors, use_stack
 
 
@@ -215,7 +215,7 @@ def _command(args: argparse.Namespace) -> int:
         return _stats(args.since)
     runs = Runs(os.environ["STATE_MACHINE_ARN"], os.environ.get("TURNS_TABLE", ""))
     if args.command == "redrive":
-        from functions.logic.entry_points.reconciler import redrive  # needs the functions' settings
+        from functions.entry_points.reconciler import redrive  # needs the functions' settings
 
         print(json.dumps(redrive(args.conversation)))
         return 0

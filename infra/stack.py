@@ -1,6 +1,6 @@
 """The AWS stack, composed of one construct per file (infra/constructs/). Tables,
 functions and the state machine come from the same definitions the local stack uses
-(functions/dal/tables.py, functions/registry.py, statemachines/batch_window.asl.json)."""
+(functions/storage/tables.py, functions/registry.py, statemachines/batch_window.asl.json)."""
 
 from __future__ import annotations
 
@@ -11,9 +11,9 @@ from aws_cdk import aws_events as events
 from aws_cdk import aws_events_targets as targets
 from constructs import Construct
 
-from functions.dal.tables import ALL_TABLES
 from functions.public_url import PublicBase
 from functions.registry import ALL_FUNCTIONS, CONVERSATION_COMMANDS, RECONCILER, STATUS_CALLBACK, WEBHOOK
+from functions.storage.tables import ALL_TABLES
 from infra.constructs.alarm_topic import AlarmTopic
 from infra.constructs.api import WebhookApi
 from infra.constructs.api_gateway_account import ApiGatewayAccount

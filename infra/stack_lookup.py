@@ -33,7 +33,6 @@ from botocore.exceptions import (
 )
 
 from functions.config import SettingsError, get_settings
-from functions.dal.tables import ALL_TABLES
 from functions.stack_names import (
     STACK_NAME,
     conversation_id_key_secret_name,
@@ -44,6 +43,7 @@ from functions.stack_names import (
     tool_tenant_secret_prefix,
     twilio_tenant_secret_prefix,
 )
+from functions.storage.tables import ALL_TABLES
 
 # Each output of the stack, and the environment variable (the functions' setting) it fills.
 OUTPUTS: dict[str, str] = {

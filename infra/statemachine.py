@@ -32,9 +32,9 @@ def definition_substitutions(table_names: dict[str, str], function_arns: dict[st
     """The `${Placeholder}` map of the state machine: table names and task function ARNs,
     keyed by logical id, and the DynamoDB expressions of its direct integrations. CDK
     passes the same map as `definition_substitutions`; the local stack renders with it."""
-    from functions.dal import expressions
-    from functions.dal.tables import ALL_TABLES, PENDING_INDEX
     from functions.registry import TASKS
+    from functions.storage import expressions
+    from functions.storage.tables import ALL_TABLES, PENDING_INDEX
 
     values = {t.placeholder: table_names[t.logical_id] for t in ALL_TABLES}
     values.update(expressions.SUBSTITUTIONS)

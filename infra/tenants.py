@@ -53,10 +53,10 @@ import boto3
 from botocore.exceptions import ClientError
 
 from functions import clock
-from functions.dal import tenants
-from functions.dal.models import Tenant
-from functions.dal.tables import TENANTS
-from functions.inbound import ACCOUNT_SID
+from functions.intake.inbound import ACCOUNT_SID
+from functions.storage.models import Tenant
+from functions.storage.tables import TENANTS
+from functions.tenancy import tenants
 from infra import stack_lookup
 
 

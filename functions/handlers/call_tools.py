@@ -1,6 +1,6 @@
 """Call Tools."""
 
 from functions.handlers.task import task
-from functions.logic.states.call_tools import call_tools
+from functions.states.call_tools import call_tools
 
 handler = task("Call Tools", call_tools)

@@ -1,5 +1,5 @@
 """A helpdesk's commands, delivered by a rule on the event bus (conversation.pause,
-conversation.resume, conversation.reply): functions/logic/entry_points/conversation_commands.py."""
+conversation.resume, conversation.reply): functions/entry_points/conversation_commands.py."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from typing import Any
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
 from functions.config import get_settings
-from functions.logic.entry_points.conversation_commands import run_command
+from functions.entry_points.conversation_commands import run_command
 from functions.observability import lambda_entry_point
 
 get_settings()  # fail at cold start if the stack left a setting out

@@ -1,6 +1,6 @@
 """Generate Reply."""
 
 from functions.handlers.task import task
-from functions.logic.states.generate_reply import generate_reply
+from functions.states.generate_reply import generate_reply
 
 handler = task("Generate Reply", generate_reply)

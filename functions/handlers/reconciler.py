@@ -7,7 +7,7 @@ from typing import Any
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
 from functions.config import get_settings
-from functions.logic.entry_points.reconciler import reconcile
+from functions.entry_points.reconciler import reconcile
 from functions.observability import lambda_entry_point
 
 get_settings()  # fail at cold start if the stack left a setting out

@@ -1,6 +1,6 @@
 """Record Turns And Release Lock."""
 
 from functions.handlers.task import task
-from functions.logic.states.record_turns_and_release_lock import record_turns_and_release_lock
+from functions.states.record_turns_and_release_lock import record_turns_and_release_lock
 
 handler = task("Record Turns And Release Lock", record_turns_and_release_lock)

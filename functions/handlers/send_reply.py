@@ -1,6 +1,6 @@
 """Send Reply."""
 
 from functions.handlers.task import task
-from functions.logic.states.send_reply import send_reply
+from functions.states.send_reply import send_reply
 
 handler = task("Send Reply", send_reply)

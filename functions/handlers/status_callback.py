@@ -1,5 +1,5 @@
 """POST /twilio/status/{conversation}/{window}/{message}: Twilio's status callbacks for the
-messages we send (functions/logic/entry_points/status_callback.py). One route: no router (see webhook.py)."""
+messages we send (functions/entry_points/status_callback.py). One route: no router (see webhook.py)."""
 
 from __future__ import annotations
 
@@ -9,13 +9,10 @@ from urllib.parse import unquote
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
 from functions.config import get_settings
+from functions.delivery.callback_urls import STATUS_CALLBACK_RESOURCE
+from functions.delivery.template import template_without_messaging_service
+from functions.entry_points.status_callback import CallbackOutcome, record_status
 from functions.handlers.twilio_http import Refused, public_url, response, signature_of, twilio_form
-from functions.logic.entry_points.status_callback import (
-    CallbackOutcome,
-    record_status,
-    template_without_messaging_service,
-)
-from functions.logic.shared.callback_urls import STATUS_CALLBACK_RESOURCE
 from functions.observability import lambda_entry_point, logger
 
 get_settings()  # fail at cold start if the stack left a setting out

@@ -9,8 +9,8 @@ from urllib.parse import urlencode
 from twilio.request_validator import SIGNATURE_HEADER, SIGNATURE_SETTINGS_HEADER
 
 from functions.config import get_settings
-from functions.inbound import UnreadableForm, read_form
-from functions.logic.shared.admission import Signature
+from functions.intake.admission import Signature
+from functions.intake.inbound import UnreadableForm, read_form
 from functions.observability import logger
 
 FORM = "application/x-www-form-urlencoded"

@@ -11,9 +11,9 @@ from aws_lambda_powertools.utilities.typing import LambdaContext
 from twilio.twiml.messaging_response import MessagingResponse
 
 from functions.config import get_settings
+from functions.entry_points.webhook import MessageOutcome, accept_message
 from functions.handlers.twilio_http import Refused, public_url, response, signature_of, twilio_form
-from functions.inbound import Channel
-from functions.logic.entry_points.webhook import MessageOutcome, accept_message
+from functions.intake.inbound import Channel
 from functions.observability import lambda_entry_point, logger
 
 __all__ = ["handler", "public_url", "twiml"]

@@ -24,8 +24,8 @@ import os
 from dataclasses import dataclass
 from typing import Any
 
-from functions.dal.tables import ALL_TABLES
-from functions.integrations.tenant_sessions import RENEW_BEFORE_SECONDS, SESSION_SECONDS
+from functions.storage.tables import ALL_TABLES
+from functions.tenancy.tenant_sessions import RENEW_BEFORE_SECONDS, SESSION_SECONDS
 
 STATE_MACHINE = "StateMachine"  # the state machine's own integrations (Query Staged Messages)
 SESSION_RENEWED_EVERY = SESSION_SECONDS - RENEW_BEFORE_SECONDS  # a tenant reader's session: 840 s
@@ -160,7 +160,7 @@ CALLS: tuple[Calls, ...] = (
     Calls("SendReply", "dynamodb:GetItem Conversations", ONE),
     Calls("SendReply", "dynamodb:GetItem Turns", ONE),
     Calls("SendReply", "dynamodb:UpdateItem Turns", PerBurst(burst=2)),
-    # Its sender's turn, booked before the part's create (functions/dal/sender_budget.py).
+    # Its sender's turn, booked before the part's create (functions/delivery/sender_budget.py).
     Calls("SendReply", "dynamodb:UpdateItem UsageCounters", ONE),
     Calls("RecordTurnsAndReleaseLock", "dynamodb:GetItem Conversations", ONE),
     Calls("RecordTurnsAndReleaseLock", "dynamodb:GetItem Turns", PerBurst(burst=2)),
@@ -192,14 +192,14 @@ class CachedRead:
 
 
 # (The key of conversation ids is read once per webhook instance, at its first new
-# conversation, and never again: a cold start's cost, not a rate; functions/integrations/id_key.py.)
+# conversation, and never again: a cold start's cost, not a rate; functions/tenancy/id_key.py.)
 CACHED_READS: tuple[CachedRead, ...] = (
     CachedRead("Webhook", "secretsmanager:GetSecretValue", "secrets_max_age_seconds", per_tenant=True),
     CachedRead("Webhook", "dynamodb:GetItem Tenants", "tenant_cache_seconds", per_tenant=True),
     CachedRead("StatusCallback", "secretsmanager:GetSecretValue", "secrets_max_age_seconds", per_tenant=True),
     # The OpenAI key, and the tenant's Twilio credentials (the typing indicator) through the
     # tenant reader's session, renewed a minute before its 15 minutes end
-    # (functions/integrations/tenant_sessions.py): each function's instances take their own.
+    # (functions/tenancy/tenant_sessions.py): each function's instances take their own.
     CachedRead("GenerateReply", "secretsmanager:GetSecretValue", "secrets_max_age_seconds"),
     CachedRead("GenerateReply", "secretsmanager:GetSecretValue", "secrets_max_age_seconds", per_tenant=True),
     CachedRead("GenerateReply", "sts:AssumeRole", SESSION_RENEWED_EVERY, per_tenant=True),
@@ -212,7 +212,7 @@ CACHED_READS: tuple[CachedRead, ...] = (
     ),
     CachedRead("SendReply", "secretsmanager:GetSecretValue", "secrets_max_age_seconds", per_tenant=True),
     CachedRead("SendReply", "sts:AssumeRole", SESSION_RENEWED_EVERY, per_tenant=True),
-    # The number's own sender rate (functions/dal/tenants.py: sender_mps), one number a tenant.
+    # The number's own sender rate (functions/tenancy/tenants.py: sender_mps), one number a tenant.
     CachedRead("SendReply", "dynamodb:GetItem Tenants", "tenant_cache_seconds", per_tenant=True),
     # The tenant's tool-signing key, through a session of the tool reader.
     CachedRead("CallTools", "secretsmanager:GetSecretValue", "secrets_max_age_seconds", per_tenant=True),

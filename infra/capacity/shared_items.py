@@ -2,8 +2,8 @@
 units a second on one item, and cancels a transaction that touches an item another one holds
 (TransactionConflict) long before that.
 
-The cost counters of the limits (functions/logic/shared/limits.py) that everyone's and a
-tenant's conversations share are spread over shards (functions/dal/usage_counters.py), and
+The cost counters of the limits (functions/guards/limits.py) that everyone's and a
+tenant's conversations share are spread over shards (functions/guards/usage_counters.py), and
 each is touched inside a TransactWriteItems: an AI call's admission checks the token counters
 (and counts the AI-call counters, when their ceilings are set), its response's tokens are
 added to them. With transactions arriving on a shard at λ a second, each holding it for τ
@@ -12,7 +12,7 @@ one fails, and Generate Reply's attempt is retried (its Retry on TransactionConf
 doubling, 5 times), each retry a transition and an invocation more. A counter whose ceiling
 is off (0) is not written.
 
-A sender's turns are booked on its pace items (functions/dal/sender_budget.py): one
+A sender's turns are booked on its pace items (functions/delivery/sender_budget.py): one
 conditional UpdateItem a reply part, not a transaction."""
 
 from __future__ import annotations
@@ -21,7 +21,8 @@ import math
 from dataclasses import dataclass
 from typing import Literal
 
-from functions.dal import sender_budget, usage_counters
+from functions.delivery import sender_budget
+from functions.guards import usage_counters
 from infra.capacity import burst, quotas
 from infra.capacity.saturation import Component, Traffic, component
 

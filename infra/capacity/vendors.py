@@ -10,7 +10,7 @@ from infra.capacity.saturation import Component, Traffic, component
 
 def twilio_senders(t: Traffic) -> list[Component]:
     """Twilio sends from one WhatsApp sender at its messages a second and queues the rest;
-    Send Reply paces each part to it (functions/logic/shared/sender_pace.py): past it, a reply
+    Send Reply paces each part to it (functions/delivery/sender_pace.py): past it, a reply
     waits for its turn (up to 20 s an attempt), then is retried, then fails. The replies are
     spread evenly over the senders (--senders)."""
     a, configured = t.assumptions, float(t.values["twilio_sender_mps"])

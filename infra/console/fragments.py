@@ -4,7 +4,7 @@ location, button, ...), and what they said (shown only when the operator asks).
 A pending or set-aside message is read as it was staged. An answered one is a bodiless
 tombstone by then: its arrival time comes from its user turn (`first_received_at` plus
 `arrival_offsets_ms`), and its kind and text from the turn's body, split back into the
-messages it was merged from (functions/logic/rules/content.py: only the lines that say
+messages it was merged from (functions/answer/rules/content.py: only the lines that say
 what a message held begin with a bracket, and a message's own text comes last). Where that
 split is ambiguous (a text of several lines beside another text), the fragments are drawn
 without a kind and the batch's text stays whole."""
@@ -14,12 +14,12 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from functions.dal.models import StagedMessage, Turn
-from functions.logic.rules.content import MediaKind, media_kind
+from functions.answer.rules.content import MediaKind, media_kind
+from functions.storage.models import StagedMessage, Turn
 from infra.replay.sources import epoch_ms
 
 PREVIEW_CHARS = 60
-_ESCAPED = re.compile(r"\\([\\\[\]])")  # functions/logic/rules/sanitize.py `escaped`
+_ESCAPED = re.compile(r"\\([\\\[\]])")  # functions/answer/rules/sanitize.py `escaped`
 # The kind a bracketed line says a message held, by how the line begins.
 _BRACKETS = {
     "[photo": "photo",

@@ -4,7 +4,7 @@
 Every client comes from one boto3 session that refuses, before sending it, any operation
 but the reads listed in `READS`: the console cannot change data, nor read a secret,
 whatever credentials the operator holds. Items become the dal's models
-(functions/dal/models.py).
+(functions/storage/models.py).
 
 A tool call's output (the endpoint's answer, personal data) is read only to tell why a call
 was refused, and dropped here: past this module no page has it (`calls_and_proposals`)."""
@@ -20,9 +20,10 @@ from typing import Any, Literal
 import boto3
 from boto3.dynamodb.conditions import Attr, Key
 
-from functions.dal import due_resends, expressions
-from functions.dal.models import BatchWindow, Confirmation, Conversation, StagedMessage, ToolCall, Turn
-from functions.logic.rules import tools as tool_rules
+from functions.assistant.rules import tools as tool_rules
+from functions.delivery import due_resends
+from functions.storage import expressions
+from functions.storage.models import BatchWindow, Confirmation, Conversation, StagedMessage, ToolCall, Turn
 from infra.stack_lookup import TABLES
 
 # Every AWS operation the console sends (StackReader's, and the reachability check of
@@ -73,12 +74,12 @@ class ConversationRow(Conversation):
 
 
 Refusal = Literal["endpoint", "proposed", "not_confirmed", "unknown_tool", "no_signing_secret"]
-CONFIRMATION_PREFIX = "confirm#"  # a proposal's key (functions/logic/rules/tools.py)
+CONFIRMATION_PREFIX = "confirm#"  # a proposal's key (functions/assistant/rules/tools.py)
 
 
 class ToolCallRow(ToolCall):
     """A tool call as the console shows it: never its output; a refused call says who
-    refused it: the endpoint, or Call Tools itself (functions/logic/states/call_tools.py)."""
+    refused it: the endpoint, or Call Tools itself (functions/states/call_tools.py)."""
 
     refused_by: Refusal | None = None
 

@@ -9,10 +9,10 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field, replace
 
-from functions.batching_rules import BatchingRules
-from functions.dal.models import BatchWindow, Confirmation, Delivery, StagedMessage, Turn
-from functions.logic.rules.handoff import PERSON
-from functions.logic.rules.replies import split_reply
+from functions.batching.rules.burst import BatchingRules
+from functions.delivery.rules.replies import split_reply
+from functions.handoff.rules.pause import PERSON
+from functions.storage.models import BatchWindow, Confirmation, Delivery, StagedMessage, Turn
 from infra.console.fragments import Fragment, merged_preview, of_staged, of_turn, split_body
 from infra.console.reading import ConversationRow, Run, ToolCallRow
 from infra.replay.simulate import batches_of
@@ -50,7 +50,7 @@ def console_url(run: Run, region: str) -> str:
     )
 
 
-# A tool call's outcome in words, by its status (functions/dal/models.py ToolCall), and a
+# A tool call's outcome in words, by its status (functions/storage/models.py ToolCall), and a
 # refused one's by who refused it (infra/console/reading.py).
 OUTCOMES = {
     "answered": "answered",

@@ -14,8 +14,8 @@ from datetime import UTC, datetime
 from html import escape
 from urllib.parse import urlencode
 
-from functions.dal.models import Turn
-from functions.logic.rules.handoff import PERSON
+from functions.handoff.rules.pause import PERSON
+from functions.storage.models import Turn
 from infra.console.fragments import Fragment, said_of
 from infra.console.timeline import ReplyPart, window_opened_ms
 from infra.replay.sources import epoch_ms

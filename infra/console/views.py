@@ -6,9 +6,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 
-from functions.batching_rules import BatchingRules
-from functions.logic.rules.handoff import is_paused
-from functions.logic.shared.windows import execution_name
+from functions.batching.rules.burst import BatchingRules
+from functions.batching.windows import execution_name
+from functions.handoff.rules.pause import is_paused
 from infra.console.fragments import Fragment
 from infra.console.reading import ConversationRow, Run, StackReader
 from infra.console.timeline import (
@@ -32,7 +32,7 @@ from infra.replay.sources import epoch_ms
 # Delivery reports later than this after the run are drawn at the timeline's right edge.
 LATE_REPORTS_MS = 30_000
 STATUSES = ("in flight", "failed", "replied", "handed off", "opted out")
-_SOME_WINDOW = "0" * 13 + "-" + "0" * 6  # a window id's shape (functions/logic/shared/windows.py)
+_SOME_WINDOW = "0" * 13 + "-" + "0" * 6  # a window id's shape (functions/batching/windows.py)
 
 
 def runs_prefix(conversation_id: str) -> str:
@@ -45,7 +45,7 @@ class Pause:
     """The conversation's hand-off to a person, as its record keeps it."""
 
     since_ms: int
-    by: str  # operator, keyword, helpdesk (functions/logic/rules/handoff.py)
+    by: str  # operator, keyword, helpdesk (functions/handoff/rules/pause.py)
     until_ms: int | None  # None: until resumed
     message_sid: str | None  # the message whose keyword asked for a person
     holds: bool  # False once its `until` has passed

@@ -29,7 +29,7 @@ class Credentials(Construct):
                 secret_string_template="{}", generate_string_key="api_key"
             ),
         )
-        # HMAC key of new conversation ids (functions/integrations/id_key.py): generated
+        # HMAC key of new conversation ids (functions/tenancy/id_key.py): generated
         # here, never shown, read by the functions that create conversations.
         self.conversation_id_key = secretsmanager.Secret(
             self,

@@ -10,7 +10,7 @@ from aws_cdk import aws_cloudwatch as cloudwatch
 from aws_cdk import aws_stepfunctions as sfn
 from constructs import Construct
 
-from functions.batching_rules import BURST_END_REASONS
+from functions.batching.rules.burst import BURST_END_REASONS
 from infra.names import SERVICE
 
 PERIOD = Duration.minutes(5)

@@ -1,6 +1,6 @@
 """The resource policy of the bus that `batch.answered` and `batch.handed_off` events go to:
 only the function that announces batches may put events of the service's own source on it,
-and a helpdesk's commands (`conversation.*`, functions/logic/entry_points/conversation_commands.py)
+and a helpdesk's commands (`conversation.*`, functions/entry_points/conversation_commands.py)
 only with its own tenant's source, `helpdesk.<AccountSid>`, as its role's `tenant` tag names it.
 The managed policy a helpdesk's role attaches to put them (HelpdeskCommandsPolicyArn)."""
 
@@ -11,7 +11,7 @@ from aws_cdk import aws_iam as iam
 from aws_cdk import aws_lambda as lambda_
 from constructs import Construct
 
-from functions.integrations.event_bus import SOURCE
+from functions.delivery.event_bus import SOURCE
 from functions.registry import CONVERSATION_COMMANDS
 
 COMMANDS = "conversation.*"  # every detail type of CONVERSATION_COMMANDS

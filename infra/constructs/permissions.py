@@ -171,7 +171,7 @@ GRANTS: dict[str, Grants] = {
         # the parts due for a resend (63018): claimed, found and recorded on the assistant turn
         (("dynamodb:GetItem", "dynamodb:UpdateItem"), ("Turns",)),
         # their Twilio credentials: in a tenant session (TENANT_SESSION_READERS)
-        # the turn-text retention (functions/logic/shared/retention.py): the tenants' own days,
+        # the turn-text retention (functions/personal_data/retention.py): the tenants' own days,
         # a page of Turns (cut with UpdateItem, above), its cursor, the OpenAI conversation's
         # items deleted with the deployment's key (a tenant's own: OPENAI_KEY_READERS)
         (("dynamodb:Scan",), ("Tenants", "Turns")),

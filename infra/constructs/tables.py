@@ -1,4 +1,4 @@
-"""The DynamoDB tables, built from functions/dal/tables.py (as the local stack's are)."""
+"""The DynamoDB tables, built from functions/storage/tables.py (as the local stack's are)."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ from aws_cdk import RemovalPolicy
 from aws_cdk import aws_dynamodb as dynamodb
 from constructs import Construct
 
-from functions.dal.tables import ALL_TABLES
+from functions.storage.tables import ALL_TABLES
 
 
 def _attribute(name: str | None) -> dynamodb.Attribute | None:

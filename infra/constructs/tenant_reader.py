@@ -13,7 +13,7 @@ of that kind: each assumes the reader for the tenant at hand, tagging the sessio
 `tenant=<AccountSid>`, and the reader's policy allows only the secrets named after the
 session's tag (`${aws:PrincipalTag/tenant}`, an IAM policy variable). A mistake that
 resolved another tenant's secret for a conversation is then refused by IAM, not only by
-the code (functions/integrations/tenant_sessions.py).
+the code (functions/tenancy/tenant_sessions.py).
 
 https://docs.aws.amazon.com/IAM/latest/UserGuide/id_session-tags.html
 https://docs.aws.amazon.com/IAM/latest/UserGuide/reference_policies_variables.html"""
@@ -26,7 +26,7 @@ from aws_cdk import aws_lambda as lambda_
 from cdk_nag import NagPackSuppression, NagSuppressions
 from constructs import Construct
 
-from functions.integrations.tenant_sessions import TENANT_TAG
+from functions.tenancy.tenant_sessions import TENANT_TAG
 
 # The values the session tag that names the tenant may take (a Twilio AccountSid).
 TENANT_PATTERN = "AC*"

@@ -9,8 +9,8 @@ from aws_cdk import aws_stepfunctions as sfn
 from cdk_nag import NagPackSuppression, NagSuppressions
 from constructs import Construct
 
-from functions.dal.tables import ALL_TABLES, BATCH_WINDOWS, CONVERSATIONS, PENDING_INDEX, STAGED_MESSAGES
 from functions.registry import TASKS
+from functions.storage.tables import ALL_TABLES, BATCH_WINDOWS, CONVERSATIONS, PENDING_INDEX, STAGED_MESSAGES
 from infra.constructs.functions import Functions
 from infra.constructs.tables import Tables
 from infra.names import StackSettings, state_machine_log_group_name, state_machine_name

@@ -16,8 +16,8 @@ import signal
 import sys
 import threading
 
+from functions.batching.rules.debounce import BatchingRules
 from functions.config import get_settings
-from functions.logic.rules.debounce import BatchingRules
 from functions.registry import STATUS_CALLBACK
 from functions.stack_names import STACK_NAME
 from infra.console.__main__ import DEFAULT_PORT as CONSOLE_PORT

@@ -31,7 +31,7 @@ from aws_lambda_powertools.utilities.parameters.secrets import SecretsProvider
 from botocore.client import BaseClient
 
 from functions.config import Settings, read_settings
-from functions.dal.tables import ALL_TABLES
+from functions.storage.tables import ALL_TABLES
 
 _function: contextvars.ContextVar[str | None] = contextvars.ContextVar("function", default=None)
 # On whose behalf the handler runs: ("conversation", id) or ("person", address), or None.

@@ -18,9 +18,10 @@ os.environ.setdefault("POWERTOOLS_LOG_LEVEL", "WARNING")  # before the handlers 
 
 from twilio.rest import Client  # noqa: E402
 
-from functions.dal import conversations, turns  # noqa: E402
-from functions.inbound import Channel  # noqa: E402
+from functions.answer import turns
+from functions.intake.inbound import Channel  # noqa: E402
 from functions.stack_names import STACK_NAME  # noqa: E402
+from functions.tenancy import conversations  # noqa: E402
 from infra.console.__main__ import console_app  # noqa: E402
 from infra.local.servers import Server  # noqa: E402
 from infra.local.stack import LocalConfig, LocalStack  # noqa: E402

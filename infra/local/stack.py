@@ -15,9 +15,9 @@ import boto3
 import requests
 
 from functions.config import get_settings, read_flag
-from functions.dal.tables import ALL_TABLES, TENANTS
 from functions.registry import TASKS
 from functions.stack_names import STACK_NAME, event_bus_name, metrics_namespace, state_machine_name
+from functions.storage.tables import ALL_TABLES, TENANTS
 from infra.local import event_rules
 from infra.local.aws_calls import RECORDER
 from infra.local.gateway import Gateway

@@ -1,11 +1,11 @@
 """The local stack's tables, created from the same definitions as the deployed ones
-(functions/dal/tables.py); tests/infra compares the two."""
+(functions/storage/tables.py); tests/infra compares the two."""
 
 from __future__ import annotations
 
 from typing import Any
 
-from functions.dal.tables import TableDefinition
+from functions.storage.tables import TableDefinition
 
 
 def create_table_request(table: TableDefinition) -> dict[str, Any]:

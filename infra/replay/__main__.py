@@ -28,7 +28,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from functions.logic.rules.debounce import BatchingRules
+from functions.batching.rules.debounce import BatchingRules
 from infra.replay.simulate import Fragment, label_bursts, replay
 from infra.replay.sources import SourceError, from_csv, from_turns, since_ms
 

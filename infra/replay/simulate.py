@@ -1,5 +1,5 @@
 """Replaying arrival times through the batching rules: the production rule code
-(functions/logic/rules/debounce.py, adaptive.py), only the clock is the recorded one.
+(functions/batching/rules/debounce.py, adaptive.py), only the clock is the recorded one.
 
 A window opens at a fragment that finds none open; its run waits whole seconds, as Step
 Functions does (`seconds_until_due`), and at each check the burst is over if its due time
@@ -19,8 +19,8 @@ import statistics
 from collections import defaultdict
 from dataclasses import dataclass
 
-from functions.logic.rules.adaptive import Learned, after_burst, for_new_window
-from functions.logic.rules.debounce import BatchingRules, due_ms
+from functions.batching.rules.adaptive import Learned, after_burst, for_new_window
+from functions.batching.rules.debounce import BatchingRules, due_ms
 
 
 @dataclass(frozen=True)

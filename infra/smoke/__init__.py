@@ -33,9 +33,9 @@ import json
 import sys
 import time
 
-from functions.dal import turns
-from functions.dal.tables import assistant_turn_id
-from functions.integrations.secrets import TwilioCredentials
+from functions.answer import turns
+from functions.storage.tables import assistant_turn_id
+from functions.tenancy.secrets import TwilioCredentials
 from infra import stack_lookup
 from infra.smoke.follow import conversation_of, follow_run, report_reply, run_of, wait_for_deliveries
 from infra.smoke.message import DEFAULT_TEXT, SmokeFailed, Target, find_target, post, tenant_credentials

@@ -11,8 +11,10 @@ from typing import Any
 import boto3
 from botocore.exceptions import ClientError
 
-from functions.dal import batch_windows, conversations, turns
-from functions.dal.models import Conversation, Turn
+from functions.answer import turns
+from functions.batching import batch_windows
+from functions.storage.models import Conversation, Turn
+from functions.tenancy import conversations
 from infra.runs import short_cause
 from infra.smoke.message import SmokeFailed, Target
 

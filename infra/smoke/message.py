@@ -13,10 +13,10 @@ import requests
 from botocore.exceptions import ClientError
 from twilio.request_validator import RequestValidator
 
-from functions.dal import tenants
-from functions.inbound import Channel
-from functions.integrations.secrets import TwilioCredentials
+from functions.intake.inbound import Channel
 from functions.public_url import public_base
+from functions.tenancy import tenants
+from functions.tenancy.secrets import TwilioCredentials
 from infra import stack_lookup
 
 DEFAULT_TEXT = "Smoke test: please answer in one short sentence."
@@ -60,7 +60,7 @@ def find_target(user: str, ours: str | None, url: str | None) -> Target:
 
 
 def tenant_credentials(account_sid: str) -> TwilioCredentials:
-    """The tenant's Twilio credentials, as the webhook reads them (functions/integrations/secrets.py)."""
+    """The tenant's Twilio credentials, as the webhook reads them (functions/tenancy/secrets.py)."""
     name = os.environ["TWILIO_TENANT_SECRET_PREFIX"] + account_sid
     try:
         secret = boto3.client("secretsmanager").get_secret_value(SecretId=name)["SecretString"]

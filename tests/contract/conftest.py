@@ -1,5 +1,5 @@
 """The contract tier: the in-memory fakes (tests/support/fakes.py) and the DynamoDB layer
-(functions/dal) against one set of tests. The DynamoDB layer runs on moto in this process
+(the table modules) against one set of tests. The DynamoDB layer runs on moto in this process
 (mock_aws: no server, no stack), with the tables the stack deploys."""
 
 from __future__ import annotations
@@ -11,10 +11,10 @@ import boto3
 import pytest
 
 from functions.config import get_settings
-from functions.dal import dynamo
-from functions.dal.models import Conversation, from_dynamo
-from functions.dal.tables import ALL_TABLES
-from functions.integrations import id_key
+from functions.storage import dynamo
+from functions.storage.models import Conversation, from_dynamo
+from functions.storage.tables import ALL_TABLES
+from functions.tenancy import id_key
 from tests.support.fakes import ID_KEY, FakeTwilio, InMemoryStore, install
 
 

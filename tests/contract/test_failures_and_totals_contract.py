@@ -5,8 +5,9 @@ the tests' own arithmetic on what each call was given."""
 
 from __future__ import annotations
 
-from functions.dal import conversations, turns
-from functions.dal.models import Conversation, Turn
+from functions.answer import turns
+from functions.storage.models import Conversation, Turn
+from functions.tenancy import conversations
 
 NOW, LEASE = 1_800_000_000, 60
 CONVERSATION = Conversation(

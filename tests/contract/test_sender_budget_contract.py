@@ -1,12 +1,12 @@
 """A sender's turns, held to one contract for the in-memory fake and the DynamoDB layer
-(functions/dal/sender_budget.py; the `store` fixture runs each test on both): a turn is now
+(functions/delivery/sender_budget.py; the `store` fixture runs each test on both): a turn is now
 when none is booked ahead, else the next free one, one gap (1/mps s) after the last; one
 that begins after the latest time asked for is not booked. Expected values are the tests'
 own arithmetic on the rate."""
 
 from __future__ import annotations
 
-from functions.dal import sender_budget
+from functions.delivery import sender_budget
 
 SENDER = "whatsapp:+15550000001"
 T0 = 1_800_000_000 * 1_000_000  # epoch microseconds

@@ -3,10 +3,10 @@ layer (the `store` fixture runs each test on both)."""
 
 from __future__ import annotations
 
-from functions.dal import staged_messages
-from functions.dal.models import AIRequest
-from functions.dal.staged_messages import Staging
-from functions.inbound import InboundMessage
+from functions.intake import staged_messages
+from functions.intake.inbound import InboundMessage
+from functions.intake.staged_messages import Staging
+from functions.storage.models import AIRequest
 
 US, USER = "whatsapp:+15550000001", "whatsapp:+15550001111"
 SM1, SM2, SM3, MISSING = (f"SM{n:032x}" for n in (1, 2, 3, 4))

@@ -6,10 +6,13 @@ from __future__ import annotations
 import pytest
 from botocore.exceptions import ClientError
 
-from functions.dal import batch_windows, conversations, reply_sending, turns
-from functions.dal.models import BatchWindow, Conversation, Turn
+from functions.answer import turns
+from functions.batching import batch_windows
+from functions.delivery import reply_sending
 from functions.errors import ConversationNotFound
-from functions.inbound import Channel
+from functions.intake.inbound import Channel
+from functions.storage.models import BatchWindow, Conversation, Turn
+from functions.tenancy import conversations
 
 NOW, LEASE = 1_800_000_000, 60
 CONVERSATION = Conversation(

@@ -3,8 +3,9 @@ the in-memory fake and the DynamoDB layer (the `store` fixture runs each test on
 
 from __future__ import annotations
 
-from functions.dal import conversations, turns
-from functions.dal.models import Conversation, Turn
+from functions.answer import turns
+from functions.storage.models import Conversation, Turn
+from functions.tenancy import conversations
 
 NOW, LEASE = 1_800_000_000, 60
 CONVERSATION = Conversation(

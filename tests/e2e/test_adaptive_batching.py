@@ -14,9 +14,9 @@ import time
 import pytest
 
 from functions import clock
+from functions.answer import turns
+from functions.batching.rules.debounce import BatchingRules
 from functions.contract import RunInput
-from functions.dal import turns
-from functions.logic.rules.debounce import BatchingRules
 
 pytestmark = pytest.mark.e2e
 

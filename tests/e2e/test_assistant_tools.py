@@ -14,8 +14,8 @@ from typing import Any
 import pytest
 import requests
 
-from functions.dal import turns
-from functions.integrations import tool_endpoints
+from functions.answer import turns
+from functions.assistant import tool_endpoints
 from tests.support.shop import Shop
 from tests.support.tool_endpoint import ToolEndpoint
 

@@ -9,8 +9,7 @@ from unittest.mock import patch
 import pytest
 import requests
 
-from functions.dal import batch_windows
-from functions.integrations import stepfunctions
+from functions.batching import batch_windows, stepfunctions
 from infra.local.webhooks import inbound_form, new_message_sid, post_webhook, sign
 from tests.support.local_stack import OUR_WHATSAPP
 

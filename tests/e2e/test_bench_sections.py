@@ -8,10 +8,10 @@ from types import SimpleNamespace
 import pytest
 
 from functions import clock
+from functions.batching.rules.debounce import due_ms, resolve_rules
 from functions.config import get_settings
-from functions.dal import conversations
-from functions.inbound import Channel
-from functions.logic.rules.debounce import due_ms, resolve_rules
+from functions.intake.inbound import Channel
+from functions.tenancy import conversations
 from tests.support.bench import answer_delay
 from tests.support.bench.run import long_windows
 from tests.support.local_stack import OUR_WHATSAPP

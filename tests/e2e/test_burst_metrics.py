@@ -13,8 +13,8 @@ from typing import Any
 import pytest
 
 from functions import clock
-from functions.dal import turns
-from functions.dal.tables import assistant_turn_id, user_turn_id
+from functions.answer import turns
+from functions.storage.tables import assistant_turn_id, user_turn_id
 from infra import runs
 from infra.names import NAMESPACE, SERVICE
 from tests.support.emf import emf_records

@@ -26,12 +26,12 @@ import pytest
 from aws_lambda_powertools.utilities.parameters.base import DEFAULT_PROVIDERS
 from botocore.client import BaseClient
 
-from functions.assistant_profile import AssistantProfile
+from functions.assistant import assistant_profiles
+from functions.assistant.assistant_profile import AssistantProfile
 from functions.config import get_settings
-from functions.dal import assistant_profiles, tenants
-from functions.dal.tables import ASSISTANT_PROFILES, TENANTS
-from functions.integrations import tenant_sessions
 from functions.registry import FunctionDefinition
+from functions.storage.tables import ASSISTANT_PROFILES, TENANTS
+from functions.tenancy import tenant_sessions, tenants
 from infra.assistants import PREFIX, AssistantAdmin
 from infra.capacity import burst
 from infra.local.aws_calls import RECORDER, on_behalf_of

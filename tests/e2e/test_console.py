@@ -37,7 +37,7 @@ from pathlib import Path
 import pytest
 from werkzeug.test import Client
 
-from functions.dal.tables import assistant_turn_id
+from functions.storage.tables import assistant_turn_id
 from infra.console.app import ConsoleApp
 from infra.console.reading import NEEDED, READS, StackReader, read_only_session
 from infra.stack_lookup import names
@@ -259,7 +259,7 @@ def _reads_like_the_conversation(
     them (the OpenAI stand-in's `You said: ...`, as Twilio was asked to send it), with what
     the model was given; each part's text beside its status on the timeline. Without "Show
     message text", kinds and lengths only: none of these texts anywhere in the page."""
-    from functions.dal import turns
+    from functions.answer import turns
     from tests.support.events import load_event
 
     window_id = run_name.removeprefix(f"{conversation_id}-")
@@ -283,7 +283,7 @@ def _reads_like_the_conversation(
 
 
 def _reported(conversation_id: str, run_name: str, sid: str) -> str | None:
-    from functions.dal import turns
+    from functions.answer import turns
 
     window_id = run_name.removeprefix(f"{conversation_id}-")
     turn = turns.get(conversation_id, assistant_turn_id(window_id))
@@ -338,7 +338,7 @@ def _put_reply(harness, user: str, body: str) -> None:
 
 
 def _persons_reply_status(conversation_id: str) -> str | None:
-    from functions.dal import turns
+    from functions.answer import turns
 
     written = [t for t in turns.list_of(conversation_id) if t.written_by == "person" and t.message_sids]
     delivery = written[0].deliveries.get(written[0].message_sids[0]) if written else None

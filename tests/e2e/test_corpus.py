@@ -10,8 +10,8 @@ from typing import Any
 
 import pytest
 
+from functions.answer import turns
 from functions.config import Settings
-from functions.dal import turns
 from tests.support.events import event_names, load_event
 from tests.support.local_stack import Harness
 from tests.support.media import PHOTO, VOICE_NOTE_SAYS

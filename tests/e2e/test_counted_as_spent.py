@@ -11,11 +11,12 @@ from datetime import date
 import pytest
 
 from functions import clock
+from functions.answer import turns
+from functions.answer.openai_models import DEFAULT_MODEL
 from functions.config import get_settings
-from functions.dal import turns, usage_counters
-from functions.dal.models import Turn
-from functions.dal.usage_counters import Counter
-from functions.integrations.openai_models import DEFAULT_MODEL
+from functions.guards import usage_counters
+from functions.guards.usage_counters import Counter
+from functions.storage.models import Turn
 from infra.local.webhooks import inbound_form, post_webhook
 from tests.e2e.test_corpus import send_burst
 from tests.support.emf import emf_records

@@ -12,7 +12,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from functions.dal import turns
+from functions.answer import turns
 from infra.local.stack import LocalStack
 from infra.local.webhooks import inbound_form, post_webhook
 from tests.support.bench import counted_calls

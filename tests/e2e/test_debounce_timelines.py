@@ -18,7 +18,9 @@ from dataclasses import dataclass, field
 import pytest
 
 from functions import clock
-from functions.dal import projects, staged_messages, turns
+from functions.answer import turns
+from functions.intake import staged_messages
+from functions.tenancy import projects
 
 pytestmark = pytest.mark.e2e
 

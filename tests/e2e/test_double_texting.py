@@ -8,7 +8,7 @@ import time
 
 import pytest
 
-from functions.dal import usage_counters
+from functions.guards import usage_counters
 from tests.support.local_stack import Harness
 
 pytestmark = pytest.mark.e2e

@@ -10,8 +10,8 @@ import secrets
 
 import pytest
 
-from functions.dal import conversations
-from functions.inbound import Channel, address_key
+from functions.intake.inbound import Channel, address_key
+from functions.tenancy import conversations
 from infra.local.webhooks import inbound_form, new_message_sid, post_webhook
 from tests.support.local_stack import OUR_WHATSAPP
 from tests.support.media import VOICE_NOTE

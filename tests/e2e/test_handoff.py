@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 
 from functions.config import get_settings
-from functions.dal.tables import user_turn_id
+from functions.storage.tables import user_turn_id
 from infra.local.lambdas import invoke
 from infra.local.webhooks import inbound_form, post_webhook
 from tests.support.local_stack import OUR_WHATSAPP

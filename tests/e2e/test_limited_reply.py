@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from functions.dal import turns
+from functions.answer import turns
 
 pytestmark = pytest.mark.e2e
 

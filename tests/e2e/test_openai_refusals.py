@@ -9,11 +9,10 @@ import httpx2
 import openai
 import pytest
 
+from functions.answer import ai_requests, openai_responses
 from functions.config import get_settings
-from functions.dal import staged_messages
 from functions.errors import AIRetryableError
-from functions.integrations import openai_responses
-from functions.logic.shared import ai_requests
+from functions.intake import staged_messages
 from tests.e2e.test_corpus import IMAGE, send_burst, text
 
 pytestmark = pytest.mark.e2e

@@ -14,8 +14,8 @@ from typing import Any
 
 import pytest
 
-from functions.dal import conversations
-from functions.inbound import Channel, address_key
+from functions.intake.inbound import Channel, address_key
+from functions.tenancy import conversations
 from infra.local.webhooks import inbound_form, post_webhook
 from tests.support.operator_shell import ROOT, operator_shell
 

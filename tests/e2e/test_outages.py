@@ -12,7 +12,8 @@ import pytest
 import requests
 
 from functions import clock
-from functions.dal import staged_messages, turns
+from functions.answer import turns
+from functions.intake import staged_messages
 from infra.local.lambdas import invoke
 from infra.local.stack import LocalStack
 

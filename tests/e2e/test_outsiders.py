@@ -13,8 +13,8 @@ import unicodedata
 import botocore.client
 import pytest
 
-from functions.dal import tenants
-from functions.integrations import secrets as credentials
+from functions.tenancy import secrets as credentials
+from functions.tenancy import tenants
 from infra.local.webhooks import inbound_form, new_message_sid, post_webhook
 from infra.names import SERVICE
 from tests.support.local_stack import BATCH_WINDOW_SECONDS

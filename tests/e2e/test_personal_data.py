@@ -19,10 +19,12 @@ import requests
 from twilio.rest import Client
 
 from functions import clock
-from functions.dal import batch_windows, forgetting, tool_calls
-from functions.dal.forgetting import Busy
-from functions.dal.models import BatchWindow
-from functions.dal.tables import ALL_TABLES
+from functions.assistant import tool_calls
+from functions.batching import batch_windows
+from functions.personal_data import forgetting_store as forgetting
+from functions.personal_data.forgetting_store import Busy
+from functions.storage.models import BatchWindow
+from functions.storage.tables import ALL_TABLES
 from tests.support.events import load_event
 from tests.support.operator_shell import ROOT, operator_shell
 from tests.support.waiting import wait_until
@@ -91,7 +93,9 @@ def test_export_gives_back_the_turns_then_forget_leaves_nothing_and_the_next_mes
     user, phrase = harness.new_user(), f"marmalade-{secrets.token_hex(5)}"
     tenant = harness.stack.config.twilio_account_sid
     first = answered_burst(harness, user, phrase)
-    now = clock.now()  # a tool call of the burst, its output with the phrase (functions/dal/tool_calls.py)
+    now = (
+        clock.now()
+    )  # a tool call of the burst, its output with the phrase (functions/assistant/tool_calls.py)
     tool_calls.claim(first, "call-1", "lookup_order", False, "w", clock.iso(now), int(now.timestamp()))
     tool_calls.record(first, "call-1", "answered", json.dumps({"order": phrase}), clock.iso(now))
     photo_paths = list(harness.stack.twilio.media)

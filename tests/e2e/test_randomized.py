@@ -42,11 +42,12 @@ from typing import Any
 
 import pytest
 
+from functions.answer import turns
+from functions.batching import batch_windows, stepfunctions
 from functions.config import get_settings
-from functions.dal import batch_windows, staged_messages, turns
-from functions.integrations import stepfunctions
-from functions.logic.entry_points.reconciler import reconcile
-from functions.logic.entry_points.status_callback import NOT_DELIVERED
+from functions.entry_points.reconciler import reconcile
+from functions.entry_points.status_callback import NOT_DELIVERED
+from functions.intake import staged_messages
 from infra.local.webhooks import inbound_form
 from tests.support.local_stack import OUR_WHATSAPP
 from tests.support.twilio_delivery import deliver_as_twilio, given_to_twilio
@@ -481,7 +482,7 @@ def _callbacks_answered(harness, statuses: tuple[str, ...]) -> set[str]:
 def _templates_sent_once(harness, conversation_ids: Any) -> int:
     """At most one template per reply, each for a reply whose part was reported undelivered
     with 63016, and one for each such reply whose 63016 callback we answered (its owner's:
-    functions/logic/entry_points/status_callback.py); how many."""
+    functions/entry_points/status_callback.py); how many."""
     sent = [m["sid"] for m in harness.stack.twilio.messages if m["content_sid"] == TEMPLATE]
     assert len(sent) == len(set(sent))
     answered = _callbacks_answered(harness, NOT_DELIVERED)

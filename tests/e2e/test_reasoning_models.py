@@ -12,7 +12,7 @@ import time
 import pytest
 
 from functions.config import get_settings
-from functions.dal import usage_counters
+from functions.guards import usage_counters
 
 pytestmark = pytest.mark.e2e
 

@@ -1,4 +1,4 @@
-"""Turn-text retention over HTTP on the local stack (functions/logic/shared/retention.py):
+"""Turn-text retention over HTTP on the local stack (functions/personal_data/retention.py):
 a burst answered, its turns made older than TURN_TEXT_RETENTION_DAYS (or the tenant's own
 days, set with `python -m infra.tenants retention`), and the Reconciler run as its schedule
 runs it: no item of any table holds what was written or answered in it, the OpenAI
@@ -18,7 +18,7 @@ import pytest
 import requests
 
 from functions import clock
-from functions.dal import tenants
+from functions.tenancy import tenants
 from infra.local.lambdas import invoke
 from tests.e2e.test_personal_data import items_holding
 from tests.support.operator_shell import ROOT, operator_shell

@@ -11,7 +11,7 @@ import sys
 
 import pytest
 
-from functions.dal import staged_messages
+from functions.intake import staged_messages
 from infra import runs
 from tests.support.operator_shell import ROOT, operator_shell
 

@@ -56,7 +56,7 @@ def test_no_item_is_written_for_more_than_a_quarter_of_40_conversations_typing_a
             for item, whom_set in RECORDER.writers().items()
         }
     )
-    # A sender's pace item (functions/dal/sender_budget.py) is written once per reply part
+    # A sender's pace item (functions/delivery/sender_budget.py) is written once per reply part
     # that sender sends, by every conversation of its number: its writes a second are the
     # sender's own rate, at most 100 a shard (Twilio sends at most 400 a second from one
     # sender, so 4 shards), far below DynamoDB's 1,000 a second per item.

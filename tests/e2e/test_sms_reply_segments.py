@@ -13,8 +13,8 @@ import secrets
 
 import pytest
 
+from functions.answer import turns
 from functions.config import get_settings
-from functions.dal import turns
 from infra.local.webhooks import inbound_form, post_webhook
 from tests.support.emf import emf_records
 from tests.support.local_stack import OUR_SMS, OUR_WHATSAPP

@@ -10,8 +10,9 @@ import secrets
 
 import pytest
 
-from functions.dal import conversations, tenants, turns
-from functions.inbound import Channel, address_key
+from functions.answer import turns
+from functions.intake.inbound import Channel, address_key
+from functions.tenancy import conversations, tenants
 from infra.local.webhooks import inbound_form, post_webhook
 from infra.names import NAMESPACE, SERVICE
 from tests.support.emf import emf_records

@@ -14,10 +14,12 @@ import secrets
 import pytest
 from twilio.request_validator import RequestValidator
 
+from functions.answer import turns
 from functions.config import get_settings
-from functions.dal import staged_messages, turns
-from functions.logic.shared import fresh_credentials
-from functions.logic.states import generate_reply, send_reply
+from functions.delivery import reply as send_reply
+from functions.intake import staged_messages
+from functions.states import generate_reply
+from functions.tenancy import fresh_credentials
 from infra.local.aws_calls import RECORDER
 from infra.local.webhooks import inbound_form, post_webhook
 from tests.support.waiting import wait_until
@@ -37,7 +39,8 @@ def tenant(harness):
 
 @pytest.fixture
 def counted(monkeypatch) -> list[str]:
-    """The metrics Send Reply and Generate Reply count (a refusal: in fresh_credentials)."""
+    """The metrics Send Reply (functions/delivery/reply.py) and Generate Reply count (a
+    refusal: in fresh_credentials)."""
     names: list[str] = []
     for module in (send_reply, generate_reply, fresh_credentials):
         real = module.count

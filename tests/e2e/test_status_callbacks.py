@@ -12,9 +12,10 @@ from urllib.parse import quote
 import pytest
 import requests
 
-from functions.dal import conversations, turns
-from functions.logic.entry_points import status_callback
-from functions.logic.shared.callback_urls import status_callback_url
+from functions.answer import turns
+from functions.delivery.callback_urls import status_callback_url
+from functions.entry_points import status_callback
+from functions.tenancy import conversations
 from infra.runs import Runs
 from tests.support.local_stack import OUR_WHATSAPP
 from tests.support.twilio_delivery import deliver_as_twilio

@@ -18,9 +18,10 @@ import time
 
 import pytest
 
+from functions.answer import turns
 from functions.config import get_settings
-from functions.dal import tenants, turns
-from functions.logic.shared.callback_urls import status_callback_url
+from functions.delivery.callback_urls import status_callback_url
+from functions.tenancy import tenants
 from infra.local.aws_calls import RECORDER
 from infra.local.webhooks import inbound_form, new_message_sid, post_webhook
 from tests.support.local_stack import OUR_WHATSAPP

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import pytest
 
-from functions.dal import turns
+from functions.answer import turns
 from infra.local.lambdas import invoke
 from tests.support.waiting import wait_until
 

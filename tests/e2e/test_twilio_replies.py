@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from functions.logic.rules.replies import MAX_MESSAGE_CHARS, utf16_units
+from functions.delivery.rules.replies import MAX_MESSAGE_CHARS, utf16_units
 
 pytestmark = pytest.mark.e2e
 

@@ -22,7 +22,7 @@ from typing import Any
 import pytest
 import requests
 
-from functions.logic.shared import sender_pace
+from functions.delivery import sender_pace
 from infra.local.webhooks import inbound_form, post_webhook
 from tests.support.waiting import wait_until
 

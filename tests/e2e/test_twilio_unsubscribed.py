@@ -2,7 +2,7 @@
 number (they sent STOP to Twilio), and Twilio refuses every message to them until they
 opt back in (https://www.twilio.com/docs/api/errors/21610). The conversation is marked
 opted out, so the bursts that follow are recorded and cost no AI call
-(functions/logic/shared/consent.py), until the person opts back in."""
+(functions/guards/consent.py), until the person opts back in."""
 
 from __future__ import annotations
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from functions.dal import staged_messages
+from functions.intake import staged_messages
 from infra.local.webhooks import inbound_form
 from tests.support.local_stack import OUR_WHATSAPP
 from tests.support.twilio_delivery import deliver_as_twilio, given_to_twilio

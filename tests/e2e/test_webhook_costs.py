@@ -20,7 +20,7 @@ from werkzeug.test import EnvironBuilder
 from werkzeug.wrappers import Request
 
 from functions.config import get_settings
-from functions.dal import tenants
+from functions.tenancy import tenants
 from infra.local.gateway import proxy_event
 from infra.local.lambdas import invoke
 from infra.local.webhooks import inbound_form, sign

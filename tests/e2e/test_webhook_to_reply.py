@@ -9,7 +9,7 @@ import time
 import pytest
 from twilio.rest import Client
 
-from functions.inbound import Channel, address_key
+from functions.intake.inbound import Channel, address_key
 from infra.local.webhooks import inbound_form, new_message_sid, post_webhook, sign
 from tests.support.local_stack import BATCH_WINDOW_SECONDS, OUR_SMS, OUR_WHATSAPP
 
@@ -34,7 +34,7 @@ def test_three_fragments_within_the_window_get_one_reply(harness, configure):
 
 
 def test_a_bursts_runs_are_named_by_an_id_that_gives_away_no_number(harness, configure):
-    """Execution names carry the conversation id, which is keyed (functions/integrations/
+    """Execution names carry the conversation id, which is keyed (functions/tenancy/
     id_key.py): no run's name holds the person's digits or the unkeyed hash of the
     addresses that anyone could compute from a phone number."""
     configure(BATCH_WINDOW_SECONDS="2")

@@ -9,9 +9,10 @@ import time
 import pytest
 
 from functions import clock
-from functions.dal import batch_windows, staged_messages
-from functions.logic.rules.debounce import BatchingRules
-from functions.logic.shared.windows import new_window
+from functions.batching import batch_windows
+from functions.batching.rules.debounce import BatchingRules
+from functions.batching.windows import new_window
+from functions.intake import staged_messages
 
 pytestmark = pytest.mark.emulator
 

@@ -8,8 +8,11 @@ from __future__ import annotations
 import pytest
 
 from functions import clock
-from functions.dal import conversations, staged_messages, turns, usage_counters
-from functions.inbound import Channel, InboundMessage
+from functions.answer import turns
+from functions.guards import usage_counters
+from functions.intake import staged_messages
+from functions.intake.inbound import Channel, InboundMessage
+from functions.tenancy import conversations
 from infra.local.webhooks import inbound_form
 
 pytestmark = pytest.mark.emulator

@@ -10,11 +10,13 @@ from datetime import timedelta
 import pytest
 
 from functions import clock
-from functions.dal import batch_windows, staged_messages, turns
-from functions.dal.models import BatchWindow
-from functions.logic.entry_points import reconciler as reconcile_module
-from functions.logic.entry_points.reconciler import redrive
-from functions.logic.shared.windows import execution_name
+from functions.answer import turns
+from functions.batching import batch_windows
+from functions.batching.windows import execution_name
+from functions.entry_points import reconciler as reconcile_module
+from functions.entry_points.reconciler import redrive
+from functions.intake import staged_messages
+from functions.storage.models import BatchWindow
 from infra.local.lambdas import invoke
 from tests.support.waiting import wait_until
 

@@ -6,8 +6,9 @@ from __future__ import annotations
 
 import pytest
 
+from functions.answer import turns
 from functions.config import get_settings
-from functions.dal import staged_messages, turns
+from functions.intake import staged_messages
 
 pytestmark = pytest.mark.emulator
 

@@ -10,9 +10,10 @@ from datetime import date
 
 import pytest
 
-from functions.dal import conversations, staged_messages, turns
-from functions.integrations import openai_responses
-from functions.integrations.openai_models import DEFAULT_MODEL
+from functions.answer import openai_responses, turns
+from functions.answer.openai_models import DEFAULT_MODEL
+from functions.intake import staged_messages
+from functions.tenancy import conversations
 
 pytestmark = pytest.mark.emulator
 

@@ -12,10 +12,11 @@ import openai
 import pytest
 
 from functions import clock
+from functions.answer import openai_responses, turns
 from functions.config import get_settings
-from functions.dal import staged_messages, turns
+from functions.delivery import twilio_messages
 from functions.errors import AIRetryableError
-from functions.integrations import openai_responses, twilio_messages
+from functions.intake import staged_messages
 
 pytestmark = pytest.mark.emulator
 

@@ -8,8 +8,8 @@ import secrets
 
 import pytest
 
-from functions.dal import usage_counters
-from functions.dal.usage_counters import SHARDS, TOKENS_PER_SHARD, Count, Counter, Mark
+from functions.guards import usage_counters
+from functions.guards.usage_counters import SHARDS, TOKENS_PER_SHARD, Count, Counter, Mark
 
 pytestmark = pytest.mark.emulator
 

@@ -9,9 +9,11 @@ import time
 
 import pytest
 
+from functions.answer import turns
 from functions.config import get_settings
-from functions.dal import conversations, staged_messages, turns
-from functions.dal.tables import assistant_turn_id, user_turn_id
+from functions.intake import staged_messages
+from functions.storage.tables import assistant_turn_id, user_turn_id
+from functions.tenancy import conversations
 
 pytestmark = pytest.mark.emulator
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from functions.dal import turns
+from functions.answer import turns
 from infra.local.lambdas import LambdaTimedOut
 
 pytestmark = pytest.mark.emulator

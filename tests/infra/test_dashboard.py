@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from functions.batching_rules import BURST_END_REASONS
+from functions.batching.rules.burst import BURST_END_REASONS
 from infra.names import NAMESPACE, SERVICE
 
 pytestmark = pytest.mark.infra

@@ -152,12 +152,13 @@ def test_make_synth_says_which_setting_is_amiss_in_one_line(tmp_path, monkeypatc
 )
 def test_a_file_that_names_no_setting_the_stacks_own_name_or_a_secret_is_refused(tmp_path, line, why):
     from infra.deployment_settings import DeploymentSettingsError, read_file
+    from infra.names import stack_setting_names
 
     path = tmp_path / "deployment.env"
     path.write_text(line + "\n")
 
     with pytest.raises(DeploymentSettingsError, match=why) as raised:
-        read_file(path)
+        read_file(path, stack_setting_names())
     assert "abcdefghij" not in str(raised.value)
 
 
@@ -215,7 +216,8 @@ def test_the_docs_give_a_deployments_settings_as_lines_of_its_file_never_as_cdk_
     without the settings file, which dropped every other setting of the deployment."""
     import re
 
-    from infra.deployment_settings import function_setting_names, stack_setting_names
+    from infra.deployment_settings import function_setting_names
+    from infra.names import stack_setting_names
 
     root = Path(__file__).resolve().parent.parent.parent
     names = {name.lower() for name in (*function_setting_names(), *stack_setting_names())} | {"settings_file"}

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from functions.integrations.openai_models import DEFAULT_MODEL
+from functions.answer.openai_models import DEFAULT_MODEL
 from infra.names import StackSettings
 
 # infra.app imports the CDK: inside the tests, which run on the worker that synthesizes the

@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from functions.integrations.openai_models import shutdown_of
+from functions.answer.openai_models import shutdown_of
 from infra import preflight
 
 pytestmark = pytest.mark.infra

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 from annotated_types import Le
 
-from functions.batching_rules import MAX_WAIT_LIMIT_SECONDS
+from functions.batching.rules.burst import MAX_WAIT_LIMIT_SECONDS
 from functions.config import Settings
 from functions.registry import ALL_FUNCTIONS, FunctionDefinition
 from infra.deployment_settings import DeploymentSettingsError, settings_read_by

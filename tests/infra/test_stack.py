@@ -13,9 +13,9 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from functions.dal import expressions
-from functions.dal.tables import ALL_TABLES
 from functions.registry import ALL_FUNCTIONS, TASKS
+from functions.storage import expressions
+from functions.storage.tables import ALL_TABLES
 from infra.iam.requests import resource_types
 from infra.local import gateway
 from infra.local.tables import create_table_request

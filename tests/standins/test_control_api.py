@@ -8,7 +8,7 @@ from typing import Any
 
 import requests
 
-from functions.integrations.openai_models import DEFAULT_MODEL as MODEL
+from functions.answer.openai_models import DEFAULT_MODEL as MODEL
 from tests.standins.conftest import ACCOUNT_SID, AUTH_TOKEN, OPENAI_KEY
 from tests.support.waiting import wait_until
 

@@ -10,7 +10,7 @@ import pytest
 import requests
 from twilio.base.exceptions import TwilioRestException
 
-from functions.integrations.openai_models import DEFAULT_MODEL as MODEL
+from functions.answer.openai_models import DEFAULT_MODEL as MODEL
 from tests.standins.conftest import ACCOUNT_SID, AUTH_TOKEN
 from tests.support.media import PHOTO
 from tests.support.waiting import wait_until

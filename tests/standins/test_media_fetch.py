@@ -11,13 +11,13 @@ from collections.abc import Iterator
 import pytest
 import requests
 
+from functions.answer import openai_audio, twilio_media
+from functions.answer.openai_audio import TranscriptionFailed
+from functions.answer.twilio_media import MediaUnavailable
 from functions.config import get_settings
-from functions.dal.tables import ALL_TABLES
-from functions.integrations import openai_audio, twilio_media
-from functions.integrations.openai_audio import TranscriptionFailed
-from functions.integrations.secrets import TwilioCredentials
-from functions.integrations.twilio_media import MediaUnavailable
 from functions.stack_names import STACK_NAME, event_bus_name
+from functions.storage.tables import ALL_TABLES
+from functions.tenancy.secrets import TwilioCredentials
 from tests.standins.conftest import ACCOUNT_SID, AUTH_TOKEN
 from tests.support.media import PHOTO, VOICE_NOTE
 

@@ -12,7 +12,7 @@ import openai
 import pytest
 import requests
 
-from functions.integrations.openai_models import DEFAULT_MODEL as MODEL
+from functions.answer.openai_models import DEFAULT_MODEL as MODEL
 from tests.standins.conftest import ACCOUNT_SID, AUTH_TOKEN, OPENAI_KEY
 from tests.support.media import PDF, PHOTO, VOICE_NOTE
 

@@ -5,7 +5,7 @@
 
 from __future__ import annotations
 
-from functions.integrations.openai_models import DEFAULT_MODEL as MODEL
+from functions.answer.openai_models import DEFAULT_MODEL as MODEL
 
 COMPACTION = [{"type": "compaction", "compact_threshold": 100}]
 

@@ -12,7 +12,7 @@ import pytest
 import requests
 from openai.types.responses import ResponseFileSearchToolCall
 
-from functions.integrations.openai_models import DEFAULT_MODEL as MODEL
+from functions.answer.openai_models import DEFAULT_MODEL as MODEL
 from tests.standins.conftest import OPENAI_KEY
 
 HOURS = (

@@ -10,7 +10,7 @@ import openai
 import pytest
 import requests
 
-from functions.integrations.openai_models import DEFAULT_MODEL
+from functions.answer.openai_models import DEFAULT_MODEL
 
 
 def refused(ai, model: str, conversation: str | None = None) -> openai.NotFoundError:

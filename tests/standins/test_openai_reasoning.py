@@ -11,7 +11,7 @@ from datetime import date
 import openai
 import pytest
 
-from functions.integrations.openai_models import DEFAULT_MODEL as MODEL
+from functions.answer.openai_models import DEFAULT_MODEL as MODEL
 from tests.support.waiting import wait_until
 
 

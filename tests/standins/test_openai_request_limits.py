@@ -8,7 +8,7 @@ import openai
 import pytest
 import requests
 
-from functions.integrations.openai_models import DEFAULT_MODEL as MODEL
+from functions.answer.openai_models import DEFAULT_MODEL as MODEL
 
 LOOKUP = {
     "type": "function",

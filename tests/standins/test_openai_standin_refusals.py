@@ -10,7 +10,7 @@ import openai
 import pytest
 import requests
 
-from functions.integrations.openai_models import DEFAULT_MODEL as MODEL
+from functions.answer.openai_models import DEFAULT_MODEL as MODEL
 from tests.support.media import PHOTO
 from tests.support.waiting import wait_until
 

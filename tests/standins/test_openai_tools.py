@@ -13,7 +13,7 @@ import requests
 from openai.types.conversations import Message
 from openai.types.responses import ResponseFunctionToolCallItem, ResponseFunctionToolCallOutputItem
 
-from functions.integrations.openai_models import DEFAULT_MODEL as MODEL
+from functions.answer.openai_models import DEFAULT_MODEL as MODEL
 from tests.support.waiting import wait_until
 
 LOOKUP = {

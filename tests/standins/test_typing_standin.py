@@ -1,6 +1,6 @@
 """The Twilio stand-in's typing indicator, `POST /v2/Indicators/Typing.json`, driven by the
 real `twilio` SDK (`messaging.v2.typing_indicator`, the path Twilio's page documents) and
-by the project's own request (functions/integrations/twilio_typing.py)."""
+by the project's own request (functions/answer/twilio_typing.py)."""
 
 from __future__ import annotations
 
@@ -10,9 +10,9 @@ from twilio.base.exceptions import TwilioRestException
 from twilio.http.http_client import TwilioHttpClient
 from twilio.rest import Client
 
-from functions.dal.tables import ALL_TABLES
-from functions.integrations import twilio_typing
-from functions.integrations.secrets import TwilioCredentials
+from functions.answer import twilio_typing
+from functions.storage.tables import ALL_TABLES
+from functions.tenancy.secrets import TwilioCredentials
 from infra.local.webhooks import inbound_form, new_message_sid
 from tests.standins.conftest import ACCOUNT_SID, AUTH_TOKEN
 

@@ -1,5 +1,5 @@
 """A fake of OpenAI's Responses and Conversations APIs as
-functions/integrations/openai_responses.py offers them: one OpenAI conversation's items,
+functions/answer/openai_responses.py offers them: one OpenAI conversation's items,
 and responses that complete at once, adding their input and reply to it (as a background
 response does when it completes, whether or not its client still waits)."""
 
@@ -13,11 +13,11 @@ import httpx2
 import openai
 import pytest
 
+from functions.answer import openai_responses as ai
+from functions.answer.ai_requests import BatchRequest
+from functions.answer.openai_responses import Budget, ResponseState
+from functions.answer.rules.conversation_items import ConversationItem
 from functions.errors import AIRetryableError
-from functions.integrations import openai_responses as ai
-from functions.integrations.openai_responses import Budget, ResponseState
-from functions.logic.rules.conversation_items import ConversationItem
-from functions.logic.shared.ai_requests import BatchRequest
 
 
 def answer_lost() -> AIRetryableError:

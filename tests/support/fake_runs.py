@@ -1,4 +1,4 @@
-"""A fake of the Step Functions client as functions/integrations/stepfunctions.py offers
+"""A fake of the Step Functions client as functions/batching/stepfunctions.py offers
 it: the runs started (by name, with their input), the task tokens woken, and each run's
 status as a test sets it."""
 
@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 
 import pytest
 
-from functions.integrations import stepfunctions
+from functions.batching import stepfunctions
 
 
 @dataclass

@@ -1,5 +1,5 @@
 """The senders' turns and the numbers' own rates, for the in-memory store
-(tests/support/fakes.py): what functions/dal/sender_budget.py books on DynamoDB items (each
+(tests/support/fakes.py): what functions/delivery/sender_budget.py books on DynamoDB items (each
 shard's next turn), with the same rules; held to them by
 tests/contract/test_sender_budget_contract.py."""
 
@@ -8,7 +8,7 @@ from __future__ import annotations
 import threading
 from dataclasses import dataclass, field
 
-from functions.dal.sender_budget import gap_us, shard_key, shards_for
+from functions.delivery.sender_budget import gap_us, shard_key, shards_for
 
 
 @dataclass

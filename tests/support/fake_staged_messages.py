@@ -8,9 +8,9 @@ import copy
 from dataclasses import dataclass, field
 from typing import Any
 
-from functions.dal.models import AIRequest, PendingKey, StagedMessage
-from functions.dal.staged_messages import Staging
-from functions.inbound import InboundMessage, MessageContent
+from functions.intake.inbound import InboundMessage, MessageContent
+from functions.intake.staged_messages import Staging
+from functions.storage.models import AIRequest, PendingKey, StagedMessage
 
 
 @dataclass

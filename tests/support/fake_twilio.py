@@ -1,4 +1,4 @@
-"""A fake of Twilio's Messages API as functions/integrations/twilio_messages.py uses it
+"""A fake of Twilio's Messages API as functions/delivery/twilio_messages.py uses it
 (installed by tests/support/fakes.py)."""
 
 from __future__ import annotations

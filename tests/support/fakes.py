@@ -14,20 +14,15 @@ import pytest
 from botocore.exceptions import ClientError
 
 from functions import clock
-from functions.dal import (
-    batch_windows,
-    conversations,
-    reply_sending,
-    sender_budget,
-    staged_messages,
-    tenants,
-    turns,
-)
-from functions.dal.models import BatchWindow, Conversation, Turn
-from functions.dal.reply_sending import SendingAttempt
+from functions.answer import turns, twilio_typing
+from functions.batching import batch_windows
+from functions.delivery import reply_sending, sender_budget, twilio_messages
+from functions.delivery.reply_sending import SendingAttempt
 from functions.errors import ConversationNotFound, TwilioPermanentError, TwilioRetryableError
-from functions.inbound import Channel, address_key
-from functions.integrations import id_key, secrets, twilio_messages, twilio_typing
+from functions.intake import staged_messages
+from functions.intake.inbound import Channel, address_key
+from functions.storage.models import BatchWindow, Conversation, Turn
+from functions.tenancy import conversations, id_key, secrets, tenants
 from tests.support.fake_sender_budget import InMemorySenderTurns
 from tests.support.fake_staged_messages import InMemoryStagedMessages
 from tests.support.fake_twilio import FakeTwilio

@@ -11,10 +11,12 @@ from typing import Any
 import requests
 
 from functions import clock
-from functions.dal import batch_windows, conversations, staged_messages, tenants
-from functions.inbound import Channel, InboundMessage
-from functions.logic.entry_points.reconciler import open_window_due_now
-from functions.logic.shared.windows import execution_name
+from functions.batching import batch_windows
+from functions.batching.windows import execution_name
+from functions.entry_points.reconciler import open_window_due_now
+from functions.intake import staged_messages
+from functions.intake.inbound import Channel, InboundMessage
+from functions.tenancy import conversations, tenants
 from infra.local.stack import LocalConfig, LocalStack
 from infra.local.webhooks import inbound_form, post_webhook
 from tests.support import media

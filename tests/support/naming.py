@@ -7,4 +7,4 @@ from functions.registry import FunctionDefinition
 
 def logic_module(function: FunctionDefinition) -> str:
     """A function's logic module: one per state, or per other entry point."""
-    return f"functions.logic.{'states' if function.state else 'entry_points'}.{function.module}"
+    return f"functions.{'states' if function.state else 'entry_points'}.{function.module}"

@@ -10,7 +10,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from functions.dal import assistant_profiles
+from functions.assistant import assistant_profiles
 from infra.local.webhooks import inbound_form, post_webhook
 
 

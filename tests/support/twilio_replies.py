@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from functions.dal import turns
+from functions.answer import turns
 
 RATE_LIMITED = 63018
 

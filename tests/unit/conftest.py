@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import os
 
-from functions.dal.tables import ALL_TABLES
 from functions.stack_names import STACK_NAME, event_bus_name
+from functions.storage.tables import ALL_TABLES
 
 for _table in ALL_TABLES:
     os.environ.setdefault(_table.env_var, _table.logical_id)

@@ -1,4 +1,4 @@
-"""`adaptive` batching: the learning rule (functions/logic/rules/adaptive.py), and the two
+"""`adaptive` batching: the learning rule (functions/batching/rules/adaptive.py), and the two
 steps that keep and carry what it learned (Acquire Processing Lock, Close Batch Window),
 on in-memory fakes."""
 
@@ -10,20 +10,20 @@ from datetime import UTC, datetime
 import pytest
 
 from functions import clock
+from functions.batching.rules.adaptive import Learned, after_burst, for_new_window, is_split
+from functions.batching.rules.debounce import BatchingRules, due_ms
 from functions.contract import AcquireInput, BatchSummary, CloseInput, RunInput
-from functions.dal.models import BatchWindow
-from functions.inbound import InboundMessage
-from functions.logic.entry_points.reconciler import open_window_due_now
-from functions.logic.rules.adaptive import Learned, after_burst, for_new_window, is_split
-from functions.logic.rules.debounce import BatchingRules, due_ms
-from functions.logic.states.acquire_processing_lock import acquire_processing_lock
-from functions.logic.states.close_batch_window import close_batch_window
+from functions.entry_points.reconciler import open_window_due_now
+from functions.intake.inbound import InboundMessage
+from functions.states.acquire_processing_lock import acquire_processing_lock
+from functions.states.close_batch_window import close_batch_window
+from functions.storage.models import BatchWindow
 from tests.support.fake_runs import FakeRuns, install_runs
 from tests.support.fakes import InMemoryStore, store_with_conversation
 
 ADAPTIVE = BatchingRules(mode="adaptive", quiet_seconds=3, quiet_min_seconds=1, quiet_max_seconds=10)
 # The expected values below are worked out by hand from the rule as documented
-# (functions/logic/rules/adaptive.py, docs/how-it-works.md): after a burst with g gaps of
+# (functions/batching/rules/adaptive.py, docs/how-it-works.md): after a burst with g gaps of
 # mean m, quiet += (1 - 0.75**g) * (1.75 * m - quiet); a split burst by a gap of G moves it
 # half way to max(quiet, 1.25 * G); then bounded, and kept in whole milliseconds.
 US, USER = "whatsapp:+15550000001", "whatsapp:+15550001111"

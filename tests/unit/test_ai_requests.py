@@ -1,4 +1,4 @@
-"""A batch's OpenAI request, asked once (functions/logic/shared/ai_requests.py), on
+"""A batch's OpenAI request, asked once (functions/answer/ai_requests.py), on
 in-memory fakes: the store (tests/support/fakes.py) and OpenAI (tests/support/fake_openai.py).
 Whatever attempt times out or dies, the OpenAI conversation holds one turn per batch."""
 
@@ -8,11 +8,11 @@ from datetime import UTC, datetime
 
 import pytest
 
-from functions.dal.models import AIRequest, Turn
-from functions.dal.tables import assistant_turn_id, user_turn_id
+from functions.answer.ai_requests import BatchRequest
 from functions.errors import AIPermanentError, AIRetryableError
-from functions.inbound import InboundMessage
-from functions.logic.shared.ai_requests import BatchRequest
+from functions.intake.inbound import InboundMessage
+from functions.storage.models import AIRequest, Turn
+from functions.storage.tables import assistant_turn_id, user_turn_id
 from tests.support.fake_openai import FakeOpenAI, batch_request, install_openai
 from tests.support.fakes import InMemoryStore, store_with_conversation
 

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from functions.assistant_profile import AssistantProfile
+from functions.assistant.assistant_profile import AssistantProfile
 from infra.assistants import ProfileRefused, read_profile
 
 ORDER_SCHEMA = {
@@ -120,8 +120,9 @@ def test_knowledge_names_vector_stores_and_bounds_its_searches(tmp_path):
 
 
 def test_a_profile_naming_a_store_that_is_not_the_tenants_is_refused_before_it_is_written(monkeypatch):
-    from functions.dal import assistant_profiles, tenants
-    from functions.dal.models import Tenant
+    from functions.assistant import assistant_profiles
+    from functions.storage.models import Tenant
+    from functions.tenancy import tenants
     from infra.assistants import AssistantAdmin
 
     sid = "AC" + "a" * 32

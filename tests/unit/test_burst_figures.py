@@ -10,14 +10,14 @@ from datetime import UTC, datetime
 import pytest
 
 from functions import clock
+from functions.batching import batch_metrics
+from functions.batching.rules.debounce import BatchingRules, burst_end_reason, splits_a_burst
 from functions.contract import BatchSummary, RecordInput, ReplySummary, SendInput, SentSummary
-from functions.dal.models import BatchWindow, Turn
-from functions.inbound import Channel, InboundMessage
-from functions.logic.entry_points import webhook
-from functions.logic.rules.debounce import BatchingRules, burst_end_reason, splits_a_burst
-from functions.logic.shared import batch_metrics
-from functions.logic.states.record_turns_and_release_lock import record_turns_and_release_lock
-from functions.logic.states.send_reply import send_reply
+from functions.entry_points import webhook
+from functions.intake.inbound import Channel, InboundMessage
+from functions.states.record_turns_and_release_lock import record_turns_and_release_lock
+from functions.states.send_reply import send_reply
+from functions.storage.models import BatchWindow, Turn
 from tests.support.fake_runs import install_runs
 from tests.support.fakes import InMemoryStore, store_with_conversation
 
@@ -125,7 +125,7 @@ def store(monkeypatch) -> InMemoryStore:
         )
     )
     store.locks["c1"] = ("c1-w1", 1_900_000_000)
-    monkeypatch.setattr("functions.integrations.event_bus.publish_batch_answered", lambda detail: None)
+    monkeypatch.setattr("functions.delivery.event_bus.publish_batch_answered", lambda detail: None)
     return store
 
 

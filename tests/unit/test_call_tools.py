@@ -1,4 +1,4 @@
-"""Call Tools' once-only rules (functions/logic/states/call_tools.py), on an in-memory
+"""Call Tools' once-only rules (functions/states/call_tools.py), on an in-memory
 ToolCalls table and a stand-in endpoint: a call found finished is not made; one an earlier
 attempt was making when it ended is in doubt, made again only when read-only; a call that
 could not be made is tried again by the state's Retry, at most three times."""
@@ -9,14 +9,14 @@ from typing import Any
 
 import pytest
 
-from functions.assistant_profile import AssistantProfile
+from functions.assistant.assistant_profile import AssistantProfile
+from functions.assistant.rules import tools as tool_rules
+from functions.assistant.tool_endpoints import EndpointAnswer
 from functions.contract import BatchSummary, CallToolsInput
-from functions.dal.models import AIRequest, AskedCall, Confirmation, Conversation, ToolCall, Turn
 from functions.errors import ToolCallRetryableError
-from functions.inbound import Channel
-from functions.integrations.tool_endpoints import EndpointAnswer
-from functions.logic.rules import tools as tool_rules
-from functions.logic.states import call_tools as module
+from functions.intake.inbound import Channel
+from functions.states import call_tools as module
+from functions.storage.models import AIRequest, AskedCall, Confirmation, Conversation, ToolCall, Turn
 
 TENANT = "AC" + "1" * 32
 SCHEMA = {"type": "object", "properties": {}, "required": [], "additionalProperties": False}

@@ -85,7 +85,7 @@ def test_our_settings_are_read_from_the_codes_defaults():
 
 
 def test_a_shared_counter_spread_over_more_shards_saturates_later(monkeypatch):
-    from functions.dal import usage_counters
+    from functions.guards import usage_counters
 
     name = "UsageCounters: everyone's AI-call counter, hottest of {} shards"
     assumptions = model.Assumptions(messages_per_second=1, overrides={"MAX_AI_CALLS_PER_HOUR": 1_000_000})
@@ -100,7 +100,7 @@ def test_a_shared_counter_spread_over_more_shards_saturates_later(monkeypatch):
 
 
 def test_a_counter_whose_ceiling_is_off_is_not_written():
-    from functions.dal.usage_counters import SHARDS
+    from functions.guards.usage_counters import SHARDS
 
     names = by_name(model.Assumptions(messages_per_second=1))  # AI-call ceilings off by default
 
@@ -278,7 +278,7 @@ def test_every_function_that_assumes_a_tenant_reader_is_in_the_sts_model():
 
 
 def test_transactions_on_a_token_counters_shard_conflict_well_before_its_1000_writes():
-    from functions.dal.usage_counters import SHARDS
+    from functions.guards.usage_counters import SHARDS
 
     counters = by_name(model.Assumptions(messages_per_second=1))
     conflicts = counters[TOKEN_CONFLICTS]
@@ -296,7 +296,7 @@ def test_transactions_on_a_token_counters_shard_conflict_well_before_its_1000_wr
 
 
 def test_more_shards_or_no_token_ceiling_move_the_conflicts(monkeypatch):
-    from functions.dal import usage_counters
+    from functions.guards import usage_counters
 
     today = by_name(model.Assumptions(messages_per_second=1))[TOKEN_CONFLICTS]
     monkeypatch.setattr(usage_counters, "SHARDS", 4 * usage_counters.SHARDS)

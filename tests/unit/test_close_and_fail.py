@@ -10,13 +10,13 @@ from datetime import UTC, datetime
 import pytest
 
 from functions import clock
+from functions.batching.rules.debounce import BatchingRules
 from functions.contract import BatchSummary, CloseInput, ErrorInfo, FailedInput, FailedRun, MergedOrQueried
-from functions.dal.models import BatchWindow
-from functions.inbound import InboundMessage
-from functions.logic.rules.debounce import BatchingRules
-from functions.logic.states import record_failed_batch as record_failed_batch_module
-from functions.logic.states.close_batch_window import close_batch_window
-from functions.logic.states.record_failed_batch import record_failed_batch
+from functions.intake.inbound import InboundMessage
+from functions.states import record_failed_batch as record_failed_batch_module
+from functions.states.close_batch_window import close_batch_window
+from functions.states.record_failed_batch import record_failed_batch
+from functions.storage.models import BatchWindow
 from tests.support.fake_runs import FakeRuns, install_runs
 from tests.support.fakes import FakeTwilio, InMemoryStore, install, store_with_conversation
 

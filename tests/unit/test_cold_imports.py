@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from functions.dal.tables import ALL_TABLES
 from functions.registry import ALL_FUNCTIONS
+from functions.storage.tables import ALL_TABLES
 
 ROOT = Path(__file__).resolve().parents[2]
 # The settings the stack gives every function: its tables and its event bus.

@@ -5,13 +5,14 @@ from __future__ import annotations
 
 import pytest
 
+from functions.answer import turns
+from functions.batching.rules.merge import last_consent
 from functions.config import Settings
 from functions.contract import BatchRef
-from functions.dal import conversations, turns
-from functions.dal.models import Conversation, StagedMessage, Turn
-from functions.dal.tables import user_turn_id
-from functions.logic.rules.merge import last_consent
-from functions.logic.shared import consent
+from functions.guards import consent
+from functions.storage.models import Conversation, StagedMessage, Turn
+from functions.storage.tables import user_turn_id
+from functions.tenancy import conversations
 
 
 def _conversation(opted_out: bool) -> Conversation:

@@ -14,15 +14,15 @@ import pytest
 from botocore.config import Config
 from botocore.exceptions import EndpointConnectionError
 
-from functions.batching_rules import BatchingRules
-from functions.dal.models import Confirmation, Delivery, Turn
-from functions.dal.tables import assistant_turn_id, user_turn_id
-from functions.inbound import Location, MessageContent
-from functions.logic.rules import tools as tool_rules
-from functions.logic.rules.content import render
-from functions.logic.rules.handoff import PERSON
-from functions.logic.rules.replies import split_reply
-from functions.logic.shared.person_reply import person_window_id
+from functions.answer.rules.content import render
+from functions.assistant.rules import tools as tool_rules
+from functions.batching.rules.burst import BatchingRules
+from functions.delivery.rules.replies import split_reply
+from functions.handoff.person_reply import person_window_id
+from functions.handoff.rules.pause import PERSON
+from functions.intake.inbound import Location, MessageContent
+from functions.storage.models import Confirmation, Delivery, Turn
+from functions.storage.tables import assistant_turn_id, user_turn_id
 from infra.console import pages
 from infra.console.fragments import Fragment, of_turn
 from infra.console.reading import (
@@ -456,7 +456,7 @@ def _tool_run(minute: int) -> Run:
 
 
 def _tool_call(minute: int, name: str, status: str, output: str, attempts: int = 1, **more: Any) -> dict:
-    """A ToolCalls item as the table holds it (functions/dal/tool_calls.py), its output the
+    """A ToolCalls item as the table holds it (functions/assistant/tool_calls.py), its output the
     endpoint's answer or what the model was told."""
     return {
         "conversation_id": "c1",

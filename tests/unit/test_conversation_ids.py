@@ -8,9 +8,8 @@ import hashlib
 
 import pytest
 
-from functions.dal import conversations
-from functions.inbound import Channel, address_key
-from functions.integrations import id_key
+from functions.intake.inbound import Channel, address_key
+from functions.tenancy import conversations, id_key
 
 TENANT = "AC" + "1" * 32
 USER, OURS = "whatsapp:+15551234567", "whatsapp:+14155238886"

@@ -1,6 +1,4 @@
-from functions.dal.models import BatchWindow
-from functions.inbound import Channel
-from functions.logic.rules.debounce import (
+from functions.batching.rules.debounce import (
     BatchingRules,
     due_ms,
     hold_ms,
@@ -9,6 +7,8 @@ from functions.logic.rules.debounce import (
     resolve_rules,
     seconds_until_due,
 )
+from functions.intake.inbound import Channel
+from functions.storage.models import BatchWindow
 
 
 def window(**clock: int | bool) -> BatchWindow:

@@ -4,7 +4,7 @@ local stack)."""
 
 import boto3
 
-from functions.dal import dynamo
+from functions.storage import dynamo
 
 
 def test_a_table_is_made_once_per_resource_and_belongs_to_the_resource_in_use(monkeypatch):

@@ -1,4 +1,4 @@
-"""The console and the replay on turns whose texts expired (functions/dal/retention.py cuts
+"""The console and the replay on turns whose texts expired (functions/personal_data/retention_store.py cuts
 them to their figures: no body, no media, no transcripts): the conversation's page is drawn
 with their times and counts, and the replay takes their fragments' arrival times."""
 
@@ -7,9 +7,9 @@ from __future__ import annotations
 from html import unescape
 from typing import Any
 
-from functions.dal.forgetting import TURN_FIGURES
-from functions.dal.models import Turn
-from functions.inbound import MessageContent
+from functions.intake.inbound import MessageContent
+from functions.personal_data.forgetting_store import TURN_FIGURES
+from functions.storage.models import Turn
 from infra.console import pages
 from infra.console.timeline import window_of_run
 from infra.console.views import conversation_page

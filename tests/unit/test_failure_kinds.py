@@ -1,4 +1,4 @@
-"""What a failed run's error says about its batch (functions/logic/rules/failures.py), on
+"""What a failed run's error says about its batch (functions/batching/rules/failures.py), on
 every error the state machine's Catch can hand to Record Failed Batch, and when the
 reconciler tries a batch again after an outage."""
 
@@ -9,7 +9,7 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from functions.logic.rules.failures import (
+from functions.batching.rules.failures import (
     FailureKind,
     classify,
     pending_too_long,

@@ -4,7 +4,7 @@ import base64
 
 import pytest
 
-from functions.inbound import UnreadableForm, read_form
+from functions.intake.inbound import UnreadableForm, read_form
 
 LIMITS = {"max_bytes": 1024, "max_fields": 10}
 

@@ -1,8 +1,8 @@
 import pytest
 from pydantic import ValidationError
 
-from functions.inbound import InboundMessage
-from functions.logic.entry_points.webhook import invalid_fields
+from functions.entry_points.webhook import invalid_fields
+from functions.intake.inbound import InboundMessage
 
 ACCOUNT = "AC" + "1" * 32
 SID = "SM" + "a" * 32

@@ -1,7 +1,8 @@
-"""The layers of functions/, read from the source (ast, nothing imported): every import runs
-from the handlers towards the leaves, and no modules import each other in a loop. An
-import anywhere in a module counts, inside a function or under TYPE_CHECKING too: a lazy
-import is still a dependency, and a loop hidden in one is still a knot."""
+"""The layers of functions/ and infra/, read from the source (ast, nothing imported): every
+import runs from the handlers towards the leaves, features never reach up to the operations
+that compose them, no operation imports another, and no modules import each other in a
+loop. An import anywhere in a module counts, inside a function or under TYPE_CHECKING too:
+a lazy import is still a dependency, and a loop hidden in one is still a knot."""
 
 from __future__ import annotations
 
@@ -9,45 +10,57 @@ import ast
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent.parent
-PACKAGE = "functions"
+PACKAGES = ("functions", "infra")
+
+# The features: each a package under functions/ holding its logic, its rules (rules/, pure)
+# and its tables' access. Features import the leaves, storage and each other (no loop).
+FEATURES = (
+    "tenancy",
+    "intake",
+    "batching",
+    "answer",
+    "assistant",
+    "delivery",
+    "guards",
+    "handoff",
+    "personal_data",
+)
+# The operations: one module per task state or entry point, each composing features.
+ORCHESTRATORS = ("functions.states", "functions.entry_points")
 
 # The layers, highest first; the most specific prefix decides. A module imports from its own
 # layer or a lower one, never from a higher one.
-#   5 handlers: the entry points Lambda calls
-#   4 logic/states, logic/entry_points: one operation per task state or entry point
-#   3 logic/shared: the pieces the operations share, with I/O
-#   2 logic/rules: pure rules, no I/O
-#   1 dal, integrations: DynamoDB and the vendors' SDKs
-#   0 the leaves: the top-level modules (config, contract, errors, registry, models of the
-#     run and of OpenAI's items...) and dal's definitions that do no I/O (items, tables,
-#     expressions)
+#   5 infra: the stack, the local stack and the operator's commands
+#   4 handlers: the entry points Lambda calls
+#   3 states, entry_points: the operations
+#   2 the features, with the run contract and the registry of functions they name
+#   1 storage: the DynamoDB plumbing, the tables' definitions and items
+#   0 the leaves: the top-level modules (clock, config, errors, observability...)
 LAYERS: dict[str, int] = {
-    "functions.handlers": 5,
-    "functions.logic.states": 4,
-    "functions.logic.entry_points": 4,
-    "functions.logic.shared": 3,
-    "functions.logic.rules": 2,
-    "functions.dal.models": 0,
-    "functions.dal.tables": 0,
-    "functions.dal.expressions": 0,
-    "functions.dal": 1,
-    "functions.integrations": 1,
+    "infra": 5,
+    "functions.handlers": 4,
+    **dict.fromkeys(ORCHESTRATORS, 3),
+    **{f"functions.{feature}": 2 for feature in FEATURES},
+    "functions.contract": 2,
+    "functions.registry": 2,
+    "functions.storage": 1,
+    "functions.intake.inbound": 1,  # what Twilio sends: plain data, which the stored items hold
     "functions": 0,
 }
 
 
 def modules(root: Path) -> dict[str, Path]:
-    """Every module under functions/ by its dotted name (a package by its own name)."""
+    """Every module under functions/ and infra/ by its dotted name (a package by its own name)."""
     found = {}
-    for path in sorted((root / PACKAGE).rglob("*.py")):
+    for path in sorted(p for package in PACKAGES for p in (root / package).rglob("*.py")):
         parts = path.relative_to(root).with_suffix("").parts
         found[".".join(parts[:-1] if parts[-1] == "__init__" else parts)] = path
     return found
 
 
 def imports(root: Path) -> dict[str, set[str]]:
-    """Each module → the modules of functions/ it imports (`from functions.dal import turns`
-    imports functions.dal.turns)."""
+    """Each module → the modules of functions/ and infra/ it imports (`from functions.answer import
+    turns` imports functions.answer.turns)."""
     known = modules(root)
     graph: dict[str, set[str]] = {}
     for name, path in known.items():
@@ -117,27 +130,49 @@ def cycles(graph: dict[str, set[str]]) -> list[list[str]]:
     return groups
 
 
-def test_every_module_of_functions_is_in_a_layer():
-    assert all(name.startswith(PACKAGE) for name in modules(ROOT))
-    assert len(modules(ROOT)) > 50  # the walk found the tree
+def sideways_imports(graph: dict[str, set[str]]) -> list[str]:
+    """An operation that imports another: what they share belongs to a feature."""
+
+    def operation(module: str) -> bool:
+        return module.startswith(tuple(f"{o}." for o in ORCHESTRATORS))
+
+    return sorted(
+        f"{module} imports {target}"
+        for module, targets in graph.items()
+        for target in targets
+        if operation(module) and operation(target)
+    )
+
+
+def test_every_package_of_functions_is_a_feature_or_a_layer():
+    """A new folder under functions/ is declared: a feature, or one of the layers."""
+    folders = {p.parent.name for p in (ROOT / "functions").glob("*/__init__.py")}
+    assert folders == {*FEATURES, "states", "entry_points", "handlers", "storage"}
+    assert len(modules(ROOT)) > 100  # the walk found both trees
 
 
 def test_no_import_runs_from_a_lower_layer_to_a_higher_one():
     assert upward_imports(imports(ROOT)) == []
 
 
+def test_no_operation_imports_another():
+    assert sideways_imports(imports(ROOT)) == []
+
+
 def test_no_modules_import_each_other():
     assert cycles(imports(ROOT)) == []
 
 
-def test_the_checks_see_a_loop_and_an_upward_import():
+def test_the_checks_see_a_loop_an_upward_and_a_sideways_import():
     """The checks themselves, on a made-up graph."""
     graph = {
-        "functions.logic.shared.a": {"functions.logic.entry_points.b"},
-        "functions.logic.entry_points.b": {"functions.logic.shared.a", "functions.config"},
+        "functions.batching.a": {"functions.entry_points.b"},
+        "functions.entry_points.b": {"functions.batching.a", "functions.config", "functions.states.c"},
         "functions.config": set(),
+        "functions.states.c": set(),
     }
-    assert cycles(graph) == [["functions.logic.entry_points.b", "functions.logic.shared.a"]]
+    assert cycles(graph) == [["functions.batching.a", "functions.entry_points.b"]]
     assert upward_imports(graph) == [
-        "functions.logic.shared.a (layer 3) imports functions.logic.entry_points.b (layer 4)"
+        "functions.batching.a (layer 2) imports functions.entry_points.b (layer 3)"
     ]
+    assert sideways_imports(graph) == ["functions.entry_points.b imports functions.states.c"]

@@ -8,8 +8,8 @@ from collections.abc import Iterator
 
 import pytest
 
-from functions.integrations import twilio_media
-from functions.integrations.twilio_media import ByteBudget, MediaUnavailable
+from functions.answer import twilio_media
+from functions.answer.twilio_media import ByteBudget, MediaUnavailable
 
 CHUNK = 1000
 

@@ -1,5 +1,5 @@
-from functions.dal.models import StagedMessage
-from functions.logic.rules.merge import arrival_order, merged_body
+from functions.batching.rules.merge import arrival_order, merged_body
+from functions.storage.models import StagedMessage
 
 
 def _staged(sid: str, at: str, body: str = "", media: list[str] | None = None) -> StagedMessage:

@@ -9,12 +9,12 @@ from datetime import UTC, datetime
 import pytest
 
 from functions.contract import BatchSummary, MergeInput, RecordInput, ReplySummary, SentSummary
-from functions.dal.models import Turn
+from functions.delivery import event_bus
 from functions.errors import ProcessingLockLost
-from functions.inbound import InboundMessage
-from functions.integrations import event_bus
-from functions.logic.states.merge_staged_messages import merge_staged_messages
-from functions.logic.states.record_turns_and_release_lock import record_turns_and_release_lock
+from functions.intake.inbound import InboundMessage
+from functions.states.merge_staged_messages import merge_staged_messages
+from functions.states.record_turns_and_release_lock import record_turns_and_release_lock
+from functions.storage.models import Turn
 from tests.support.fakes import InMemoryStore, store_with_conversation
 
 US, USER = "whatsapp:+15550000001", "whatsapp:+15550001111"

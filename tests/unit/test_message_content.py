@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import pytest
 
-from functions.inbound import InboundMessage
-from functions.logic.rules.content import render
+from functions.answer.rules.content import render
+from functions.intake.inbound import InboundMessage
 from tests.support.events import event_names, load_event
 
 # event → (the user turn it becomes alone, its opt-out or opt-in keyword)

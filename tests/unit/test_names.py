@@ -42,7 +42,7 @@ def test_every_task_state_of_the_definition_has_its_row():
 
 def test_every_handler_and_logic_module_belongs_to_a_function():
     """No module outside the rule: each handler module is a function's (besides the shared
-    task.py and twilio_http.py), and so is each module of logic/states and logic/entry_points."""
+    task.py and twilio_http.py), and so is each module of states/ and entry_points/."""
     handlers = {p.stem for p in (ROOT / "functions" / "handlers").glob("*.py")} - {
         "__init__",
         "task",
@@ -50,5 +50,5 @@ def test_every_handler_and_logic_module_belongs_to_a_function():
     }
     assert handlers == {f.module for f in ALL_FUNCTIONS}
     for folder, functions in (("states", TASKS), ("entry_points", [f for f in ALL_FUNCTIONS if not f.state])):
-        modules = {p.stem for p in (ROOT / "functions" / "logic" / folder).glob("*.py")} - {"__init__"}
+        modules = {p.stem for p in (ROOT / "functions" / folder).glob("*.py")} - {"__init__"}
         assert modules == {f.module for f in functions}

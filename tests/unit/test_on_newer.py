@@ -9,14 +9,14 @@ from datetime import UTC, datetime
 
 import pytest
 
+from functions.answer import ai_requests
+from functions.answer.ai_requests import BatchRequest
+from functions.batching.rules.debounce import BatchingRules, may_answer_again, newer_fragments_arrived
 from functions.contract import BatchSummary, GenerateInput
-from functions.dal.models import BatchWindow
 from functions.errors import AIRetryableError, NewerFragments
-from functions.inbound import InboundMessage
-from functions.logic.rules.debounce import BatchingRules, may_answer_again, newer_fragments_arrived
-from functions.logic.shared import ai_requests
-from functions.logic.shared.ai_requests import BatchRequest
-from functions.logic.states.generate_reply import newer_fragments_check
+from functions.intake.inbound import InboundMessage
+from functions.states.generate_reply import newer_fragments_check
+from functions.storage.models import BatchWindow
 from tests.support.fake_openai import FakeOpenAI, batch_request, install_openai
 from tests.support.fakes import InMemoryStore, store_with_conversation
 

@@ -1,5 +1,5 @@
-"""One definition of each thing: DynamoDB expressions live in functions/dal/expressions.py,
-turn ids are built by functions/dal/tables.py, and the public base URL is split from its
+"""One definition of each thing: DynamoDB expressions live in functions/storage/expressions.py,
+turn ids are built by functions/storage/tables.py, and the public base URL is split from its
 connection overrides by functions/public_url.py only."""
 
 from __future__ import annotations
@@ -54,7 +54,7 @@ def test_every_fixed_dynamodb_expression_is_one_of_expressions_py():
 
 
 def test_turn_ids_are_built_in_one_place():
-    assert _where(SOURCES + TESTS, r"[12]-(user|assistant)\b", {"functions/dal/tables.py"}) == []
+    assert _where(SOURCES + TESTS, r"[12]-(user|assistant)\b", {"functions/storage/tables.py"}) == []
 
 
 def test_the_base_url_is_split_from_its_overrides_in_one_place():

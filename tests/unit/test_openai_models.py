@@ -14,16 +14,16 @@ import openai
 import pytest
 from openai.types.shared import chat_model
 
-from functions.config import read_settings
-from functions.dal.tables import ALL_TABLES
-from functions.integrations import openai_models
-from functions.integrations.openai_models import (
+from functions.answer import openai_models
+from functions.answer.openai_models import (
     CURRENT_MODELS,
     SHUTDOWNS,
     served,
     shutdown_of,
     warn_if_retiring,
 )
+from functions.config import read_settings
+from functions.storage.tables import ALL_TABLES
 
 TABLES = {**{t.env_var: t.logical_id for t in ALL_TABLES}, "EVENT_BUS_NAME": "bus"}
 DEPLOY_DAY = date(2026, 11, 26)

@@ -7,15 +7,15 @@ import time
 
 import pytest
 
-from functions.config import Settings
-from functions.errors import AIRetryableError
-from functions.integrations.openai_responses import Budget, is_quota_error, is_retryable
-from functions.logic.rules.conversation_items import (
+from functions.answer.openai_responses import Budget, is_quota_error, is_retryable
+from functions.answer.rules.conversation_items import (
     ConversationItem,
     exchange_of,
     exchanges,
     unanswered_copies,
 )
+from functions.config import Settings
+from functions.errors import AIRetryableError
 from functions.registry import BY_NAME
 
 

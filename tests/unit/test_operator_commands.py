@@ -15,8 +15,8 @@ from botocore.exceptions import ClientError
 from botocore.stub import Stubber
 
 from functions.config import get_settings
-from functions.dal.tables import ALL_TABLES
-from functions.logic.entry_points import reconciler
+from functions.entry_points import reconciler
+from functions.storage.tables import ALL_TABLES
 from infra import conversations, runs, smoke, stack_lookup, tenants
 from infra.replay import __main__ as replay
 

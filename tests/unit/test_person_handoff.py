@@ -9,18 +9,18 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 from functions import clock
-from functions.batching_rules import BatchingRules
+from functions.batching.rules.burst import BatchingRules
 from functions.contract import BatchSummary, GenerateInput, RecordInput, ReplySummary, SentSummary
-from functions.dal import conversations, tenants
-from functions.dal.models import Conversation, Tenant, Turn
-from functions.dal.tables import assistant_turn_id, user_turn_id
-from functions.inbound import Channel
-from functions.integrations import event_bus
-from functions.logic.entry_points.conversation_commands import run_command
-from functions.logic.rules import handoff as rules
-from functions.logic.shared import limits
-from functions.logic.states.generate_reply import generate_reply
-from functions.logic.states.record_turns_and_release_lock import record_turns_and_release_lock
+from functions.delivery import event_bus
+from functions.entry_points.conversation_commands import run_command
+from functions.guards import limits
+from functions.handoff.rules import pause as rules
+from functions.intake.inbound import Channel
+from functions.states.generate_reply import generate_reply
+from functions.states.record_turns_and_release_lock import record_turns_and_release_lock
+from functions.storage.models import Conversation, Tenant, Turn
+from functions.storage.tables import assistant_turn_id, user_turn_id
+from functions.tenancy import conversations, tenants
 from tests.support.fakes import InMemoryStore, store_with_conversation
 
 US, USER = "whatsapp:+15550000001", "whatsapp:+15550001111"

@@ -5,10 +5,10 @@ they sent, and every OpenAI response asked for them; and what `export` gives bac
 
 from __future__ import annotations
 
-from functions.dal.models import AIRequest, Delivery, Resend, StagedMessage, Turn, TurnMedia
-from functions.dal.tables import assistant_turn_id, user_turn_id
-from functions.inbound import Attachment
-from functions.logic.rules.personal_data import exported_turn, media_of, vendor_ids
+from functions.intake.inbound import Attachment
+from functions.personal_data.rules.person_data import exported_turn, media_of, vendor_ids
+from functions.storage.models import AIRequest, Delivery, Resend, StagedMessage, Turn, TurnMedia
+from functions.storage.tables import assistant_turn_id, user_turn_id
 
 AC = "AC" + "0" * 32
 MM, ME = "MM" + "1" * 32, "ME" + "2" * 32

@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 
 from functions.config import read_settings
-from functions.dal.tables import ALL_TABLES
 from functions.public_url import public_base, with_overrides
+from functions.storage.tables import ALL_TABLES
 from infra.names import StackSettings
 
 TABLES = {**{t.env_var: t.logical_id for t in ALL_TABLES}, "EVENT_BUS_NAME": "bus"}

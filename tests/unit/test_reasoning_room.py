@@ -1,4 +1,4 @@
-"""Reasoning models (functions/logic/shared/ai_requests.py), on in-memory fakes: the
+"""Reasoning models (functions/answer/ai_requests.py), on in-memory fakes: the
 reasoning effort is sent where the model takes one; a response that spent its
 max_output_tokens on reasoning, with no text, is asked once more with room, counted as one
 more AI call; a removal never leaves a reasoning item without the reply it led to; and a
@@ -10,10 +10,10 @@ from datetime import UTC, datetime
 
 import pytest
 
+from functions.answer.ai_requests import BatchRequest
 from functions.config import get_settings
 from functions.errors import AIPermanentError, AIRetryableError, NewerFragments
-from functions.inbound import InboundMessage
-from functions.logic.shared.ai_requests import BatchRequest
+from functions.intake.inbound import InboundMessage
 from tests.support.fake_openai import FakeOpenAI, batch_request, install_openai
 from tests.support.fakes import InMemoryStore, store_with_conversation
 

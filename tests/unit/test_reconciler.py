@@ -1,4 +1,4 @@
-"""The reconciler (functions/logic/entry_points/reconciler.py) as a use case, on in-memory
+"""The reconciler (functions/entry_points/reconciler.py) as a use case, on in-memory
 fakes (tests/support/fakes.py; tests/contract holds them to the DynamoDB layer): nothing
 accepted stays stranded."""
 
@@ -10,9 +10,9 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 from functions import clock
-from functions.dal.models import BatchWindow
-from functions.inbound import InboundMessage
-from functions.logic.entry_points.reconciler import reconcile
+from functions.entry_points.reconciler import reconcile
+from functions.intake.inbound import InboundMessage
+from functions.storage.models import BatchWindow
 from tests.support.fake_runs import FakeRuns, install_runs
 from tests.support.fakes import InMemoryStore, store_with_conversation
 

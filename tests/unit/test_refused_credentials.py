@@ -10,10 +10,12 @@ import openai
 import pytest
 from twilio.base.exceptions import TwilioRestException
 
+from functions.answer import openai_responses
+from functions.batching.rules.failures import FailureKind, classify
+from functions.delivery import twilio_messages
 from functions.errors import AICredentialsRefused, TwilioCredentialsRefused, TwilioPermanentError
-from functions.integrations import openai_responses, secrets, twilio_messages
-from functions.logic.rules.failures import FailureKind, classify
 from functions.stack_names import STACK_NAME, twilio_tenant_secret_prefix
+from functions.tenancy import secrets
 
 A = "AC" + "a" * 32
 NAME = twilio_tenant_secret_prefix(STACK_NAME) + A

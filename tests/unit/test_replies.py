@@ -1,6 +1,6 @@
 import pytest
 
-from functions.logic.rules.replies import MAX_MESSAGE_CHARS, split_reply, utf16_units
+from functions.delivery.rules.replies import MAX_MESSAGE_CHARS, split_reply, utf16_units
 
 
 def test_a_short_reply_is_one_part():

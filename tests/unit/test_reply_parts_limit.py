@@ -1,7 +1,7 @@
 """The reply-parts limit: a reply is cut to the parts a batch may send."""
 
-from functions.logic.rules.replies import split_reply
-from functions.logic.shared.limits import cap_reply_parts
+from functions.delivery.rules.replies import split_reply
+from functions.guards.limits import cap_reply_parts
 
 
 def _long_reply(sentences: int) -> str:

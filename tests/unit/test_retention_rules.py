@@ -1,4 +1,4 @@
-"""Turn-text retention's rules (functions/logic/rules/retention.py): which turns' texts have
+"""Turn-text retention's rules (functions/personal_data/rules/retention.py): which turns' texts have
 expired (answered and older than the tenant's or the deployment's days; pending ones never),
 and which items of the OpenAI conversation go with them (never a call without its output)."""
 
@@ -9,8 +9,8 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 from functions import clock
-from functions.logic.rules import retention
-from functions.openai_items import ConversationItem
+from functions.answer.rules.openai_items import ConversationItem
+from functions.personal_data.rules import retention
 
 NOW = datetime(2026, 12, 5, 12, 0, tzinfo=UTC)
 

@@ -5,14 +5,15 @@ import boto3
 import pytest
 from botocore.stub import Stubber
 
-from functions.batching_rules import MAX_WAIT_LIMIT_SECONDS, BatchingRules
-from functions.dal import dynamo, turns
-from functions.dal.models import StagedMessage
-from functions.dal.tables import assistant_turn_id, user_turn_id
+from functions.answer import turns
+from functions.batching.rules.burst import MAX_WAIT_LIMIT_SECONDS, BatchingRules
+from functions.batching.rules.debounce import resolve_rules
+from functions.batching.rules.merge import within_bytes
 from functions.errors import TransactionConflict
-from functions.inbound import Channel
-from functions.logic.rules.debounce import resolve_rules
-from functions.logic.rules.merge import within_bytes
+from functions.intake.inbound import Channel
+from functions.storage import dynamo
+from functions.storage.models import StagedMessage
+from functions.storage.tables import assistant_turn_id, user_turn_id
 
 
 def test_rules_are_clamped_so_that_a_run_history_stays_far_below_25000_events():

@@ -4,7 +4,7 @@ from the stack's outputs (infra/stack_lookup.py)."""
 import boto3
 from botocore.stub import Stubber
 
-from functions.dal.tables import ALL_TABLES
+from functions.storage.tables import ALL_TABLES
 from infra import stack_lookup
 
 

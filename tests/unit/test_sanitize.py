@@ -4,7 +4,7 @@ escaped."""
 
 import pytest
 
-from functions.logic.rules.sanitize import escaped, model_input
+from functions.answer.rules.sanitize import escaped, model_input
 
 
 @pytest.mark.parametrize(

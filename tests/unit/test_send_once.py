@@ -1,4 +1,4 @@
-"""The send-once protocol itself (functions/logic/shared/send_once.py), on in-memory fakes:
+"""The send-once protocol itself (functions/delivery/send_once.py), on in-memory fakes:
 a message whose record is a dict, sent through the fake Twilio; then the fallback reply,
 which uses it. Whatever fails, the user gets the message once and its SID is recorded.
 (Reply parts and the WhatsApp template: test_sending.py.)"""
@@ -10,13 +10,14 @@ from datetime import datetime
 
 import pytest
 
+from functions.answer import turns
 from functions.contract import ErrorInfo, FailedInput, FailedRun, MergedOrQueried
-from functions.dal import staged_messages, turns
-from functions.dal.models import Conversation
-from functions.inbound import Channel
-from functions.logic.shared import send_once as send_once_module
-from functions.logic.shared.send_once import RECEIPT_POLL_SECONDS, Claim, send_once
-from functions.logic.states import record_failed_batch
+from functions.delivery import send_once as send_once_module
+from functions.delivery.send_once import RECEIPT_POLL_SECONDS, Claim, send_once
+from functions.intake import staged_messages
+from functions.intake.inbound import Channel
+from functions.states import record_failed_batch
+from functions.storage.models import Conversation
 from tests.support.fake_clock import FakeMonotonic
 from tests.support.fakes import FakeTwilio, InMemoryStore, TwilioPermanentError, TwilioRetryableError, install
 

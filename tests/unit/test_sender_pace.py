@@ -1,6 +1,6 @@
 """Send Reply takes its sender's turn before each create, at the sender's rate, across all
-conversations (functions/logic/shared/sender_pace.py), on in-memory fakes and a fake clock:
-the turns the fake books are those functions/dal/sender_budget.py books on DynamoDB
+conversations (functions/delivery/sender_pace.py), on in-memory fakes and a fake clock:
+the turns the fake books are those functions/delivery/sender_budget.py books on DynamoDB
 (tests/contract/test_sender_budget_contract.py holds them to one contract)."""
 
 from __future__ import annotations
@@ -11,13 +11,13 @@ import pytest
 
 from functions import clock
 from functions.contract import ReplySummary, SendInput
-from functions.dal.models import Conversation, Turn
-from functions.dal.sender_budget import shard_key
+from functions.delivery import sender_pace
+from functions.delivery.rules.replies import split_reply
+from functions.delivery.sender_budget import shard_key
 from functions.errors import TwilioRetryableError
-from functions.inbound import Channel
-from functions.logic.rules.replies import split_reply
-from functions.logic.shared import sender_pace
-from functions.logic.states import send_reply
+from functions.intake.inbound import Channel
+from functions.states import send_reply
+from functions.storage.models import Conversation, Turn
 from tests.support.fakes import FakeTwilio, InMemoryStore, install
 
 OURS = "whatsapp:+15550000001"

@@ -3,13 +3,13 @@
 import pytest
 
 from functions.contract import ReplySummary, SendInput
-from functions.dal.models import Conversation, Delivery, Turn
+from functions.delivery import send_once
+from functions.delivery import template as whatsapp_template
+from functions.delivery.rules.replies import split_reply
 from functions.errors import TwilioPermanentError, TwilioRetryableError
-from functions.inbound import Channel
-from functions.logic.entry_points import status_callback
-from functions.logic.rules.replies import split_reply
-from functions.logic.shared import send_once
-from functions.logic.states import send_reply
+from functions.intake.inbound import Channel
+from functions.states import send_reply
+from functions.storage.models import Conversation, Delivery, Turn
 from tests.support.fake_clock import FakeMonotonic
 from tests.support.fakes import FakeTwilio, InMemoryStore, install
 
@@ -216,11 +216,13 @@ def test_the_template_is_sent_once_whoever_asks_and_only_by_the_first(world, tem
     store, twilio = world
     conversation = store.conversations["c1"]
 
-    first = status_callback.send_template_once(conversation, "w1", owner="SM-part-1")
-    again = status_callback.send_template_once(
+    first = whatsapp_template.send_template_once(conversation, "w1", owner="SM-part-1")
+    again = whatsapp_template.send_template_once(
         conversation, "w1", owner="SM-part-1"
     )  # its callback, repeated
-    other = status_callback.send_template_once(conversation, "w1", owner="SM-part-2")  # another part's 63016
+    other = whatsapp_template.send_template_once(
+        conversation, "w1", owner="SM-part-2"
+    )  # another part's 63016
 
     assert first == again == other and [m["content_sid"] for m in twilio.sent] == [template]
     callback = "https://hooks.example/prod/twilio/status/c1/w1/template#rc=5&rp=all"
@@ -233,8 +235,8 @@ def test_a_template_whose_answer_was_lost_is_found_not_sent_again(world, templat
     twilio.lose_answer.add(0)
 
     with pytest.raises(TwilioRetryableError):
-        status_callback.send_template_once(conversation, "w1", owner="SM-part-1")
-    sid = status_callback.send_template_once(conversation, "w1", owner="SM-part-1")  # the callback, retried
+        whatsapp_template.send_template_once(conversation, "w1", owner="SM-part-1")
+    sid = whatsapp_template.send_template_once(conversation, "w1", owner="SM-part-1")  # the callback, retried
 
     assert [m["sid"] for m in twilio.sent] == [sid] and twilio.lookups == 1
 
@@ -245,21 +247,21 @@ def test_another_owner_does_not_send_while_the_first_has_not_succeeded(world, te
     twilio.refuse[0] = TwilioRetryableError("Twilio HTTP 503 code None")
 
     with pytest.raises(TwilioRetryableError):
-        status_callback.send_template_once(conversation, "w1", owner="SM-part-1")
+        whatsapp_template.send_template_once(conversation, "w1", owner="SM-part-1")
 
-    assert status_callback.send_template_once(conversation, "w1", owner="SM-part-2") is None
+    assert whatsapp_template.send_template_once(conversation, "w1", owner="SM-part-2") is None
     assert twilio.sent == []
 
 
 def test_no_template_without_one_configured_or_outside_whatsapp(world, template, monkeypatch):
     store, twilio = world
     sms = store.conversations["c1"].model_copy(update={"channel": Channel.SMS})
-    assert status_callback.send_template_once(sms, "w1", owner="SM-part-1") is None
+    assert whatsapp_template.send_template_once(sms, "w1", owner="SM-part-1") is None
     monkeypatch.setenv("WHATSAPP_TEMPLATE_CONTENT_SID", "")
     from functions.config import get_settings
 
     get_settings.cache_clear()
-    assert status_callback.send_template_once(store.conversations["c1"], "w1", owner="SM-part-1") is None
+    assert whatsapp_template.send_template_once(store.conversations["c1"], "w1", owner="SM-part-1") is None
     assert twilio.sent == []
 
 
@@ -269,12 +271,12 @@ def test_a_template_without_a_messaging_service_is_not_sent_and_said_so(world, t
     from functions.config import get_settings
 
     get_settings.cache_clear()
-    monkeypatch.setattr(status_callback, "_said_amiss", [])
+    monkeypatch.setattr(whatsapp_template, "_said_amiss", [])
     twilio.refuse[0] = TwilioPermanentError("window closed", 63016)
 
     with pytest.raises(TwilioPermanentError):  # as without a template: the reply's refusal
         send_reply.send_reply(TASK)
-    assert status_callback.send_template_once(store.conversations["c1"], "w1", owner="SM-part-1") is None
+    assert whatsapp_template.send_template_once(store.conversations["c1"], "w1", owner="SM-part-1") is None
 
     assert [m["content_sid"] for m in twilio.sent] == []
     said = [r for r in caplog.records if "TWILIO_MESSAGING_SERVICE_SID" in r.getMessage()]
@@ -287,7 +289,7 @@ def test_the_template_carries_the_configured_variables(world, template, configur
     store, twilio = world
     configure(WHATSAPP_TEMPLATE_VARIABLES='{"1": "our shop"}')
 
-    status_callback.send_template_once(store.conversations["c1"], "w1", owner="SM-part-1")
+    whatsapp_template.send_template_once(store.conversations["c1"], "w1", owner="SM-part-1")
 
     assert [m["content_variables"] for m in twilio.sent] == ['{"1": "our shop"}']
 
@@ -297,7 +299,7 @@ def test_the_status_callbacks_template_is_sent_with_credentials_read_in_the_tena
 ):
     """Its own role may read every tenant's token (it checks a claimed tenant's signature),
     so the template it sends for a conversation goes out with a session of that tenant."""
-    from functions.integrations import secrets
+    from functions.tenancy import secrets
 
     store, twilio = world
     read_in_session: list[str] = []
@@ -311,6 +313,6 @@ def test_the_status_callbacks_template_is_sent_with_credentials_read_in_the_tena
     monkeypatch.setattr(secrets, "twilio_credentials_for", own_role)
     monkeypatch.setattr(secrets, "twilio_credentials_in_tenant_session", in_session)
 
-    status_callback.send_template_once(store.conversations["c1"], "w1", owner="SM-part-1")
+    whatsapp_template.send_template_once(store.conversations["c1"], "w1", owner="SM-part-1")
 
     assert read_in_session == ["c1"] and [m["content_sid"] for m in twilio.sent] == [template]

@@ -5,7 +5,7 @@ stack read it the same way)."""
 import pytest
 
 from functions.config import SettingsError, read_flag, read_settings
-from functions.dal.tables import ALL_TABLES
+from functions.storage.tables import ALL_TABLES
 
 TABLES = {**{t.env_var: t.logical_id for t in ALL_TABLES}, "EVENT_BUS_NAME": "bus"}
 YES_OR_NO = [("true", True), ("True", True), (" yes ", True), ("on", True), ("1", True), ("Y", True)] + [

@@ -6,13 +6,12 @@ tests use DynamoDB and Secrets Manager on the emulator."""
 import pytest
 from twilio.request_validator import HMAC_SHA256, RequestValidator
 
-from functions.dal import tenants
-from functions.dal.models import Tenant
 from functions.handlers.webhook import public_url
-from functions.integrations import secrets
-from functions.integrations.secrets import TwilioCredentials
-from functions.logic.shared import admission
-from functions.logic.shared.admission import Refusal, Signature, admit, signature_is_valid
+from functions.intake import admission
+from functions.intake.admission import Refusal, Signature, admit, signature_is_valid
+from functions.storage.models import Tenant
+from functions.tenancy import secrets, tenants
+from functions.tenancy.secrets import TwilioCredentials
 
 OURS = "AC" + "1" * 32
 TENANT = "AC" + "2" * 32

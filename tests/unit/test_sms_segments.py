@@ -1,11 +1,11 @@
-"""SMS segments as Twilio counts them (functions/logic/rules/sms_segments.py), and a reply
+"""SMS segments as Twilio counts them (functions/delivery/rules/sms_segments.py), and a reply
 cut to a number of them. The figures are Twilio's: 160 GSM-7 characters in one segment,
 153 in each of a longer message; 70 and 67 in UCS-2 (UTF-16 code units)."""
 
 import pytest
 
-from functions.logic.rules.replies import split_reply
-from functions.logic.rules.sms_segments import (
+from functions.delivery.rules.replies import split_reply
+from functions.delivery.rules.sms_segments import (
     Encoding,
     cap_segments,
     encoding,

@@ -8,7 +8,7 @@ from types import SimpleNamespace
 import pytest
 
 from functions.config import SettingsError, read_settings
-from functions.integrations.twilio_messages import send_message
+from functions.delivery.twilio_messages import send_message
 
 
 @pytest.mark.parametrize("written", ['["our shop"]', '{"1": 2}', "{not json"])

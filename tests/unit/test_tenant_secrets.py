@@ -6,16 +6,16 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from functions.dal.models import Conversation
 from functions.errors import SecretOutsideTenant
-from functions.inbound import Channel
-from functions.integrations import secrets, tenant_sessions
+from functions.intake.inbound import Channel
 from functions.stack_names import (
     STACK_NAME,
     openai_secret_name,
     openai_tenant_secret_prefix,
     twilio_tenant_secret_prefix,
 )
+from functions.storage.models import Conversation
+from functions.tenancy import secrets, tenant_sessions
 
 A, B = "AC" + "a" * 32, "AC" + "b" * 32
 # The functions' defaults: the names of the stack named STACK_NAME.

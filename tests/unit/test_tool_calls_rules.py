@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 
-from functions.logic.rules import tools
+from functions.assistant.rules import tools
 
 
 def test_the_same_arguments_in_another_order_are_the_same_call():

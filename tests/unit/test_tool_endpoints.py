@@ -12,7 +12,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from functions.integrations import tool_endpoints
+from functions.assistant import tool_endpoints
 from tests.support.tool_endpoint import ToolEndpoint
 
 SECRET = "tool-signing-secret-for-tests"

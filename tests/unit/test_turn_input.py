@@ -8,14 +8,13 @@ import base64
 
 import pytest
 
-from functions.dal import turns
-from functions.dal.models import Conversation, StagedMessage, Turn
-from functions.dal.tables import user_turn_id
-from functions.integrations import openai_audio, secrets, twilio_media
-from functions.integrations.openai_audio import TranscriptionFailed
-from functions.integrations.twilio_media import Media, MediaUnavailable
-from functions.logic.rules.content import render
-from functions.logic.shared import media, turn_input
+from functions.answer import media, openai_audio, turn_input, turns, twilio_media
+from functions.answer.openai_audio import TranscriptionFailed
+from functions.answer.rules.content import render
+from functions.answer.twilio_media import Media, MediaUnavailable
+from functions.storage.models import Conversation, StagedMessage, Turn
+from functions.storage.tables import user_turn_id
+from functions.tenancy import secrets
 from tests.support.fake_clock import FakeMonotonic
 from tests.support.media import PDF, PHOTO, STICKER, VOICE_NOTE
 

@@ -10,8 +10,8 @@ from types import SimpleNamespace
 import pytest
 from twilio.base.exceptions import TwilioRestException
 
+from functions.delivery.twilio_messages import CLOCK_SKEW, LOOKUP_PAGE_SIZE, find_sent, send_message
 from functions.errors import TwilioPermanentError, TwilioRetryableError
-from functions.integrations.twilio_messages import CLOCK_SKEW, LOOKUP_PAGE_SIZE, find_sent, send_message
 
 SINCE = datetime(2026, 11, 26, 12, 0, 0, 500000, tzinfo=UTC)
 US, USER = "whatsapp:+15550000001", "whatsapp:+15551112222"

@@ -1,4 +1,4 @@
-"""WhatsApp's typing indicator (functions/logic/shared/typing_indicator.py) on in-memory
+"""WhatsApp's typing indicator (functions/answer/typing_indicator.py) on in-memory
 fakes: once per batch however often Generate Reply is attempted, refreshed once 26 s
 later, none on SMS or when turned off, and a failure that never fails the batch."""
 
@@ -9,11 +9,11 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 from functions import clock
-from functions.dal.models import Turn
-from functions.dal.tables import user_turn_id
-from functions.inbound import Channel
-from functions.logic.shared import typing_indicator
-from functions.logic.shared.typing_indicator import TypingIndicator
+from functions.answer import typing_indicator
+from functions.answer.typing_indicator import TypingIndicator
+from functions.intake.inbound import Channel
+from functions.storage.models import Turn
+from functions.storage.tables import user_turn_id
 from tests.support.fakes import FakeTwilio, InMemoryStore, install
 
 NOW = datetime(2026, 11, 26, 12, 0, 0, tzinfo=UTC)

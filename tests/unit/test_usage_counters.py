@@ -11,9 +11,10 @@ from pathlib import Path
 import pytest
 from botocore.exceptions import ClientError
 
-from functions.dal import dynamo, usage_counters
-from functions.dal.usage_counters import SHARDS, TOKENS_PER_SHARD, Count, Counter
 from functions.errors import TransactionConflict
+from functions.guards import usage_counters
+from functions.guards.usage_counters import SHARDS, TOKENS_PER_SHARD, Count, Counter
+from functions.storage import dynamo
 
 DEFINITION = Path(__file__).resolve().parents[2] / "statemachines" / "batch_window.asl.json"
 

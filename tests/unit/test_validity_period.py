@@ -1,6 +1,6 @@
 """Twilio's outbound queue: every create carries a ValidityPeriod shorter than the wait
 for a delivery receipt, and a receipt that says the queue expired a message (30036) does
-not count as one: that message was never sent (functions/logic/shared/send_once.py)."""
+not count as one: that message was never sent (functions/delivery/send_once.py)."""
 
 from __future__ import annotations
 
@@ -8,9 +8,9 @@ from types import SimpleNamespace
 
 import pytest
 
-from functions.dal.models import Delivery
-from functions.integrations.twilio_messages import RECEIPT_MARGIN_SECONDS, send_message
-from functions.logic.shared.send_once import receipt_of
+from functions.delivery.send_once import receipt_of
+from functions.delivery.twilio_messages import RECEIPT_MARGIN_SECONDS, send_message
+from functions.storage.models import Delivery
 
 US, USER = "whatsapp:+15550000001", "whatsapp:+15551112222"
 

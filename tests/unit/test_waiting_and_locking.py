@@ -8,14 +8,14 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 from functions import clock
+from functions.batching import stepfunctions
+from functions.batching.rules.debounce import BatchingRules, seconds_until_due
 from functions.contract import AcquireInput, ParkInput
-from functions.dal.models import BatchWindow, Conversation
 from functions.errors import ConversationNotFound, ProcessingLockHeld
-from functions.inbound import Channel
-from functions.integrations import stepfunctions
-from functions.logic.rules.debounce import BatchingRules, seconds_until_due
-from functions.logic.states.acquire_processing_lock import acquire_processing_lock
-from functions.logic.states.wait_for_the_burst_to_end import wait_for_the_burst_to_end
+from functions.intake.inbound import Channel
+from functions.states.acquire_processing_lock import acquire_processing_lock
+from functions.states.wait_for_the_burst_to_end import wait_for_the_burst_to_end
+from functions.storage.models import BatchWindow, Conversation
 from tests.support.fakes import FakeTwilio, InMemoryStore, install
 
 OPENED = datetime(2026, 11, 26, 12, 0, 0, tzinfo=UTC)

@@ -1,4 +1,4 @@
-"""Accepting a message (functions/logic/entry_points/webhook.py) as a use case, on
+"""Accepting a message (functions/entry_points/webhook.py) as a use case, on
 in-memory fakes (tests/support/fakes.py; tests/contract holds them to the DynamoDB
 layer). Who may post (tenants, signatures): test_signature.py."""
 
@@ -10,13 +10,12 @@ import pytest
 from twilio.request_validator import RequestValidator
 
 from functions import clock
-from functions.dal import tenants
-from functions.dal.models import Conversation, Tenant
-from functions.inbound import Channel
-from functions.integrations import secrets
-from functions.integrations.secrets import TwilioCredentials
-from functions.logic.entry_points.webhook import MessageOutcome, accept_message
-from functions.logic.shared.admission import Signature
+from functions.entry_points.webhook import MessageOutcome, accept_message
+from functions.intake.admission import Signature
+from functions.intake.inbound import Channel
+from functions.storage.models import Conversation, Tenant
+from functions.tenancy import secrets, tenants
+from functions.tenancy.secrets import TwilioCredentials
 from tests.support.fake_runs import FakeRuns, install_runs
 from tests.support.fakes import FakeTwilio, InMemoryStore, install
 

@@ -1,6 +1,6 @@
 from datetime import UTC, datetime
 
-from functions.logic.shared.windows import execution_name, new_window_id
+from functions.batching.windows import execution_name, new_window_id
 
 
 def test_window_ids_sort_by_opening_time():

@@ -50,7 +50,7 @@ Faults (see base.py for the queue) are used by `POST /v1/responses`:
     what a request on a reasoning model, or after its reasoning, is refused for).
 `context_management` compacts a long conversation as OpenAI does (openai_compaction.py).
 A model OpenAI does not serve (one past its shutdown date by the stand-in's `today`, or one
-not in functions/integrations/openai_models.py) is refused with 404 `model_not_found`, as
+not in functions/answer/openai_models.py) is refused with 404 `model_not_found`, as
 OpenAI refuses it; `POST /_control/today {"today": "2026-12-11"}` moves that date (null:
 the clock's UTC date again).
 The conversations and the control calls on them are in openai_conversations.py; speech
@@ -70,7 +70,7 @@ from typing import Any
 from werkzeug.routing import Rule
 from werkzeug.wrappers import Request, Response
 
-from functions.integrations import openai_models
+from functions.answer import openai_models
 from infra.local.standins.base import Fault, json_response
 from infra.local.standins.openai_compaction import compaction_item, compaction_threshold, rendered
 from infra.local.standins.openai_knowledge import KnowledgeStandIn, cite, store_ids_named, with_knowledge

@@ -31,7 +31,7 @@ from typing import Any
 
 from werkzeug.wrappers import Response
 
-from functions.integrations import openai_models
+from functions.answer import openai_models
 from infra.local.standins.base import Fault
 from infra.local.standins.openai_model import error, new_id, output_message, usage, words
 
@@ -91,7 +91,7 @@ def finish(
 
 def effort_refusal(body: dict[str, Any]) -> Response | None:
     """A model that is not asked to reason refuses `reasoning.effort` (400
-    unsupported_parameter; which models take it: functions/integrations/openai_models.py)."""
+    unsupported_parameter; which models take it: functions/answer/openai_models.py)."""
     effort = (body.get("reasoning") or {}).get("effort")
     if effort is None or openai_models.takes_reasoning_effort(str(body.get("model") or "")):
         return None

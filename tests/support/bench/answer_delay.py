@@ -1,7 +1,7 @@
 """`make bench`, the end of a burst: how long after its last fragment a quiet-mode burst is
 answered, over HTTP through the local stack with instant stand-ins (the reply's create
 call reaching the Twilio stand-in). Step Functions waits in whole seconds; the functions
-hold the last fraction (functions/logic/rules/debounce.py), so the target is the quiet
+hold the last fraction (functions/batching/rules/debounce.py), so the target is the quiet
 period plus 0.6 s at the median. Alone: `python -m tests.support.bench.answer_delay`."""
 
 from __future__ import annotations
@@ -18,8 +18,8 @@ os.environ.setdefault("POWERTOOLS_LOG_LEVEL", "ERROR")
 os.environ.setdefault("POWERTOOLS_METRICS_DISABLED", "true")
 
 from functions import clock  # noqa: E402
-from functions.dal import conversations  # noqa: E402
-from functions.inbound import Channel  # noqa: E402
+from functions.intake.inbound import Channel  # noqa: E402
+from functions.tenancy import conversations  # noqa: E402
 from infra.local.stack import LocalConfig, LocalStack  # noqa: E402
 from infra.local.webhooks import inbound_form, post_webhook  # noqa: E402
 

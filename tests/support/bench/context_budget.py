@@ -14,8 +14,8 @@ os.environ.setdefault("POWERTOOLS_LOG_LEVEL", "ERROR")
 os.environ.setdefault("POWERTOOLS_METRICS_DISABLED", "true")
 
 from functions.config import get_settings  # noqa: E402
-from functions.dal import conversations  # noqa: E402
-from functions.inbound import Channel  # noqa: E402
+from functions.intake.inbound import Channel  # noqa: E402
+from functions.tenancy import conversations  # noqa: E402
 from infra.local.stack import LocalConfig, LocalStack  # noqa: E402
 from infra.local.webhooks import inbound_form, post_webhook  # noqa: E402
 

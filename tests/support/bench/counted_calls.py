@@ -2,7 +2,7 @@
 conversation's first AI call outlasts Generate Reply's attempt (the client stops waiting;
 the response completes on OpenAI's side) and the state machine retries the task, which
 polls the response it already asked for. Counted on the tenant's hourly counter (the cost
-limits, functions/logic/shared/limits.py), made as the OpenAI stand-in received them. The
+limits, functions/guards/limits.py), made as the OpenAI stand-in received them. The
 figure issue 29 asked for: before, every retry counted the call again.
 Alone: `python -m tests.support.bench.counted_calls`."""
 
@@ -20,9 +20,10 @@ os.environ.setdefault("POWERTOOLS_METRICS_DISABLED", "true")
 
 from functions import clock  # noqa: E402
 from functions.config import get_settings  # noqa: E402
-from functions.dal import conversations, usage_counters  # noqa: E402
-from functions.dal.usage_counters import Counter  # noqa: E402
-from functions.inbound import Channel  # noqa: E402
+from functions.guards import usage_counters
+from functions.guards.usage_counters import Counter  # noqa: E402
+from functions.intake.inbound import Channel  # noqa: E402
+from functions.tenancy import conversations  # noqa: E402
 from infra.local.stack import LocalConfig, LocalStack  # noqa: E402
 from infra.local.webhooks import inbound_form, post_webhook  # noqa: E402
 

@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from functions.logic.rules.debounce import BatchingRules
+from functions.batching.rules.debounce import BatchingRules
 from infra.replay.__main__ import parse_policy, plot
 from infra.replay.simulate import Fragment, replay
 

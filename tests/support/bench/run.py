@@ -47,13 +47,14 @@ os.environ.setdefault("POWERTOOLS_METRICS_DISABLED", "true")
 from boto3.dynamodb.conditions import Key  # noqa: E402
 
 from functions import clock  # noqa: E402
+from functions.batching.rules.debounce import BatchingRules, due_ms  # noqa: E402
 from functions.config import get_settings  # noqa: E402
-from functions.dal import conversations as conversation_table  # noqa: E402
-from functions.dal import dynamo, staged_messages  # noqa: E402
-from functions.inbound import Channel  # noqa: E402
-from functions.logic.rules.debounce import BatchingRules, due_ms  # noqa: E402
+from functions.intake import staged_messages
+from functions.intake.inbound import Channel  # noqa: E402
 from functions.observability import logger  # noqa: E402
 from functions.registry import ALL_FUNCTIONS, BY_NAME, TASKS, WEBHOOK  # noqa: E402
+from functions.storage import dynamo  # noqa: E402
+from functions.tenancy import conversations as conversation_table  # noqa: E402
 from infra.local import lambdas  # noqa: E402
 from infra.local.stack import LocalConfig, LocalStack  # noqa: E402
 from infra.local.webhooks import inbound_form, post_webhook  # noqa: E402
@@ -100,7 +101,7 @@ def cold_import_ms(module: str) -> tuple[float, float]:
 
 
 def _tables() -> Any:
-    from functions.dal.tables import ALL_TABLES
+    from functions.storage.tables import ALL_TABLES
 
     return ALL_TABLES
 
@@ -742,7 +743,8 @@ def main() -> int:
         "segment.\n\n"
         "## Batching: delay against AI calls\n\n"
         "5,000 synthetic bursts (1-8 fragments; gaps mostly under 3 s, some 5-15 s pauses), replayed "
-        "through the production rule code (`functions/logic/rules/debounce.py`) with whole-second waits.\n\n"
+        "through the production rule code (`functions/batching/rules/debounce.py`) with whole-second "
+        "waits.\n\n"
         f"{batching}\n\n"
         "![delay against AI calls](benchmarks.png)\n\n"
         "## Batching by person: adaptive against fixed and quiet\n\n"

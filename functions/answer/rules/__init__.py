@@ -1,0 +1,1 @@
+"""The answer feature's pure rules: what the model is told, and how its items are read."""

@@ -1,0 +1,2 @@
+"""A person's data: exported, forgotten on request, and turn texts expired after their
+retention."""
