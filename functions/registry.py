@@ -8,6 +8,10 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from functions.answer.settings import AnswerSettings, MediaSettings, OpenAISettings
+from functions.assistant.settings import AssistantSettings
+from functions.batching.settings import BatchingSettings, FailureSettings, StateMachineSettings
+from functions.config import SettingsModel
 from functions.contract import (
     AcquireInput,
     BatchSummary,
@@ -28,6 +32,20 @@ from functions.contract import (
     SentSummary,
     ToolsSummary,
 )
+from functions.delivery.settings import DeliverySettings, EventSettings, TwilioSettings
+from functions.guards.settings import GuardSettings
+from functions.intake.settings import EndpointSettings, IntakeSettings, PublicUrlSettings
+from functions.personal_data.settings import RetentionSettings
+from functions.storage.settings import TableSettings
+from functions.tenancy.settings import (
+    ConversationIdSettings,
+    OpenAIKeySettings,
+    TenancySettings,
+    ToolSecretSettings,
+    TwilioSessionSettings,
+)
+
+Settings = tuple[type[SettingsModel], ...]
 
 
 @dataclass(frozen=True)
@@ -48,6 +66,20 @@ class FunctionDefinition:
     routes: tuple[str, ...] = ()  # the API resources it answers (POST), if an endpoint
     # The detail types of the events on the service's bus that a rule delivers to it.
     detail_types: tuple[str, ...] = ()
+    # The settings models its code reads: the stack gives it their variables, and no other;
+    # the tests fail a run where it read another (tests/conftest.py).
+    settings: Settings = ()
+
+    @property
+    def variables(self) -> frozenset[str]:
+        """The environment variables of its settings."""
+        return frozenset().union(*(model.variables() for model in self.settings))
+
+    def read_settings(self) -> None:
+        """Read every model it declares (at cold start: a setting the stack left out, or one
+        amiss, fails the function then, not at its first request)."""
+        for model in self.settings:
+            model.get()
 
     @property
     def module(self) -> str:
@@ -72,44 +104,120 @@ class FunctionDefinition:
 
 
 def task(
-    state: str, input_model: type, output_model: type, timeout: int = 30, memory: int = 256
+    state: str,
+    input_model: type,
+    output_model: type,
+    settings: Settings,
+    timeout: int = 30,
+    memory: int = 256,
 ) -> FunctionDefinition:
     """A task state's function, named after the state."""
-    return FunctionDefinition(
-        state.title().replace(" ", ""), timeout, memory, state, input_model, output_model
-    )
+    name = state.title().replace(" ", "")
+    return FunctionDefinition(name, timeout, memory, state, input_model, output_model, settings=settings)
 
 
-WEBHOOK = FunctionDefinition("Webhook", timeout_seconds=15, routes=("/whatsapp", "/sms"))
+# What the functions that send for a conversation read: Twilio's API, its tenant's
+# credentials (in a session tagged with the tenant), the status callbacks' URL.
+SENDING: Settings = (
+    TenancySettings,
+    TwilioSessionSettings,
+    TwilioSettings,
+    DeliverySettings,
+    PublicUrlSettings,
+)
+
+WEBHOOK = FunctionDefinition(
+    "Webhook",
+    timeout_seconds=15,
+    routes=("/whatsapp", "/sms"),
+    settings=(
+        TableSettings,
+        EndpointSettings,
+        PublicUrlSettings,
+        TenancySettings,
+        IntakeSettings,
+        ConversationIdSettings,
+        GuardSettings,
+        BatchingSettings,
+        StateMachineSettings,
+    ),
+)
 # Twilio's status callbacks for the messages we send: see
 # functions/entry_points/status_callback.py. Its timeout is below Twilio's 15 s read
 # timeout, so that Twilio's retry of a callback never meets the attempt it retries still running.
 STATUS_CALLBACK = FunctionDefinition(
-    "StatusCallback", timeout_seconds=12, routes=("/twilio/status/{conversation}/{window}/{message}",)
+    "StatusCallback",
+    timeout_seconds=12,
+    routes=("/twilio/status/{conversation}/{window}/{message}",),
+    settings=(TableSettings, EndpointSettings, *SENDING, FailureSettings),
 )
 # Run every minute by a schedule: see functions/entry_points/reconciler.py.
-RECONCILER = FunctionDefinition("Reconciler", timeout_seconds=120)
+RECONCILER = FunctionDefinition(
+    "Reconciler",
+    timeout_seconds=120,
+    settings=(
+        TableSettings,
+        BatchingSettings,
+        StateMachineSettings,
+        FailureSettings,
+        *SENDING,
+        OpenAIKeySettings,
+        RetentionSettings,
+    ),
+)
 # A helpdesk's commands, events on the bus: see functions/entry_points/conversation_commands.py.
 # Its timeout holds a reply's send (a receipt waited for, parts paced) and OpenAI's time.
 CONVERSATION_COMMANDS = FunctionDefinition(
     "ConversationCommands",
     timeout_seconds=90,
     detail_types=("conversation.pause", "conversation.resume", "conversation.reply"),
+    settings=(TableSettings, GuardSettings, OpenAISettings, OpenAIKeySettings, *SENDING),
 )
 
 # One row per task state, in the order of a run: its name in the console, its input and
 # output, and what its function may take.
 TASKS = (
-    task("Wait For The Burst To End", ParkInput, ParkOutput, timeout=10),
-    task("Acquire Processing Lock", AcquireInput, BurstStatus, timeout=10),
-    task("Merge Staged Messages", MergeInput, BatchSummary),
-    task("Generate Reply", GenerateInput, ReplySummary, timeout=90, memory=512),
+    task("Wait For The Burst To End", ParkInput, ParkOutput, (TableSettings,), timeout=10),
+    task("Acquire Processing Lock", AcquireInput, BurstStatus, (TableSettings, BatchingSettings), timeout=10),
+    task("Merge Staged Messages", MergeInput, BatchSummary, (TableSettings, BatchingSettings)),
+    task(
+        "Generate Reply",
+        GenerateInput,
+        ReplySummary,
+        (
+            TableSettings,
+            AnswerSettings,
+            OpenAISettings,
+            MediaSettings,
+            AssistantSettings,
+            GuardSettings,
+            OpenAIKeySettings,
+            TenancySettings,
+            TwilioSessionSettings,
+            TwilioSettings,
+        ),
+        timeout=90,
+        memory=512,
+    ),
     # Each call within TOOL_TIMEOUT_SECONDS (at most 25): two of them, and the rest in the next attempt.
-    task("Call Tools", CallToolsInput, ToolsSummary, timeout=60),
-    task("Send Reply", SendInput, SentSummary, timeout=60),
-    task("Record Turns And Release Lock", RecordInput, RecordOutput),
-    task("Close Batch Window", CloseInput, CloseOutput),
-    task("Record Failed Batch", FailedInput, FailedOutput),
+    task(
+        "Call Tools",
+        CallToolsInput,
+        ToolsSummary,
+        (TableSettings, AssistantSettings, TenancySettings, ToolSecretSettings),
+        timeout=60,
+    ),
+    task("Send Reply", SendInput, SentSummary, (TableSettings, GuardSettings, *SENDING), timeout=60),
+    task(
+        "Record Turns And Release Lock",
+        RecordInput,
+        RecordOutput,
+        (TableSettings, RetentionSettings, EventSettings),
+    ),
+    task(
+        "Close Batch Window", CloseInput, CloseOutput, (TableSettings, BatchingSettings, StateMachineSettings)
+    ),
+    task("Record Failed Batch", FailedInput, FailedOutput, (TableSettings, FailureSettings, *SENDING)),
 )
 
 ENDPOINTS = (WEBHOOK, STATUS_CALLBACK)
@@ -117,3 +225,28 @@ ALL_FUNCTIONS = (*ENDPOINTS, RECONCILER, CONVERSATION_COMMANDS, *TASKS)
 BY_NAME = {f.logical_id: f for f in ALL_FUNCTIONS}
 
 BY_STATE = {f.state: f for f in TASKS}
+
+# Every settings model, by feature: each is read by some function (tests/unit/test_settings.py).
+ALL_SETTINGS: Settings = (
+    TableSettings,
+    EventSettings,
+    StateMachineSettings,
+    TenancySettings,
+    TwilioSessionSettings,
+    OpenAIKeySettings,
+    ToolSecretSettings,
+    ConversationIdSettings,
+    IntakeSettings,
+    PublicUrlSettings,
+    EndpointSettings,
+    BatchingSettings,
+    FailureSettings,
+    AnswerSettings,
+    OpenAISettings,
+    MediaSettings,
+    AssistantSettings,
+    GuardSettings,
+    TwilioSettings,
+    DeliverySettings,
+    RetentionSettings,
+)

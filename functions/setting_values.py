@@ -1,5 +1,5 @@
 """The kinds of value a setting holds, and how each is read from its text: the one
-definition the functions' settings (functions/config.py), the CDK context (infra/names.py)
+definition the functions' settings (functions/config.py), the CDK context (infra/stack_settings.py)
 and the local stack (infra/local/stack.py) share."""
 
 import json
@@ -13,7 +13,7 @@ Name = Annotated[str, Field(min_length=1)]  # a resource's name: never empty
 BatchMode = Literal["fixed", "quiet", "adaptive"]
 
 # How a yes-or-no setting may be written, in any case and with spaces around it: the one
-# definition the functions' settings, the CDK context (infra/names.py) and the local stack
+# definition the functions' settings, the CDK context (infra/stack_settings.py) and the local stack
 # (infra/local/stack.py) share.
 _TRUE = frozenset({"1", "true", "t", "yes", "y", "on"})
 _FALSE = frozenset({"0", "false", "f", "no", "n", "off"})

@@ -1,11 +1,12 @@
 """The CDK app: `make synth` runs this module; `make deploy` runs it through the CDK CLI.
 
 Context (cdk.json or `-c name=value`, which `python -m infra.app` takes too): the fields of
-`infra.names.StackSettings` (batch_window_seconds, api_rate_limit, alarm_email, openai_model,
-...), stack_name, and settings_file: a file of `NAME=value` lines giving any documented
-setting (`make synth SETTINGS=FILE`; infra/deployment_settings.py). A setting amiss fails
-synth, naming it. A model that OpenAI shuts down within 30 days (or has shut down) is warned
-about on standard error."""
+`infra.stack_settings.StackSettings` (api_rate_limit, alarm_email, ...), any function setting
+by its name in lower case (batch_window_seconds, openai_model, ...), stack_name, and
+settings_file: a file of `NAME=value` lines giving any documented setting (`make synth
+SETTINGS=FILE`; infra/deployment_settings.py). A setting amiss fails synth, naming it. A
+model that OpenAI shuts down within 30 days (or has shut down) is warned about on standard
+error."""
 
 from __future__ import annotations
 
@@ -19,8 +20,10 @@ from aws_cdk import App, Aspects, Environment
 from cdk_nag import AwsSolutionsChecks
 
 from functions.answer.openai_models import warn_if_retiring
-from infra.names import STACK_NAME, StackSettings
+from functions.answer.settings import AnswerSettings
+from infra.names import STACK_NAME
 from infra.stack import BurstReplyStack
+from infra.stack_settings import StackSettings
 
 ROOT = Path(__file__).resolve().parent.parent
 BUILD = ROOT / "build" / "lambda"
@@ -51,7 +54,8 @@ def build_app(
 
 def model_warnings(settings: StackSettings, today: date) -> list[str]:
     """Warnings for the configured models that OpenAI shuts down within 30 days, or has."""
-    chosen = {"OPENAI_MODEL": settings.openai_model, "OPENAI_FALLBACK_MODEL": settings.openai_fallback_model}
+    answer = settings.functions(AnswerSettings)
+    chosen = {"OPENAI_MODEL": answer.openai_model, "OPENAI_FALLBACK_MODEL": answer.openai_fallback_model}
     warnings = (warn_if_retiring(model, today, setting=name) for name, model in chosen.items() if model)
     return [warning for warning in warnings if warning]
 

@@ -3,36 +3,33 @@ context `settings_file`), with the names of docs/configuration.md.
 
 The file is read with python-dotenv (comments, quotes and `export` as a shell or a `.env`
 file writes them). Each name is one of two kinds:
-- a function setting (`functions/config.py`'s `Settings`): validated at synth by that same
-  model, so a value a function would refuse at its cold start fails `make synth` instead,
-  naming the variable; each function is given the settings its code reads
-  (`settings_read_by`, derived from the code, not kept by hand);
-- a stack setting (`infra/names.py`'s `StackSettings`, the CDK context keys in capitals):
-  `API_RATE_LIMIT=...` is `-c api_rate_limit=...`; a `-c` value wins over the file.
+- a function setting (a field of one of the settings models, functions/registry.py
+  `ALL_SETTINGS`): validated at synth by that same model, so a value a function would refuse
+  at its cold start fails `make synth` instead, naming the variable; each function is given
+  the settings of the models its row in functions/registry.py declares, and no other;
+- a stack setting (infra/stack_settings.py's `StackSettings`, the CDK context keys in
+  capitals): `API_RATE_LIMIT=...` is `-c api_rate_limit=...`; a `-c` value wins over the file.
 Names the stack sets itself (its resources' names) and names that are neither are refused;
 secret values never belong in the file (a secret's name does)."""
 
 from __future__ import annotations
 
-import ast
 import hashlib
 import json
 import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from functools import cache
 from pathlib import Path
 
 from dotenv import dotenv_values
 
-from functions.config import Settings, SettingsError, read_settings
-from functions.registry import FunctionDefinition
+from functions.batching.settings import BatchingSettings
+from functions.config import SettingsError, SettingsModel, read_settings
+from functions.registry import ALL_SETTINGS, BY_NAME, FunctionDefinition
 from functions.storage.tables import ALL_TABLES
 
-ROOT = Path(__file__).resolve().parent.parent
-FUNCTIONS = ROOT / "functions"
-
-# What the stack itself gives every function: its resources' names and ARNs, and its URLs.
+# What the stack sets itself, on the functions whose models name them: its resources' names and
+# ARNs (a settings file may not give them).
 SET_BY_STACK = frozenset(
     {
         *(table.env_var for table in ALL_TABLES),
@@ -46,14 +43,12 @@ SET_BY_STACK = frozenset(
         "OPENAI_TENANT_READER_ROLE_ARN",
         "TOOL_TENANT_SECRET_PREFIX",
         "TOOL_TENANT_READER_ROLE_ARN",
-        # Only for the local stand-in of Twilio: on AWS it would send a tenant's credentials
-        # to another host.
-        "TWILIO_API_BASE_URL",
     }
 )
 # The local stack's only, refused in a settings file: on AWS, a tool endpoint on loopback
-# would be the Lambda runtime's own API.
-LOCAL_ONLY = frozenset({"TOOL_LOOPBACK_HTTP"})
+# would be the Lambda runtime's own API, and a Twilio stand-in's URL would send a tenant's
+# credentials to another host.
+LOCAL_ONLY = frozenset({"TOOL_LOOPBACK_HTTP", "TWILIO_API_BASE_URL"})
 # What a secret looks like: an OpenAI key, a Twilio auth token or API key secret.
 _SECRET_LIKE = re.compile(r"\b(sk-[A-Za-z0-9_-]{20,}|[0-9a-f]{32})\b")
 
@@ -63,7 +58,8 @@ class DeploymentSettingsError(ValueError):
 
 
 def function_setting_names() -> frozenset[str]:
-    return frozenset(name.upper() for name in Settings.model_fields)
+    """Every function setting, by its environment variable."""
+    return frozenset().union(*(model.variables() for model in ALL_SETTINGS))
 
 
 def read_file(path: Path, stack_settings: Iterable[str]) -> dict[str, str]:
@@ -90,17 +86,20 @@ def read_file(path: Path, stack_settings: Iterable[str]) -> dict[str, str]:
     return {name: value for name, value in values.items() if value is not None}
 
 
-def validate(chosen: Mapping[str, str]) -> Settings:
-    """The functions' settings as a function would read them (the stack's own names stood in
-    for): a value amiss fails here, named, as it would fail every function's cold start."""
+def validate(chosen: Mapping[str, str]) -> dict[type[SettingsModel], SettingsModel]:
+    """Every settings model as a function would read it (the stack's own names stood in for):
+    a value amiss fails here, named, as it would fail the cold start of the functions that
+    read it."""
     stand_ins = {name: f"set-by-stack-{name.lower()}" for name in SET_BY_STACK}
     try:
-        settings = read_settings({**stand_ins, **chosen})
+        models = read_settings({**stand_ins, **chosen}, ALL_SETTINGS)
     except SettingsError as error:
         raise DeploymentSettingsError(str(error)) from None
-    if settings.quiet_min_seconds > settings.quiet_max_seconds:  # settings that contradict each other
+    read = {type(model): model for model in models}
+    batching = next(m for m in models if isinstance(m, BatchingSettings))
+    if batching.quiet_min_seconds > batching.quiet_max_seconds:  # settings that contradict each other
         raise DeploymentSettingsError("QUIET_MIN_SECONDS is above QUIET_MAX_SECONDS (adaptive mode's bounds)")
-    return settings
+    return read
 
 
 @dataclass(frozen=True)
@@ -143,114 +142,23 @@ class SettingsRecord:
 
 
 def for_function(definition: FunctionDefinition, chosen: Mapping[str, str]) -> dict[str, str]:
-    """The chosen function settings that this function's code reads."""
-    reads = settings_read_by(definition.handler.rpartition(".")[0])
-    return {name: value for name, value in chosen.items() if name in reads}
-
-
-# --- which settings a function's code reads ------------------------------------------------
-# A function reads a setting where any module its handler imports (directly or through other
-# modules of `functions`) names the field as an attribute (`settings.batch_mode`,
-# `get_settings().turns_table`), or calls a method of Settings that reads it
-# (`settings.batching_defaults()`). A name matched elsewhere (another object's attribute of
-# the same name) only gives a function one setting more; the test run checks the other way,
-# that every setting a function read while the tests ran is one derived here (recorded by
-# infra/local/aws_calls.py, judged by settings_not_given below).
-
-
-@cache
-def settings_read_by(module: str) -> frozenset[str]:
-    """The environment variables of the settings that `module` and what it imports read."""
-    fields_by_name = set(Settings.model_fields)
-    methods = _settings_methods()
-    read: set[str] = set()
-    # config.py defines the fields (its methods are read above), it reads none of them itself.
-    for name in _import_closure(module) - {"functions.config"}:
-        for attribute in _attributes(name):
-            if attribute in fields_by_name:
-                read.add(attribute)
-            read.update(methods.get(attribute, ()))
-    return frozenset(field.upper() for field in read)
-
-
-@cache
-def _settings_methods() -> dict[str, frozenset[str]]:
-    """Each method of Settings -> the fields it reads (`self.<field>`)."""
-    tree = ast.parse((FUNCTIONS / "config.py").read_text())
-    found: dict[str, frozenset[str]] = {}
-    for node in ast.walk(tree):
-        if isinstance(node, ast.ClassDef) and node.name == Settings.__name__:
-            for method in node.body:
-                if isinstance(method, ast.FunctionDef):
-                    found[method.name] = frozenset(
-                        n.attr for n in ast.walk(method) if isinstance(n, ast.Attribute) and _on_self(n)
-                    )
-    return found
-
-
-def _on_self(node: ast.Attribute) -> bool:
-    return isinstance(node.value, ast.Name) and node.value.id == "self"
-
-
-def _import_closure(module: str) -> set[str]:
-    seen: set[str] = set()
-    todo = [module]
-    while todo:
-        name = todo.pop()
-        if name in seen or _source(name) is None:
-            continue
-        seen.add(name)
-        todo.extend(_imports(name))
-    return seen
-
-
-@cache
-def _source(module: str) -> Path | None:
-    """The file of one of our modules (None: not ours, or not a module)."""
-    if module != "functions" and not module.startswith("functions."):
-        return None
-    base = ROOT.joinpath(*module.split("."))
-    for candidate in (base.with_suffix(".py"), base / "__init__.py"):
-        if candidate.is_file():
-            return candidate
-    return None
-
-
-@cache
-def _tree(module: str) -> ast.Module:
-    path = _source(module)
-    assert path is not None
-    return ast.parse(path.read_text(), filename=str(path))
-
-
-def _imports(module: str) -> Iterable[str]:
-    """Our modules that `module` imports, wherever in it (a lazy import inside a function too),
-    with the packages above them (importing a.b.c runs a/__init__ and a/b/__init__)."""
-    for node in ast.walk(_tree(module)):
-        if isinstance(node, ast.Import):
-            names = [alias.name for alias in node.names]
-        elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
-            names = [node.module, *(f"{node.module}.{alias.name}" for alias in node.names)]
-        else:
-            continue
-        for name in names:
-            parts = name.split(".")
-            yield from (".".join(parts[:i]) for i in range(1, len(parts) + 1))
-
-
-@cache
-def _attributes(module: str) -> frozenset[str]:
-    return frozenset(node.attr for node in ast.walk(_tree(module)) if isinstance(node, ast.Attribute))
+    """The chosen settings of the models this function declares (functions/registry.py)."""
+    return {name: value for name, value in chosen.items() if name in definition.variables}
 
 
 def settings_not_given(read: Iterable[tuple[str, str]]) -> list[str]:
-    """The settings a function read while the tests ran (infra/local/aws_calls.py records
-    them) that the stack would not give it: (function, variable) -> a line naming both."""
-    from functions.registry import BY_NAME
-
-    return [
-        f"NOT GIVEN {function}: read {setting}, which a settings file would not reach"
-        for function, setting in read
-        if function in BY_NAME
-        and setting not in settings_read_by(BY_NAME[function].handler.rpartition(".")[0])
-    ]
+    """The settings models a function read while the tests ran (infra/local/aws_calls.py
+    records them) that its row in functions/registry.py does not declare, so that the stack
+    would not give it their settings: (function, model) -> a line naming both."""
+    declared = {name: {model.__name__: model for model in d.settings} for name, d in BY_NAME.items()}
+    every = {model.__name__: model for model in ALL_SETTINGS}
+    lines = []
+    for function, model in read:
+        if function not in declared or model in declared[function]:
+            continue
+        names = ", ".join(sorted(every[model].variables())) if model in every else "not in ALL_SETTINGS"
+        lines.append(
+            f"NOT GIVEN {function}: read {model} ({names}), which its row in functions/registry.py "
+            "does not declare"
+        )
+    return lines

@@ -36,7 +36,7 @@ from typing import Any
 import openai
 
 from functions.answer.openai_models import retiring_warning, shutdown_of
-from functions.config import Settings
+from functions.registry import ALL_SETTINGS
 from infra import build_lambda, checks, preflight_template
 from infra.iam import CALLS_FILE, TESTED_TEMPLATE_FILE, evaluate_recording, load_template, template_file
 from infra.iam.template import Deployed
@@ -121,6 +121,12 @@ def alarms(template: dict[str, Any]) -> Line:
 MODEL_SETTINGS = ("OPENAI_MODEL", "OPENAI_FALLBACK_MODEL", "TRANSCRIPTION_MODEL")
 
 
+def _default(name: str) -> Any:
+    """A function setting's default, by its environment variable ("" if none)."""
+    (field,) = [m.model_fields[name.lower()] for m in ALL_SETTINGS if name in m.variables()]
+    return "" if field.is_required() else field.default or ""
+
+
 def model(
     template: dict[str, Any], today: date | None = None, announced: dict[str, date | None] | None = None
 ) -> Line:
@@ -129,7 +135,7 @@ def model(
     (functions/answer/openai_models.py)."""
     today = today or datetime.now(UTC).date()
     variables = _functions(template)["GenerateReply"]["Properties"]["Environment"]["Variables"]
-    defaults = {name: str(Settings.model_fields[name.lower()].default or "") for name in MODEL_SETTINGS}
+    defaults = {name: str(_default(name)) for name in MODEL_SETTINGS}
     chosen = {k: m for k in MODEL_SETTINGS if (m := variables.get(k, defaults[k]))}
     if announced is None:
         announced = api_shutdowns(set(chosen.values()))

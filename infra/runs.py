@@ -236,7 +236,7 @@ def _command(args: argparse.Namespace) -> int:
 
 def _stats(since: str) -> int:
     from functions import clock
-    from functions.config import Settings  # SPLIT_SECONDS, as the webhook reads it
+    from functions.batching.settings import BatchingSettings  # SPLIT_SECONDS, as the webhook reads it
     from infra.run_stats import burst_stats, parse_since, scan_turns
 
     try:
@@ -244,7 +244,7 @@ def _stats(since: str) -> int:
     except ValueError as error:
         print(error, file=sys.stderr)
         return 2
-    split_seconds = float(os.environ.get("SPLIT_SECONDS") or Settings.model_fields["split_seconds"].default)
+    split_seconds = BatchingSettings.read(os.environ).split_seconds
     turns = scan_turns(boto3.client("dynamodb"), os.environ["TURNS_TABLE"], start, split_seconds)
     print("\n".join(burst_stats(turns, start, split_seconds).lines()))
     return 0

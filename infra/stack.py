@@ -11,8 +11,9 @@ from aws_cdk import aws_events as events
 from aws_cdk import aws_events_targets as targets
 from constructs import Construct
 
+from functions.intake.settings import PublicUrlSettings
 from functions.public_url import PublicBase
-from functions.registry import ALL_FUNCTIONS, CONVERSATION_COMMANDS, RECONCILER, STATUS_CALLBACK, WEBHOOK
+from functions.registry import CONVERSATION_COMMANDS, RECONCILER, STATUS_CALLBACK, WEBHOOK
 from functions.storage.tables import ALL_TABLES
 from infra.constructs.alarm_topic import AlarmTopic
 from infra.constructs.api import WebhookApi
@@ -25,8 +26,9 @@ from infra.constructs.monitoring import Monitoring
 from infra.constructs.permissions import Permissions
 from infra.constructs.tables import Tables
 from infra.constructs.workflow import BatchWorkflow
-from infra.deployment_settings import SettingsRecord, for_function
-from infra.names import StackSettings, event_bus_name
+from infra.deployment_settings import SettingsRecord
+from infra.names import event_bus_name
+from infra.stack_settings import StackSettings
 
 
 class BurstReplyStack(Stack):
@@ -38,8 +40,8 @@ class BurstReplyStack(Stack):
         tables = Tables(self, "Tables")
         credentials = Credentials(self, "Credentials")
         bus = events.EventBus(self, "Events", event_bus_name=event_bus_name(self.stack_name))
-        # The stack's own names, given to every function; each function also gets the
-        # deployment's settings that its code reads (infra/deployment_settings.py).
+        # The stack's own names, and the deployment's settings: each function gets those of
+        # the models its row declares (functions/registry.py).
         environment = {
             **tables.environment(),
             "OPENAI_SECRET_NAME": credentials.openai.secret_name,
@@ -96,18 +98,17 @@ class BurstReplyStack(Stack):
     @staticmethod
     def _give_public_base(settings: StackSettings, functions: Functions, api: WebhookApi) -> PublicBase:
         """The URL Twilio signs: the API's own (built from its id and the stage name, not
-        from the stage resource, which depends on the function) or the configured one; given
-        to the functions that read it (those that check Twilio's signatures, and those that
-        give Twilio status callbacks)."""
-        configured = settings.public_base()
+        from the stage resource, which depends on the function) or the configured one
+        (WEBHOOK_BASE_URL, TWILIO_CONNECTION_OVERRIDES: PublicUrlSettings); given to the
+        functions that read it (those that check Twilio's signatures, and those that give
+        Twilio status callbacks)."""
+        configured = settings.functions(PublicUrlSettings).public_base()
         public = configured._replace(
             url=configured.url
             or f"https://{api.api.rest_api_id}.execute-api.{Aws.REGION}.{Aws.URL_SUFFIX}/{api.stage_name}"
         )
-        given = {"WEBHOOK_BASE_URL": public.url, "TWILIO_CONNECTION_OVERRIDES": public.overrides}
-        for definition in ALL_FUNCTIONS:
-            for name, value in for_function(definition, given).items():
-                functions[definition.logical_id].add_environment(name, value)
+        functions.give("WEBHOOK_BASE_URL", public.url)
+        functions.give("TWILIO_CONNECTION_OVERRIDES", public.overrides)
         return public
 
     def _outputs(

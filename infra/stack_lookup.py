@@ -32,7 +32,7 @@ from botocore.exceptions import (
     PartialCredentialsError,
 )
 
-from functions.config import SettingsError, get_settings
+from functions.config import SettingsError, forget_settings
 from functions.stack_names import (
     STACK_NAME,
     conversation_id_key_secret_name,
@@ -58,7 +58,7 @@ OUTPUTS: dict[str, str] = {
     "WebhookBaseUrl": "WEBHOOK_BASE_URL",
 }
 TABLES = tuple(t.env_var for t in ALL_TABLES)
-# What the functions' settings require (functions/config.py): the tables and the bus; and the
+# What the functions' settings require (TableSettings, EventSettings): the tables and the bus; and the
 # state machine, which `redrive` starts a run on.
 FUNCTION_SETTINGS = (*TABLES, "EVENT_BUS_NAME", "STATE_MACHINE_ARN")
 
@@ -152,7 +152,7 @@ def use_stack(stack_name: str, needed: Iterable[str]) -> dict[str, str]:
     local_credentials()
     found = names(stack_name, needed)
     os.environ.update(found)
-    get_settings.cache_clear()
+    forget_settings()
     return found
 
 

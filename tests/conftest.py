@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from functions.config import get_settings
+from functions.config import forget_settings
 
 if TYPE_CHECKING:
     from infra.local.stack import LocalStack
@@ -67,11 +67,11 @@ def configure(monkeypatch: pytest.MonkeyPatch) -> Iterator[Any]:
     def setter(**values: str) -> None:
         for name, value in values.items():
             monkeypatch.setenv(name, value)
-        get_settings.cache_clear()
+        forget_settings()
 
     yield setter
     monkeypatch.undo()
-    get_settings.cache_clear()
+    forget_settings()
 
 
 # --- IAM, evaluated ------------------------------------------------------------------------

@@ -56,10 +56,10 @@ from functions.answer.openai_image_errors import IMAGE_ERRORS
 from functions.answer.openai_responses import Budget, OpenAIConversationGone, ResponseState
 from functions.answer.rules.conversation_items import exchange_of
 from functions.answer.rules.output_room import more_room
+from functions.answer.settings import AnswerSettings
 from functions.answer.stray_turns import StrayTurns
 from functions.assistant import tool_calls
 from functions.assistant.rules import tools as tool_rules
-from functions.config import get_settings
 from functions.errors import (
     AIModelUnavailable,
     AIPermanentError,
@@ -276,7 +276,7 @@ class BatchRequest(StrayTurns):
                     instructions=self.instructions,
                     max_output_tokens=self.max_output_tokens,
                     budget=self.budget,
-                    context_tokens=get_settings().openai_max_context_tokens,
+                    context_tokens=AnswerSettings.get().openai_max_context_tokens,
                     reasoning_effort=_reasoning_effort(self.model),
                     tools=self.tools,
                     tool_choice=tool_choice,
@@ -459,5 +459,5 @@ class BatchRequest(StrayTurns):
 
 def _reasoning_effort(model: str) -> ReasoningEffort:
     """OPENAI_REASONING_EFFORT for a model that takes one (None: the model's own)."""
-    effort = get_settings().openai_reasoning_effort
+    effort = AnswerSettings.get().openai_reasoning_effort
     return (effort or None) if openai_models.takes_reasoning_effort(model) else None

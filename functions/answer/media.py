@@ -23,8 +23,8 @@ import openai
 from functions.answer import openai_audio, turns, twilio_media
 from functions.answer.openai_audio import TranscriptionFailed
 from functions.answer.rules.content import MediaKind, mime_type
+from functions.answer.settings import MediaSettings
 from functions.answer.twilio_media import MediaUnavailable
-from functions.config import Settings, get_settings
 from functions.guards import limits
 from functions.observability import count, logger
 from functions.storage.models import Conversation, Turn, TurnMedia
@@ -53,7 +53,7 @@ class Loaded:
     transcribed: bool = False  # OpenAI answered a transcription for it (a billed request)
 
 
-def wanted(media: TurnMedia, settings: Settings) -> bool:
+def wanted(media: TurnMedia, settings: MediaSettings) -> bool:
     """Whether a media item is loaded for the model at all."""
     if media.kind == MediaKind.PHOTO:
         return settings.media_image_input
@@ -62,7 +62,7 @@ def wanted(media: TurnMedia, settings: Settings) -> bool:
 
 def load(conversation: Conversation, user_turn: Turn, client: openai.OpenAI) -> dict[int, Loaded]:
     """Each wanted media item of the turn, loaded or not, by its number."""
-    settings = get_settings()
+    settings = MediaSettings.get()
     loaded = {
         m.number: Loaded(transcript=user_turn.transcripts[str(m.number)])
         for m in user_turn.media
@@ -107,7 +107,9 @@ class _Loader:
     """Loads one media item at a time, from several threads, within the batch's time and
     byte budgets."""
 
-    def __init__(self, credentials: TwilioCredentials, client: openai.OpenAI, settings: Settings) -> None:
+    def __init__(
+        self, credentials: TwilioCredentials, client: openai.OpenAI, settings: MediaSettings
+    ) -> None:
         self.credentials, self.client, self.settings = credentials, client, settings
         self.deadline = time.monotonic() + settings.media_time_budget_seconds
         self.budget = twilio_media.ByteBudget(settings.media_max_batch_bytes)  # reserved before a read

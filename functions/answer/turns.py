@@ -8,14 +8,14 @@ from typing import Any
 from boto3.dynamodb.conditions import Attr, Key
 from botocore.exceptions import ClientError
 
-from functions.config import get_settings
 from functions.errors import TransactionConflict
 from functions.storage import dynamo, expressions
 from functions.storage.models import Delivery, Turn, without_none
+from functions.storage.settings import TableSettings
 
 
 def _table() -> Any:
-    return dynamo.table(get_settings().turns_table)
+    return dynamo.table(TableSettings.get().turns_table)
 
 
 def put(turn: Turn) -> None:
@@ -239,7 +239,7 @@ def _turn_update(
 ) -> dict[str, Any]:
     return {
         "Update": {
-            "TableName": get_settings().turns_table,
+            "TableName": TableSettings.get().turns_table,
             "Key": {"conversation_id": conversation_id, "turn_id": turn_id},
             "UpdateExpression": expression,
             "ExpressionAttributeNames": {"#s": "status"},
@@ -261,7 +261,7 @@ def _totals_update(
     still holds it."""
     return {
         "Update": {
-            "TableName": get_settings().conversations_table,
+            "TableName": TableSettings.get().conversations_table,
             "Key": {"conversation_id": conversation_id},
             "UpdateExpression": expressions.RECORD_REPLY_AND_RELEASE_LOCK
             if last_message_sid

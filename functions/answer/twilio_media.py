@@ -25,7 +25,8 @@ from urllib.parse import urljoin, urlsplit
 
 import requests
 
-from functions.config import get_settings
+from functions.answer.settings import MediaSettings
+from functions.delivery.settings import TwilioSettings
 from functions.tenancy.secrets import TwilioCredentials
 
 MEDIA_PATH = re.compile(
@@ -70,7 +71,7 @@ def is_twilio_media_url(url: str, account_sid: str) -> bool:
     parts = urlsplit(url)
     match = MEDIA_PATH.fullmatch(parts.path)
     return bool(
-        _on_host(url, get_settings().twilio_media_hosts)
+        _on_host(url, MediaSettings.get().twilio_media_hosts)
         and match
         and match["account"] == account_sid
         and not parts.query
@@ -103,7 +104,7 @@ def fetch(
                     return _read(response, max_bytes, deadline, budget or ByteBudget(max_bytes))
             target = urljoin(target, response.headers.get("Location", ""))
             response.close()
-            if not _on_host(target, get_settings().media_redirect_hosts):
+            if not _on_host(target, MediaSettings.get().media_redirect_hosts):
                 raise MediaUnavailable("redirected off Twilio's media hosts")
             auth = None  # a redirect's short-lived URL needs none, and gets none
         raise MediaUnavailable("too many redirects")
@@ -147,7 +148,7 @@ def _read(response: requests.Response, max_bytes: int, deadline: float, budget: 
 def _on_host(url: str, setting: str) -> bool:
     """Whether `url` is https on one of the hosts of `setting` (comma-separated), or on the
     Twilio stand-in."""
-    standin = get_settings().twilio_api_base_url.rstrip("/")
+    standin = TwilioSettings.get().twilio_api_base_url.rstrip("/")
     if standin and url.startswith(standin + "/"):
         return True
     parts = urlsplit(url)

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import requests
 
-from functions.config import get_settings
+from functions.delivery.settings import TwilioSettings
 from functions.tenancy.secrets import TwilioCredentials
 
 MESSAGING_BASE_URL = "https://messaging.twilio.com"
@@ -31,7 +31,7 @@ class TypingIndicatorFailed(Exception):
 
 def show_typing(credentials: TwilioCredentials, message_sid: str) -> None:
     """Show "typing…" in reply to the WhatsApp message `message_sid` (and mark it read)."""
-    settings = get_settings()
+    settings = TwilioSettings.get()
     url = (settings.twilio_api_base_url or MESSAGING_BASE_URL).rstrip("/") + TYPING_PATH
     try:
         answer = requests.post(

@@ -18,7 +18,7 @@ from datetime import timedelta
 
 from functions import clock
 from functions.answer import turns, twilio_typing
-from functions.config import get_settings
+from functions.answer.settings import AnswerSettings
 from functions.intake.inbound import Channel
 from functions.observability import count, logger
 from functions.storage.models import Conversation, Turn
@@ -49,7 +49,7 @@ class TypingIndicator:
 
     def _wanted(self) -> bool:
         return (
-            get_settings().typing_indicator
+            AnswerSettings.get().typing_indicator
             and self.conversation.channel == Channel.WHATSAPP
             and bool(self.user_turn.message_sids)
         )

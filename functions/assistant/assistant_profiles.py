@@ -18,8 +18,9 @@ from botocore.exceptions import ClientError
 from pydantic import BaseModel, ConfigDict
 
 from functions.assistant.assistant_profile import AssistantProfile
-from functions.config import get_settings
+from functions.assistant.settings import AssistantSettings
 from functions.storage import dynamo, expressions
+from functions.storage.settings import TableSettings
 
 _newest: dict[str, tuple[float, ProfileVersion | None]] = {}
 _pinned: dict[tuple[str, int], ProfileVersion] = {}
@@ -47,7 +48,7 @@ def profile_key(tenant_account_sid: str, project_id: str | None = None) -> str:
 
 
 def _table(name: str | None) -> Any:
-    return dynamo.table(name or get_settings().assistant_profiles_table)
+    return dynamo.table(name or TableSettings.get().assistant_profiles_table)
 
 
 def _version(number: int) -> str:
@@ -97,7 +98,7 @@ def newest(key: str) -> ProfileVersion | None:
     found = _query_newest(key, None, consistent=False)
     if len(_newest) >= _CACHE_LIMIT:
         _newest.clear()
-    _newest[key] = (now + get_settings().assistant_profile_cache_seconds, found)
+    _newest[key] = (now + AssistantSettings.get().assistant_profile_cache_seconds, found)
     return found
 
 

@@ -8,15 +8,15 @@ from typing import Any
 
 from botocore.exceptions import ClientError
 
-from functions.config import get_settings
 from functions.storage import dynamo, expressions
 from functions.storage.models import Confirmation, ToolCall
+from functions.storage.settings import TableSettings
 
 TOOL_CALL_RETENTION_SECONDS = 30 * 24 * 3600
 
 
 def _table() -> Any:
-    return dynamo.table(get_settings().tool_calls_table)
+    return dynamo.table(TableSettings.get().tool_calls_table)
 
 
 def claim(
@@ -101,7 +101,7 @@ def get_many(conversation_id: str, call_keys: list[str]) -> dict[str, ToolCall]:
     """The calls recorded under these keys (consistent reads)."""
     if not call_keys:
         return {}
-    name = get_settings().tool_calls_table
+    name = TableSettings.get().tool_calls_table
     keys = [{"conversation_id": conversation_id, "call_key": key} for key in dict.fromkeys(call_keys)]
     found: dict[str, ToolCall] = {}
     request: dict[str, Any] = {name: {"Keys": keys, "ConsistentRead": True}}

@@ -7,14 +7,14 @@ from typing import Any
 
 from botocore.exceptions import ClientError
 
-from functions.config import get_settings
 from functions.delivery.due_resends import DueResend, is_due_resend
 from functions.storage import dynamo, expressions
 from functions.storage.models import BatchWindow
+from functions.storage.settings import TableSettings
 
 
 def _table() -> Any:
-    return dynamo.table(get_settings().batch_windows_table)
+    return dynamo.table(TableSettings.get().batch_windows_table)
 
 
 def open(window: BatchWindow) -> BatchWindow | None:

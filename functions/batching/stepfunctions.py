@@ -9,7 +9,7 @@ from typing import Any
 import boto3
 from botocore.exceptions import ClientError
 
-from functions.config import get_settings
+from functions.batching.settings import StateMachineSettings
 
 
 @cache
@@ -21,7 +21,9 @@ def start(name: str, run_input: str, already_open: bool = False) -> None:
     """Start the named run. With `already_open`, a run of that name that has ended is
     not an error (its window is about to close)."""
     try:
-        client().start_execution(stateMachineArn=get_settings().state_machine_arn, name=name, input=run_input)
+        client().start_execution(
+            stateMachineArn=StateMachineSettings.get().state_machine_arn, name=name, input=run_input
+        )
     except ClientError as error:
         if not (already_open and error.response["Error"]["Code"] == "ExecutionAlreadyExists"):
             raise
@@ -41,7 +43,11 @@ def wake(task_token: str) -> bool:
 def status(execution_name: str) -> str | None:
     """RUNNING, SUCCEEDED, FAILED, ... of the named run of our state machine; None if
     there is no such run."""
-    arn = get_settings().state_machine_arn.replace(":stateMachine:", ":execution:") + ":" + execution_name
+    arn = (
+        StateMachineSettings.get().state_machine_arn.replace(":stateMachine:", ":execution:")
+        + ":"
+        + execution_name
+    )
     try:
         return str(client().describe_execution(executionArn=arn)["status"])
     except ClientError as error:

@@ -12,7 +12,7 @@ from functions.batching import batch_windows, stepfunctions
 from functions.batching.rules.adaptive import Learned, for_new_window
 from functions.batching.rules.burst import BatchingRules
 from functions.batching.rules.debounce import is_due_now, resolve_rules, seconds_until_due
-from functions.config import get_settings
+from functions.batching.settings import BatchingSettings
 from functions.contract import BurstStatus, RunInput
 from functions.intake.inbound import Channel
 from functions.observability import count, logger
@@ -68,7 +68,7 @@ def new_window(
         execution_name=execution_name(conversation_id, window_id),
         expires_at=int(now.timestamp())
         + int(rules.max_wait_seconds)
-        + get_settings().lock_lease_seconds
+        + BatchingSettings.get().lock_lease_seconds
         + _WINDOW_TTL_MARGIN_SECONDS,
     )
     over = is_due_now(rules, window, now_ms)
@@ -78,7 +78,7 @@ def new_window(
         window_id=window_id,
         rules=rules,
         burst=burst,
-        batch_limit=get_settings().max_batch_size,
+        batch_limit=BatchingSettings.get().max_batch_size,
     )
     window.execution_input = run_input.model_dump_json()
     return window
@@ -161,7 +161,7 @@ def wake_if_due(window: BatchWindow, rules: BatchingRules) -> bool:
 def conversation_rules(conversation: Conversation, channel: Channel) -> BatchingRules:
     """The global defaults, then the project's rules, then the conversation's own."""
     project = projects.own_rules(conversation.project_id) if conversation.project_id else None
-    return resolve_rules(get_settings().batching_defaults(), channel, project, conversation.batching)
+    return resolve_rules(BatchingSettings.get().batching_defaults(), channel, project, conversation.batching)
 
 
 def rules_for_new_window(conversation: Conversation, channel: Channel, now_ms: int) -> BatchingRules:

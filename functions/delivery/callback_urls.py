@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from urllib.parse import quote
 
-from functions.config import get_settings
+from functions.intake.settings import PublicUrlSettings
 from functions.registry import STATUS_CALLBACK
 
 # The API resource of the StatusCallback function: the conversation, the batch window, and
@@ -22,7 +22,7 @@ def status_callback_url(conversation_id: str, window_id: str, message: str) -> s
     segment is percent-encoded (`whatsapp:+1555 x` → `whatsapp%3A%2B1555%20x`), so any
     conversation id makes one segment that no client or proxy rewrites; API Gateway hands
     it over still encoded, and the handler decodes it once (functions/handlers/status_callback.py)."""
-    base = get_settings().public_base()
+    base = PublicUrlSettings.get().public_base()
     if not base.url:
         return None
     path = STATUS_CALLBACK_RESOURCE.format(

@@ -19,9 +19,9 @@ from typing import Any
 from botocore.exceptions import ClientError
 
 from functions import clock
-from functions.config import get_settings
 from functions.storage import dynamo, expressions
 from functions.storage.models import TableItem
+from functions.storage.settings import TableSettings
 
 PREFIX = "resend#"
 KEPT_FOR = timedelta(hours=24)  # WhatsApp's window: a resend later than this is refused
@@ -52,7 +52,7 @@ def is_due_resend(item: dict[str, Any]) -> bool:
 
 
 def _table() -> Any:
-    return dynamo.table(get_settings().batch_windows_table)
+    return dynamo.table(TableSettings.get().batch_windows_table)
 
 
 def schedule(conversation_id: str, window_id: str, part: int, owner: str, due_at: datetime) -> bool:

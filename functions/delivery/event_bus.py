@@ -10,7 +10,7 @@ from typing import Any
 
 import boto3
 
-from functions.config import get_settings
+from functions.delivery.settings import EventSettings
 
 SOURCE = "burst-reply"
 BATCH_ANSWERED = "batch.answered"
@@ -39,7 +39,7 @@ def publish(detail_type: str, detail: dict[str, Any]) -> None:
     response = _events().put_events(
         Entries=[
             {
-                "EventBusName": get_settings().event_bus_name,
+                "EventBusName": EventSettings.get().event_bus_name,
                 "Source": SOURCE,
                 "DetailType": detail_type,
                 "Detail": encoded,

@@ -22,12 +22,13 @@ from typing import TYPE_CHECKING
 from functions import clock
 from functions.answer import turns
 from functions.batching.rules import failures
-from functions.config import get_settings
+from functions.batching.settings import FailureSettings
 from functions.delivery import due_resends, reply_sending
 from functions.delivery.callback_urls import status_callback_url
 from functions.delivery.due_resends import DueResend
 from functions.delivery.rules.replies import split_reply
 from functions.delivery.send_once import Claim, receipt_of, send_once
+from functions.delivery.settings import DeliverySettings, TwilioSettings
 from functions.errors import TwilioPermanentError, TwilioRetryableError
 from functions.observability import count, logger
 from functions.storage.models import Conversation, Turn
@@ -51,7 +52,7 @@ def resend_later(conversation_id: str, window_id: str, part_index: int, owner: s
     """Keep reply part `part_index` due for a resend TRANSIENT_RETRY_FIRST_SECONDS from
     now, once (a repeated callback changes nothing); `owner`: the MessageSid whose
     callback said 63018."""
-    due_at = clock.now() + timedelta(seconds=get_settings().transient_retry_first_seconds)
+    due_at = clock.now() + timedelta(seconds=FailureSettings.get().transient_retry_first_seconds)
     if due_resends.schedule(conversation_id, window_id, part_index, owner, due_at):
         count("ResendsScheduledAfterRateLimit")
         logger.info("Part due for a resend after 63018", extra={"part": part_index})
@@ -61,8 +62,7 @@ def send_due_resends(resends: list[DueResend], now: datetime, deadline: float) -
     """Send the resends that are due (the reconciler's), each once, until the monotonic
     `deadline` leaves no room for one more (the others wait for the next pass); how many
     were sent. A resend Twilio refused for good, or past WhatsApp's window, is dropped."""
-    settings = get_settings()
-    room = settings.delivery_receipt_wait_seconds + settings.twilio_timeout_seconds
+    room = DeliverySettings.get().delivery_receipt_wait_seconds + TwilioSettings.get().twilio_timeout_seconds
     sent = 0
     for resend in resends:
         if not resend.due(now):
@@ -77,7 +77,8 @@ def send_due_resends(resends: list[DueResend], now: datetime, deadline: float) -
         try:
             sid = resend_part_once(conversation, resend.window_id, resend.part, resend.owner)
         except TwilioRetryableError:
-            first, cap = settings.transient_retry_first_seconds, settings.transient_retry_max_seconds
+            failure = FailureSettings.get()
+            first, cap = failure.transient_retry_first_seconds, failure.transient_retry_max_seconds
             wait = failures.retry_delay_seconds(resend.attempts + 1, first, cap)
             due_resends.postpone(resend, now + timedelta(seconds=wait))
             logger.warning("Resend refused for a transient reason: later", extra={"part": resend.part})

@@ -25,13 +25,13 @@ from twilio.rest import Client
 
 from functions import clock
 from functions.answer import turns
-from functions.config import get_settings
 from functions.contract import SendInput, SentSummary
 from functions.delivery import reply_sending, template, twilio_messages
 from functions.delivery.callback_urls import status_callback_url
 from functions.delivery.rules.replies import split_reply
 from functions.delivery.send_once import Claim, receipt_of, send_once
 from functions.delivery.sender_pace import WAIT_SECONDS, wait_for_turn
+from functions.delivery.settings import DeliverySettings
 from functions.errors import TwilioCredentialsRefused, TwilioPermanentError
 from functions.guards import consent
 from functions.observability import count, logger
@@ -104,7 +104,7 @@ def _send_missing_parts(
     SID to `sent` once recorded; REPLY_PART_INTERVAL_SECONDS apart."""
     first = len(sent)
     attempt = _Attempt()
-    interval = get_settings().reply_part_interval_seconds
+    interval = DeliverySettings.get().reply_part_interval_seconds
     for index in range(first, len(parts)):
         if index > first:  # the account's and sender's rate limit (63018): paced
             time.sleep(interval)

@@ -12,9 +12,9 @@ from typing import Any
 
 from boto3.dynamodb.conditions import Attr
 
-from functions.config import get_settings
 from functions.storage import dynamo, expressions
 from functions.storage.models import Resend, from_dynamo
+from functions.storage.settings import TableSettings
 
 
 @dataclass(frozen=True)
@@ -24,7 +24,7 @@ class SendingAttempt:
 
 
 def _table() -> Any:
-    return dynamo.table(get_settings().turns_table)
+    return dynamo.table(TableSettings.get().turns_table)
 
 
 def begin_sending(conversation_id: str, turn_id: str, now: str) -> SendingAttempt:

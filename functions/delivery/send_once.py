@@ -34,7 +34,7 @@ from datetime import datetime
 from typing import Protocol
 
 from functions import clock
-from functions.config import get_settings
+from functions.delivery.settings import DeliverySettings
 from functions.errors import VALIDITY_PERIOD_EXPIRED, TwilioPermanentError, TwilioRetryableError
 from functions.observability import count, logger
 from functions.storage.models import Delivery
@@ -136,7 +136,7 @@ def _sent_earlier(message: OnceMessage, since: datetime, receipt_wait: float | N
     names the message; its list shows a created message after a delay it does not bound
     (docs/adr/0081-a-delivery-receipt-not-the-list-decides.md)."""
     sid = message.reported() or message.find(since)
-    wait = get_settings().delivery_receipt_wait_seconds
+    wait = DeliverySettings.get().delivery_receipt_wait_seconds
     deadline = time.monotonic() + (wait if receipt_wait is None else max(0.0, min(wait, receipt_wait)))
     while sid is None and time.monotonic() < deadline:
         time.sleep(min(RECEIPT_POLL_SECONDS, max(0.0, deadline - time.monotonic())))

@@ -26,8 +26,8 @@ from typing import Any
 
 from botocore.exceptions import ClientError
 
-from functions.config import get_settings
 from functions.storage import dynamo, expressions
+from functions.storage.settings import TableSettings
 
 KEY = "pace#"
 SHARD_MPS = 100  # a shard's rate at most: 100 turns a second, a tenth of an item's writes
@@ -98,7 +98,7 @@ def _take(key: str, gap: int, now_us: int, latest_us: int) -> int | None:
 
 
 def _update(key: str, update: str, condition: str, values: dict[str, Any]) -> int:
-    table = dynamo.table(get_settings().usage_counters_table)
+    table = dynamo.table(TableSettings.get().usage_counters_table)
     response = table.update_item(
         Key={"counter_key": key},
         UpdateExpression=update,

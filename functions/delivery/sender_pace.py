@@ -25,8 +25,8 @@ from __future__ import annotations
 import zlib
 
 from functions import clock
-from functions.config import get_settings
 from functions.delivery import sender_budget
+from functions.delivery.settings import DeliverySettings
 from functions.delivery.twilio_messages import validity_period_seconds
 from functions.errors import TwilioRetryableError
 from functions.observability import count, logger, milliseconds
@@ -43,7 +43,7 @@ WAIT_SECONDS = 20.0
 def sender_rate(sender: str) -> float:
     """The messages a second `sender` (our number) sends at: its own, else TWILIO_SENDER_MPS."""
     own = tenants.sender_mps(sender)
-    return own if own is not None else get_settings().twilio_sender_mps
+    return own if own is not None else DeliverySettings.get().twilio_sender_mps
 
 
 def wait_for_turn(sender: str, conversation_id: str, wait_at_most: float) -> float:

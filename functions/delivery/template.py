@@ -11,10 +11,10 @@ from functools import cached_property
 from twilio.rest import Client
 
 from functions.answer import turns
-from functions.config import get_settings
 from functions.delivery import twilio_messages
 from functions.delivery.callback_urls import TEMPLATE, status_callback_url
 from functions.delivery.send_once import Claim, receipt_of, send_once
+from functions.delivery.settings import DeliverySettings, TwilioSettings
 from functions.intake.inbound import Channel
 from functions.observability import count, logger
 from functions.registry import STATUS_CALLBACK
@@ -34,7 +34,7 @@ def send_template_once(conversation: Conversation, window_id: str, owner: str) -
     Reply, Conversation Commands) reads the tenant's Twilio credentials in a session tagged
     with the conversation's tenant, never with its own role (which, here, may read every
     tenant's: it checks a claimed tenant's signature)."""
-    settings = get_settings()
+    settings = DeliverySettings.get()
     template = settings.whatsapp_template_content_sid
     if not template or conversation.channel != Channel.WHATSAPP:
         return None
@@ -42,7 +42,7 @@ def send_template_once(conversation: Conversation, window_id: str, owner: str) -
         count("TemplateNotConfigured")
         return None
     # Within the StatusCallback function's timeout when it sends: a wait, then a create.
-    wait = STATUS_CALLBACK.timeout_seconds - settings.twilio_timeout_seconds - 1
+    wait = STATUS_CALLBACK.timeout_seconds - TwilioSettings.get().twilio_timeout_seconds - 1
     service = settings.twilio_messaging_service_sid
     return send_once(_Template(conversation, window_id, owner, template, service), receipt_wait=wait)
 
@@ -50,7 +50,7 @@ def send_template_once(conversation: Conversation, window_id: str, owner: str) -
 def template_without_messaging_service() -> bool:
     """Whether the template is configured without the Messaging Service it is sent through
     (Twilio refuses it, 30124): said once per process, as an error."""
-    settings = get_settings()
+    settings = DeliverySettings.get()
     amiss = bool(settings.whatsapp_template_content_sid and not settings.twilio_messaging_service_sid)
     if amiss and not _said_amiss:
         _said_amiss.append(True)
@@ -111,7 +111,7 @@ class _Template:
             content_sid=self.content_sid,
             status_callback=status_callback_url(self.conversation.conversation_id, self.window_id, TEMPLATE),
             messaging_service_sid=self.messaging_service_sid,
-            content_variables=get_settings().whatsapp_template_variables or None,
+            content_variables=DeliverySettings.get().whatsapp_template_variables or None,
         )
 
     def record(self, sid: str) -> None:

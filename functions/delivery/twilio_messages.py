@@ -17,7 +17,7 @@ from twilio.base.exceptions import TwilioRestException
 from twilio.http.http_client import TwilioHttpClient
 from twilio.rest import Client
 
-from functions.config import get_settings
+from functions.delivery.settings import DeliverySettings, TwilioSettings
 from functions.errors import (
     VALIDITY_PERIOD_EXPIRED,
     TwilioCredentialsRefused,
@@ -68,7 +68,7 @@ def _client(account_sid: str, auth_token: str, timeout: float, base_url: str) ->
 def client_for(credentials: TwilioCredentials) -> Client:
     """A client with the credentials and the settings of now (TWILIO_TIMEOUT_SECONDS, the
     API's base URL): a changed setting makes a new client."""
-    settings = get_settings()
+    settings = TwilioSettings.get()
     return _client(
         credentials.account_sid,
         credentials.auth_token,
@@ -169,7 +169,7 @@ def validity_period_seconds() -> int:
     margin for a status callback to arrive, in whole seconds from 1 to 36,000. A retry
     starts its wait for a receipt after the earlier create went out, so the earlier message
     has left Twilio's queue, and its receipt has come, before that wait ends."""
-    wait = get_settings().delivery_receipt_wait_seconds
+    wait = DeliverySettings.get().delivery_receipt_wait_seconds
     return max(1, min(MAX_VALIDITY_PERIOD, math.floor(wait - RECEIPT_MARGIN_SECONDS)))
 
 

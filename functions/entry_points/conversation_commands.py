@@ -34,12 +34,12 @@ from typing import Annotated, Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from functions.config import get_settings
 from functions.contract import ReplySummary, SendInput
 from functions.delivery.rules import sms_segments
 from functions.delivery.rules.replies import split_reply
 from functions.errors import TwilioPermanentError
 from functions.guards import limits
+from functions.guards.settings import GuardSettings
 from functions.handoff import handoff
 from functions.handoff.rules.pause import BY_HELPDESK, MAX_PAUSE
 from functions.intake.inbound import Channel
@@ -140,7 +140,7 @@ def _carry_out(command: CommandEvent, conversation: Conversation) -> dict[str, A
 def _breaks_a_rule(body: str, conversation: Conversation) -> Outcome | None:
     """What a person's reply may not be sent for, as the assistant's could not: the
     person's opt-out, or more parts (SMS segments) than a reply may have."""
-    settings = get_settings()
+    settings = GuardSettings.get()
     if conversation.opted_out:
         logger.warning("Person's reply refused: the conversation opted out")
         count("PersonRepliesRefused")

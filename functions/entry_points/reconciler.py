@@ -23,8 +23,8 @@ from aws_lambda_powertools.metrics import MetricUnit
 from functions import clock
 from functions.batching import batch_windows, stepfunctions
 from functions.batching.rules import failures
+from functions.batching.settings import BatchingSettings, FailureSettings
 from functions.batching.windows import open_batch_window, rules_for_new_window
-from functions.config import get_settings
 from functions.delivery import part_resend
 from functions.intake import staged_messages
 from functions.observability import logger, metrics
@@ -38,7 +38,7 @@ RESERVE_SECONDS = 5
 
 def reconcile() -> dict[str, Any]:
     started = time.monotonic()
-    settings = get_settings()
+    after = FailureSettings.get().reconcile_after_seconds
     now = clock.now()
     closed = 0
     # A running run takes every pending message of its conversation (or leaves them to the
@@ -47,7 +47,7 @@ def reconcile() -> dict[str, Any]:
     windows, resends = batch_windows.scan_with_resends()
     for window in windows:
         age = (now - clock.parse(window.opened_at)).total_seconds()
-        if age < settings.reconcile_after_seconds + settings.batch_window_seconds:
+        if age < after + BatchingSettings.get().batch_window_seconds:
             continue
         if stepfunctions.status(window.execution_name) == "RUNNING":
             running.add(window.conversation_id)
@@ -60,7 +60,7 @@ def reconcile() -> dict[str, Any]:
     for conversation_id, waiting in _by_conversation(pending).items():
         age = (now - clock.parse(waiting.since)).total_seconds()
         oldest_age = max(oldest_age, age)
-        if age < settings.reconcile_after_seconds or conversation_id in running:
+        if age < after or conversation_id in running:
             continue
         if not waiting.retry_due(now):
             continue  # its last run failed for a transient reason: later
@@ -99,7 +99,7 @@ class _Waiting:
         self.last_failed_at = max(self.last_failed_at, str(item.get("last_failed_at") or ""))
 
     def retry_due(self, now: datetime) -> bool:
-        settings = get_settings()
+        settings = FailureSettings.get()
         last = clock.parse(self.last_failed_at) if self.last_failed_at else None
         first, cap = settings.transient_retry_first_seconds, settings.transient_retry_max_seconds
         return failures.retry_due(self.transient_failures, last, now, first, cap)

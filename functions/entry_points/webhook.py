@@ -10,13 +10,14 @@ from pydantic import ValidationError
 
 from functions import clock
 from functions.batching.rules.debounce import is_flush_keyword, splits_a_burst
+from functions.batching.settings import BatchingSettings
 from functions.batching.windows import count_in_window, open_batch_window, rules_for_new_window
-from functions.config import get_settings
 from functions.guards import limits
 from functions.handoff import handoff
 from functions.intake import staged_messages
 from functions.intake.admission import Refusal, Signature, admit
 from functions.intake.inbound import Channel, InboundMessage, address_key, is_typed_text
+from functions.intake.settings import IntakeSettings
 from functions.intake.staged_messages import Staging
 from functions.observability import count, count_about, logger
 from functions.storage.models import Conversation
@@ -36,7 +37,7 @@ class MessageOutcome(StrEnum):
     @property
     def reply(self) -> str:
         """The configured answer to the sender for this outcome (empty: none)."""
-        settings = get_settings()
+        settings = IntakeSettings.get()
         return {
             MessageOutcome.UNKNOWN_SENDER: settings.unknown_sender_reply,
             MessageOutcome.PROJECT_INACTIVE: settings.inactive_project_reply,
@@ -82,7 +83,7 @@ def accept_message(channel: Channel, form: dict[str, str], url: str, signature: 
     received_at = clock.iso(clock.now())
     conversation = conversations.find(channel, message.from_address, message.to_address, tenant.account_sid)
     if conversation is None:
-        if not (get_settings().auto_create_conversations or tenant.auto_create_conversations):
+        if not (IntakeSettings.get().auto_create_conversations or tenant.auto_create_conversations):
             logger.warning("No conversation for this sender; message not staged")
             return answer_to(MessageOutcome.UNKNOWN_SENDER, message)
         key = address_key(channel, message.from_address, message.to_address)
@@ -168,7 +169,7 @@ def _stage(
         flush = is_flush_keyword(rules, message.body)
         opened = count_in_window(conversation.conversation_id, rules, received_ms, flush)
         last_reply_ms = clock.iso_to_ms(conversation.last_reply_at) if conversation.last_reply_at else None
-        if opened and splits_a_burst(last_reply_ms, received_ms, get_settings().split_seconds):
+        if opened and splits_a_burst(last_reply_ms, received_ms, BatchingSettings.get().split_seconds):
             # once per burst: by the fragment that opened its window
             count_about(conversation.conversation_id, "SplitBursts")
     elif staging is Staging.DUPLICATE_PENDING:

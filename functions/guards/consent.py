@@ -19,9 +19,9 @@ from __future__ import annotations
 from enum import StrEnum
 
 from functions import clock
-from functions.config import get_settings
 from functions.contract import BatchRef
 from functions.guards import limits
+from functions.guards.settings import GuardSettings
 from functions.intake.inbound import Channel
 from functions.observability import count, logger
 from functions.storage.models import Conversation, Turn
@@ -42,7 +42,7 @@ def held_back_turn(task: BatchRef, conversation: Conversation, user_turn: Turn) 
     if state is ConsentState.ANSWER:
         return None
     confirm = state is ConsentState.OPTED_OUT_NOW and conversation.channel == Channel.WHATSAPP
-    body = get_settings().opt_out_confirmation.strip() if confirm else ""
+    body = GuardSettings.get().opt_out_confirmation.strip() if confirm else ""
     return limits.store_limited_turn(task, limits.Limit.OPTED_OUT, body=body)
 
 

@@ -47,10 +47,10 @@ from typing import TYPE_CHECKING
 
 from functions import clock
 from functions.answer import turns
-from functions.config import get_settings
 from functions.contract import BatchRef
 from functions.delivery.rules.replies import split_reply
 from functions.guards import usage_counters
+from functions.guards.settings import GuardSettings
 from functions.guards.usage_counters import Count, Counter, Mark
 from functions.handoff.rules import pause as handoff
 from functions.observability import count, count_by_tenant, logger
@@ -128,7 +128,7 @@ def admit_new_conversation(tenant_account_sid: str, conversation_id: str) -> boo
     know yet, unless the tenant has reached MAX_NEW_CONVERSATIONS_PER_HOUR_PER_TENANT this
     hour (then False, nothing counted, and the limit's metrics). Off (0): True, no call.
     Two webhooks of one new sender racing each count one (the ceiling errs on the safe side)."""
-    limit = get_settings().max_new_conversations_per_hour_per_tenant
+    limit = GuardSettings.get().max_new_conversations_per_hour_per_tenant
     if limit <= 0:
         return True
     hour = int(clock.now().timestamp()) // _HOUR
@@ -201,7 +201,7 @@ def admit_command(conversation: Conversation, event_id: str) -> CommandAdmission
     received_at = clock.parse(receipt.received_at)
     if receipt.admitted is not None:
         return CommandAdmission(received_at, None if receipt.admitted else Limit.CONVERSATION_COMMANDS)
-    settings = get_settings()
+    settings = GuardSettings.get()
     tenant, cid = conversation.tenant_account_sid or "", conversation.conversation_id
     per_conversation = Counter(f"commands#{cid}#{hour}", settings.max_commands_per_hour_per_conversation)
     per_tenant = Counter.sharded(
@@ -229,7 +229,7 @@ class _Counters:
     """The hourly counters of a conversation's AI calls and tokens, this hour."""
 
     def __init__(self, conversation: Conversation) -> None:
-        settings = get_settings()
+        settings = GuardSettings.get()
         hour = int(clock.now().timestamp()) // _HOUR
         self.expires_at = (hour + 2) * _HOUR
         tenant, cid = conversation.tenant_account_sid or "", conversation.conversation_id
@@ -265,7 +265,7 @@ def notice_of(conversation: Conversation) -> str:
     """What to send instead of a reply that a cost limit stopped: LIMITED_REPLY (empty: no
     notice), at most once an hour per conversation (a retry of the batch claims it again in
     vain, and the send step sends a stored notice once)."""
-    notice = get_settings().limited_reply.strip()
+    notice = GuardSettings.get().limited_reply.strip()
     now = int(clock.now().timestamp())
     if notice and conversations.claim_limited_notice(conversation.conversation_id, now, _HOUR):
         return notice
@@ -295,7 +295,7 @@ def cap_reply_parts(text: str, max_parts: int | None = None) -> tuple[str, bool]
     """The reply cut to the parts a batch may send (`MAX_REPLY_PARTS_PER_BATCH`), and
     whether it was cut. The parts are those `split_reply` makes, so the send step sends
     exactly these."""
-    limit = get_settings().max_reply_parts_per_batch if max_parts is None else max_parts
+    limit = GuardSettings.get().max_reply_parts_per_batch if max_parts is None else max_parts
     parts = split_reply(text)
     if limit <= 0 or len(parts) <= limit:
         return text, False

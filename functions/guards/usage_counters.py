@@ -25,9 +25,9 @@ from typing import Any, Literal
 
 from botocore.exceptions import ClientError
 
-from functions.config import get_settings
 from functions.errors import TransactionConflict
 from functions.storage import dynamo, expressions
+from functions.storage.settings import TableSettings
 
 SHARDS = 64  # a shared counter's items: each takes 1/64 of its writes (ADR 0146)
 # A token counter's shard holds at least this much of its ceiling: about what one long
@@ -141,7 +141,7 @@ def _item(c: Count, shard: int, settled: bool, expires_at: int) -> dict[str, Any
     check that has nothing to check."""
     counter = c.counter
     request: dict[str, Any] = {
-        "TableName": get_settings().usage_counters_table,
+        "TableName": TableSettings.get().usage_counters_table,
         "Key": {"counter_key": counter.shard_key(shard)},
         "ExpressionAttributeNames": {"#n": counter.attribute},
         "ExpressionAttributeValues": {},
@@ -159,7 +159,7 @@ def _item(c: Count, shard: int, settled: bool, expires_at: int) -> dict[str, Any
 def _mark(mark: Mark) -> dict[str, Any]:
     return {
         "Update": {
-            "TableName": get_settings().staged_messages_table,
+            "TableName": TableSettings.get().staged_messages_table,
             "Key": {"conversation_id": mark.conversation_id, "message_sid": mark.message_sid},
             "UpdateExpression": expressions.MARK_COUNTED,
             "ConditionExpression": expressions.NOT_COUNTED,
@@ -188,7 +188,7 @@ def _used(counter: Counter) -> list[int]:
     """What each shard of the counter holds (one BatchGetItem, eventually consistent: a
     count never goes down within its hour, so a stale read shows too little, never too much)."""
     keys = [counter.shard_key(s) for s in range(counter.shards)]
-    table = get_settings().usage_counters_table
+    table = TableSettings.get().usage_counters_table
     found: dict[str, int] = {}
     request: dict[str, Any] = {
         table: {
@@ -221,7 +221,7 @@ class CommandReceipt:
 
 def receive_command(event_id: str, now: str, expires_at: int) -> CommandReceipt:
     """The command's receipt: `now` for its first delivery, the first delivery's after."""
-    item = dynamo.table(get_settings().usage_counters_table).update_item(
+    item = dynamo.table(TableSettings.get().usage_counters_table).update_item(
         Key={"counter_key": f"command#{event_id}"},
         UpdateExpression=expressions.RECEIVE_COMMAND,
         ExpressionAttributeValues={":now": now, ":exp": expires_at},
@@ -232,7 +232,7 @@ def receive_command(event_id: str, now: str, expires_at: int) -> CommandReceipt:
 
 
 def record_admission(event_id: str, admitted: bool) -> None:
-    dynamo.table(get_settings().usage_counters_table).update_item(
+    dynamo.table(TableSettings.get().usage_counters_table).update_item(
         Key={"counter_key": f"command#{event_id}"},
         UpdateExpression=expressions.ADMIT_COMMAND,
         ExpressionAttributeValues={":admitted": admitted},

@@ -7,11 +7,11 @@ from typing import Any
 
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
-from functions.config import get_settings
 from functions.entry_points.conversation_commands import run_command
 from functions.observability import lambda_entry_point
+from functions.registry import CONVERSATION_COMMANDS
 
-get_settings()  # fail at cold start if the stack left a setting out
+CONVERSATION_COMMANDS.read_settings()  # fail at cold start if the stack left a setting out
 
 
 @lambda_entry_point

@@ -6,11 +6,11 @@ from typing import Any
 
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
-from functions.config import get_settings
 from functions.entry_points.reconciler import reconcile
 from functions.observability import lambda_entry_point
+from functions.registry import RECONCILER
 
-get_settings()  # fail at cold start if the stack left a setting out
+RECONCILER.read_settings()  # fail at cold start if the stack left a setting out
 
 
 @lambda_entry_point

@@ -8,14 +8,14 @@ from urllib.parse import unquote
 
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
-from functions.config import get_settings
 from functions.delivery.callback_urls import STATUS_CALLBACK_RESOURCE
 from functions.delivery.template import template_without_messaging_service
 from functions.entry_points.status_callback import CallbackOutcome, record_status
 from functions.handlers.twilio_http import Refused, public_url, response, signature_of, twilio_form
 from functions.observability import lambda_entry_point, logger
+from functions.registry import STATUS_CALLBACK
 
-get_settings()  # fail at cold start if the stack left a setting out
+STATUS_CALLBACK.read_settings()  # fail at cold start if the stack left a setting out
 template_without_messaging_service()  # said at cold start: such a template is not sent
 
 

@@ -13,7 +13,6 @@ from aws_lambda_powertools.utilities.parser import parse
 from aws_lambda_powertools.utilities.typing import LambdaContext
 from pydantic import BaseModel
 
-from functions.config import get_settings
 from functions.contract import BatchRef
 from functions.observability import lambda_entry_point, logger
 from functions.registry import BY_STATE
@@ -24,8 +23,9 @@ Handler = Callable[[dict[str, Any], LambdaContext], dict[str, Any]]
 def task[Task: BatchRef](state: str, step: Callable[[Task], BaseModel]) -> Handler:
     """The Lambda handler of a task state: it parses the input into the state's input
     model (functions/registry.py names it) and runs `step`."""
-    get_settings()  # fail at cold start, not at the first run, if the stack left a setting out
-    model: type[Task] = BY_STATE[state].input_model  # type: ignore[assignment]
+    definition = BY_STATE[state]
+    definition.read_settings()  # fail at cold start, not at the first run, if the stack left a setting out
+    model: type[Task] = definition.input_model  # type: ignore[assignment]
 
     @lambda_entry_point
     def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:

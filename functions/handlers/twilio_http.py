@@ -8,9 +8,9 @@ from urllib.parse import urlencode
 
 from twilio.request_validator import SIGNATURE_HEADER, SIGNATURE_SETTINGS_HEADER
 
-from functions.config import get_settings
 from functions.intake.admission import Signature
 from functions.intake.inbound import UnreadableForm, read_form
+from functions.intake.settings import EndpointSettings, PublicUrlSettings
 from functions.observability import logger
 
 FORM = "application/x-www-form-urlencoded"
@@ -41,7 +41,7 @@ def twilio_form(event: dict[str, Any]) -> dict[str, str]:
     if content_type != FORM:
         logger.warning("Request refused: not a form", extra={"content_type": content_type[:100]})
         raise Refused(response(415, "text/plain", f"Unsupported Media Type: Twilio posts {FORM}"))
-    settings = get_settings()
+    settings = EndpointSettings.get()
     try:
         return read_form(
             event.get("body"),
@@ -75,14 +75,13 @@ def public_url(event: dict[str, Any]) -> str:
     Never a fragment: HTTP does not send it, and a fragment on the configured base URL
     (connection overrides) is not part of the path; admission.py checks the signature
     with and without the overrides."""
-    settings = get_settings()
-    base = settings.public_base().url
+    base = PublicUrlSettings.get().public_base().url
     if base:
         path = _filled(event.get("resource") or event.get("path") or "/", event.get("pathParameters"))
     else:
         headers = {k.lower(): v for k, v in (event.get("headers") or {}).items()}
         scheme, host = "https", headers.get("host", "")
-        if settings.webhook_trust_forwarded_headers:
+        if EndpointSettings.get().webhook_trust_forwarded_headers:
             scheme = headers.get("x-forwarded-proto", scheme)
             host = headers.get("x-forwarded-host", host)
         base = f"{scheme}://{host}"

@@ -10,15 +10,15 @@ from typing import Any
 from aws_lambda_powertools.utilities.typing import LambdaContext
 from twilio.twiml.messaging_response import MessagingResponse
 
-from functions.config import get_settings
 from functions.entry_points.webhook import MessageOutcome, accept_message
 from functions.handlers.twilio_http import Refused, public_url, response, signature_of, twilio_form
 from functions.intake.inbound import Channel
 from functions.observability import lambda_entry_point, logger
+from functions.registry import WEBHOOK
 
 __all__ = ["handler", "public_url", "twiml"]
 
-get_settings()  # fail at cold start if the stack left a setting out
+WEBHOOK.read_settings()  # fail at cold start if the stack left a setting out
 
 EMPTY_TWIML = '<?xml version="1.0" encoding="UTF-8"?><Response/>'
 ROUTES = {"/whatsapp": Channel.WHATSAPP, "/sms": Channel.SMS}

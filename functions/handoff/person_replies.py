@@ -9,13 +9,13 @@ from typing import Any
 
 from botocore.exceptions import ClientError
 
-from functions.config import get_settings
 from functions.storage import dynamo, expressions
 from functions.storage.models import Turn, from_dynamo
+from functions.storage.settings import TableSettings
 
 
 def _table() -> Any:
-    return dynamo.table(get_settings().turns_table)
+    return dynamo.table(TableSettings.get().turns_table)
 
 
 def put_once(turn: Turn) -> Turn:

@@ -16,7 +16,7 @@ from datetime import datetime
 from functions import clock
 from functions.answer import openai_responses, turns
 from functions.answer.openai_responses import Budget
-from functions.config import get_settings
+from functions.answer.settings import OpenAISettings
 from functions.contract import BatchRef
 from functions.handoff import openai_assistant_items, person_replies
 from functions.handoff.rules.pause import BY_HELPDESK, PERSON
@@ -76,7 +76,7 @@ def _add_to_openai_once(conversation: Conversation, ref: BatchRef, body: str) ->
     if added:
         return added[0]
     client = openai_responses.client_for(secrets.openai_api_key_for(conversation))
-    budget = Budget(get_settings().openai_timeout_seconds)
+    budget = Budget(OpenAISettings.get().openai_timeout_seconds)
     openai_conversation = conversation.openai_conversation_id
     if not openai_conversation:  # handed off before the assistant ever answered
         openai_conversation = openai_responses.start_conversation(

@@ -19,8 +19,8 @@ from enum import StrEnum
 
 from twilio.request_validator import RequestValidator, get_signature_algorithm
 
-from functions.config import get_settings
 from functions.intake.inbound import ACCOUNT_SID
+from functions.intake.settings import PublicUrlSettings
 from functions.public_url import with_overrides
 from functions.storage.models import Tenant
 from functions.tenancy import secrets, tenants
@@ -95,7 +95,7 @@ def signed_urls(url: str) -> list[str]:
     signs "the exact URL your application supplied"
     (https://www.twilio.com/docs/usage/webhooks/webhooks-security) without saying whether
     that includes the fragment, which HTTP never sends: both are accepted."""
-    signed = with_overrides(url, get_settings().public_base().overrides)
+    signed = with_overrides(url, PublicUrlSettings.get().public_base().overrides)
     return [url, signed] if signed != url else [url]
 
 

@@ -9,10 +9,10 @@ from typing import Any
 
 from botocore.exceptions import ClientError
 
-from functions.config import get_settings
 from functions.intake.inbound import InboundMessage, MessageContent
 from functions.storage import dynamo, expressions
 from functions.storage.models import AIRequest, PendingKey, StagedMessage
+from functions.storage.settings import TableSettings
 from functions.storage.tables import PENDING_INDEX
 
 
@@ -23,7 +23,7 @@ def _blank() -> dict[str, Any]:
 
 
 def _name() -> str:
-    return get_settings().staged_messages_table
+    return TableSettings.get().staged_messages_table
 
 
 def _table() -> Any:

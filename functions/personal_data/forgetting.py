@@ -32,7 +32,6 @@ from aws_lambda_powertools.utilities.parameters.exceptions import GetParameterEr
 
 from functions import clock
 from functions.answer import openai_responses, turns
-from functions.config import get_settings
 from functions.delivery import twilio_messages
 from functions.errors import (
     AIPermanentError,
@@ -45,6 +44,7 @@ from functions.guards.limits import sender_counter_key
 from functions.personal_data import forgetting_store as forgetting
 from functions.personal_data.forgetting_store import Busy
 from functions.personal_data.rules.person_data import VendorIds, vendor_ids
+from functions.personal_data.settings import RetentionSettings
 from functions.storage.models import Conversation
 from functions.tenancy import conversations, secrets
 
@@ -159,7 +159,7 @@ def _in_tables(conversation: Conversation, outcome: Forget) -> None:
     cid, now = conversation.conversation_id, clock.now()
     at, tombstones_until = (
         clock.iso(now),
-        int(now.timestamp()) + get_settings().answered_message_retention_seconds,
+        int(now.timestamp()) + RetentionSettings.get().answered_message_retention_seconds,
     )
     outcome.done["turns"] += forgetting.erase_turns(cid, at)
     outcome.done["staged messages"] += forgetting.erase_staged(cid, at, tombstones_until)

@@ -12,10 +12,10 @@ from typing import Any
 from boto3.dynamodb.conditions import Attr, Key
 from botocore.exceptions import ClientError
 
-from functions.config import get_settings
 from functions.delivery.due_resends import PREFIX as RESEND_PREFIX
 from functions.storage import dynamo, expressions
 from functions.storage.models import StagedMessage
+from functions.storage.settings import TableSettings
 
 # What a turn keeps once forgotten: its keys, role, statuses, times and counts, and the ids of
 # what was sent and asked for it at the vendors (the Twilio SIDs and OpenAI response of a forget
@@ -123,7 +123,7 @@ def begin(conversation_id: str, now: str, now_epoch: int) -> Busy | None:
     """Mark the conversation as being forgotten (from the first run's time; each run counted),
     in one transaction with the check that no run holds it: no processing lock held, no batch
     window open. None when it is marked; otherwise what holds it (nothing written)."""
-    settings = get_settings()
+    settings = TableSettings.get()
     try:
         dynamo.client().transact_write_items(
             TransactItems=[
@@ -164,7 +164,7 @@ def begin(conversation_id: str, now: str, now_epoch: int) -> Busy | None:
 
 def busy(conversation_id: str, now_epoch: int) -> Busy | None:
     """What holds the conversation now, if anything (a run that began during a forget)."""
-    settings = get_settings()
+    settings = TableSettings.get()
     record = _get(settings.conversations_table, {"conversation_id": conversation_id})
     if record.get("lock_owner") and int(record.get("lock_expires_at", 0)) >= now_epoch:
         return Busy.LOCK
@@ -175,7 +175,7 @@ def busy(conversation_id: str, now_epoch: int) -> Busy | None:
 
 def staged_messages(conversation_id: str) -> list[StagedMessage]:
     """Every staged message of the conversation: pending, set aside, tombstones."""
-    items = _partition(get_settings().staged_messages_table, conversation_id)
+    items = _partition(TableSettings.get().staged_messages_table, conversation_id)
     return [StagedMessage.from_item(i) for i in items]
 
 
@@ -184,7 +184,7 @@ def erase_staged(conversation_id: str, forgotten_at: str, expires_at: int) -> in
     not answered yet becomes one too, answered in no window (`FORGOTTEN_IN`), out of the
     pending index, so that no run nor the reconciler takes it up again; the OpenAI response its
     batch asked is kept (`ai_response_id`), for a forget cut short. How many were replaced."""
-    table = get_settings().staged_messages_table
+    table = TableSettings.get().staged_messages_table
     replaced = []
     for item in _partition(table, conversation_id):
         if set(item) <= TOMBSTONE:
@@ -202,7 +202,7 @@ def erase_staged(conversation_id: str, forgotten_at: str, expires_at: int) -> in
 
 def erase_turns(conversation_id: str, forgotten_at: str) -> int:
     """Replace each turn that holds more than its figures (TURN_FIGURES) by them. How many."""
-    table = get_settings().turns_table
+    table = TableSettings.get().turns_table
     replaced = [
         {**{k: v for k, v in item.items() if k in TURN_FIGURES}, "forgotten_at": forgotten_at}
         for item in _partition(table, conversation_id)
@@ -215,7 +215,7 @@ def erase_turns(conversation_id: str, forgotten_at: str) -> int:
 def held_texts(conversation_id: str) -> int:
     """How many turns and staged messages of the conversation hold more than their figures
     (a run that wrote to it while it was being forgotten)."""
-    settings = get_settings()
+    settings = TableSettings.get()
     turns = _partition(settings.turns_table, conversation_id)
     staged = _partition(settings.staged_messages_table, conversation_id)
     return sum(bool(texts_of(i)) for i in turns) + sum(not set(i) <= TOMBSTONE for i in staged)
@@ -229,7 +229,7 @@ def texts_of(turn: dict[str, Any]) -> list[str]:
 
 def delete_tool_calls(conversation_id: str) -> int:
     """Delete every tool call of the conversation (its arguments' key, its output). How many."""
-    table = get_settings().tool_calls_table
+    table = TableSettings.get().tool_calls_table
     keys = _partition(table, conversation_id, expressions.TOOL_CALL_KEYS)
     _delete(table, keys)
     return len(keys)
@@ -240,7 +240,7 @@ def delete_by_address(tenant_account_sid: str, user_address: str, counter_keys: 
     configured answer's record (staged_messages.claim_answer) and the sender's usage counters
     (`counter_keys`: functions/guards/limits.py); both expire by their TTL, but TTL
     deletes an expired item only within days."""
-    settings = get_settings()
+    settings = TableSettings.get()
     answer = {"conversation_id": f"answer#{tenant_account_sid}#{user_address}", "message_sid": "answer"}
     _delete(settings.staged_messages_table, [answer])
     _delete(settings.usage_counters_table, [{"counter_key": key} for key in counter_keys])
@@ -249,7 +249,7 @@ def delete_by_address(tenant_account_sid: str, user_address: str, counter_keys: 
 def delete_due_resends(conversation_id: str) -> int:
     """Delete the conversation's reply parts due to be sent again (due_resends.py): items of
     the BatchWindows table, which holds only open windows and these. How many."""
-    table = get_settings().batch_windows_table
+    table = TableSettings.get().batch_windows_table
     keys = [
         {"conversation_id": i["conversation_id"]}
         for i in dynamo.all_items(
@@ -264,7 +264,7 @@ def delete_due_resends(conversation_id: str) -> int:
 
 def record_counts(conversation_id: str, started: str, counts: dict[str, int]) -> None:
     """Keep what the forget has done so far (counts only), if it is still this forget."""
-    dynamo.table(get_settings().conversations_table).update_item(
+    dynamo.table(TableSettings.get().conversations_table).update_item(
         Key={"conversation_id": conversation_id},
         UpdateExpression=expressions.RECORD_FORGET,
         ConditionExpression=expressions.STILL_FORGETTING,
@@ -277,7 +277,7 @@ def finish(conversation_id: str, started: str, forgotten_at: str) -> None:
     person's address nor its OpenAI conversation, done (`task_complete`: no webhook finds it,
     a new message from the person opens a new one), if it is still the forget that began at
     `started`."""
-    table = get_settings().conversations_table
+    table = TableSettings.get().conversations_table
     item = _get(table, {"conversation_id": conversation_id})
     figures = {k: v for k, v in item.items() if k in CONVERSATION_FIGURES}
     stub = {**figures, "user_address": "", "task_complete": True, "conversation_status": "forgotten"}

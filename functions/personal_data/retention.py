@@ -26,12 +26,12 @@ from typing import Any
 from aws_lambda_powertools.utilities.parameters import GetParameterError
 
 from functions import clock
-from functions.config import get_settings
 from functions.errors import AIPermanentError, AIRetryableError, SecretOutsideTenant
 from functions.observability import count, logger
 from functions.personal_data import forgetting_store as forgetting
 from functions.personal_data import retention_store as retention
 from functions.personal_data.rules import retention as rules
+from functions.personal_data.settings import RetentionSettings
 from functions.storage.models import Conversation
 from functions.tenancy import conversations, secrets, tenants
 
@@ -48,7 +48,7 @@ PAGES_PER_RUN = 10
 def sweep(deadline: float) -> dict[str, int]:
     """One run's share of the retention: up to PAGES_PER_RUN pages, within `deadline`
     (time.monotonic())."""
-    settings = get_settings()
+    settings = RetentionSettings.get()
     overrides = tenants.retention_overrides()
     shortest = rules.shortest_days(settings.turn_text_retention_days, overrides.values())
     if shortest is None:
@@ -80,7 +80,7 @@ def _expire(
 ) -> tuple[int, int, bool]:
     """Steps 2 and 3 for one page: turns cut, conversations OpenAI stopped, and whether the
     page was finished before the deadline."""
-    settings = get_settings()
+    settings = RetentionSettings.get()
     by_conversation: dict[str, list[dict[str, Any]]] = defaultdict(list)
     for turn in page:
         if forgetting.texts_of(turn):

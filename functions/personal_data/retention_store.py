@@ -10,23 +10,23 @@ from typing import Any
 from boto3.dynamodb.conditions import Attr
 from botocore.exceptions import ClientError
 
-from functions.config import get_settings
 from functions.personal_data.forgetting_store import texts_of
 from functions.storage import dynamo, expressions
+from functions.storage.settings import TableSettings
 
 CURSOR_KEY = "retention#turns"
 
 
 def load_cursor() -> dict[str, Any] | None:
     """Where the walk over Turns stopped (the key to start after), or None: from the start."""
-    table = dynamo.table(get_settings().usage_counters_table)
+    table = dynamo.table(TableSettings.get().usage_counters_table)
     item = table.get_item(Key={"counter_key": CURSOR_KEY}).get("Item") or {}
     return item.get("after") or None
 
 
 def save_cursor(after: dict[str, Any] | None) -> None:
     """Keep where the walk stopped (None: it went round; the next run starts again)."""
-    table = dynamo.table(get_settings().usage_counters_table)
+    table = dynamo.table(TableSettings.get().usage_counters_table)
     table.put_item(Item={"counter_key": CURSOR_KEY, **({"after": after} if after else {})})
 
 
@@ -42,7 +42,7 @@ def turns_page(
     }
     if after:
         request["ExclusiveStartKey"] = after
-    page = dynamo.table(get_settings().turns_table).scan(**request)
+    page = dynamo.table(TableSettings.get().turns_table).scan(**request)
     return [dynamo.from_dynamo(i) for i in page["Items"]], page.get("LastEvaluatedKey")
 
 
@@ -57,7 +57,7 @@ def cut_to_figures(turn: dict[str, Any], statuses: frozenset[str], at: str) -> b
     names = {f"#t{n}": name for n, name in enumerate(texts)} | {"#s": "status"}
     values: dict[str, Any] = {f":s{n}": status for n, status in enumerate(sorted(statuses))}
     try:
-        dynamo.table(get_settings().turns_table).update_item(
+        dynamo.table(TableSettings.get().turns_table).update_item(
             Key={"conversation_id": turn["conversation_id"], "turn_id": turn["turn_id"]},
             UpdateExpression="REMOVE "
             + ", ".join(f"#t{n}" for n in range(len(texts)))

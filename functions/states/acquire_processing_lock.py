@@ -12,7 +12,7 @@ from functions.batching import batch_windows
 from functions.batching.rules.adaptive import after_burst
 from functions.batching.rules.burst import BatchingRules, BurstEnd
 from functions.batching.rules.debounce import burst_end_reason, hold_ms, seconds_until_due
-from functions.config import get_settings
+from functions.batching.settings import BatchingSettings
 from functions.contract import AcquireInput, BurstStatus
 from functions.errors import ProcessingLockHeld
 from functions.storage.models import BatchWindow
@@ -32,7 +32,7 @@ def acquire_processing_lock(task: AcquireInput) -> BurstStatus:
         task.conversation_id,
         task.execution_name,
         int(moment.timestamp()),
-        get_settings().lock_lease_seconds,
+        BatchingSettings.get().lock_lease_seconds,
         clock.iso(moment),
         learned=_learned(task.rules, window, clock.epoch_ms(moment)),
     ):

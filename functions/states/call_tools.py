@@ -30,7 +30,7 @@ from functions.answer import turns
 from functions.assistant import assistant_profiles, tool_calls, tool_endpoints
 from functions.assistant.assistant_profile import AssistantProfile, FunctionTool
 from functions.assistant.rules import tools as tool_rules
-from functions.config import get_settings
+from functions.assistant.settings import AssistantSettings
 from functions.contract import CallToolsInput, ToolsSummary
 from functions.errors import ToolCallRetryableError
 from functions.intake import staged_messages
@@ -86,7 +86,7 @@ class _Round:
         self.batch_key = batch_key
         self.profile = profile
         self.started = started
-        settings = get_settings()
+        settings = AssistantSettings.get()
         self.timeout = min(
             settings.tool_timeout_seconds, profile.tool_timeout_seconds or settings.tool_timeout_seconds
         )
@@ -163,7 +163,7 @@ class _Round:
                     batch_key=self.batch_key,
                     window_id=self.task.window_id,
                     asked_at=clock.iso(now),
-                    expires_at=int(now.timestamp()) + get_settings().confirm_within_seconds,
+                    expires_at=int(now.timestamp()) + AssistantSettings.get().confirm_within_seconds,
                 )
             )
         count("ToolCallsProposed")
@@ -177,7 +177,7 @@ class _Round:
         return proposal is not None and last is not None and last.window_id == proposal.window_id
 
     def _said_yes(self) -> bool:
-        keywords = tuple(get_settings().confirm_keywords.split(","))
+        keywords = tuple(AssistantSettings.get().confirm_keywords.split(","))
         return tool_rules.said_yes(
             turns.require(self.task.conversation_id, self.task.user_turn_id).body, keywords
         )
@@ -197,7 +197,7 @@ class _Round:
         self._signing_key = signing_key
         if claimed.status == "not_made":
             tool_calls.mark_making(claimed.conversation_id, claimed.call_key)
-        settings = get_settings()
+        settings = AssistantSettings.get()
         answer = tool_endpoints.call(
             tool.url,
             tool_rules.request_body(asked.name, arguments, asked.call_id, self.task.conversation_id),

@@ -11,16 +11,18 @@ from functions import clock
 from functions.answer import openai_responses, turn_input, turns
 from functions.answer.ai_requests import BatchRequest
 from functions.answer.openai_responses import Budget, OpenAIConversationGone, ResponseState
+from functions.answer.settings import AnswerSettings, OpenAISettings
 from functions.answer.typing_indicator import TypingIndicator
 from functions.assistant import assistant_profiles
 from functions.assistant.assistant_profile import AssistantProfile
+from functions.assistant.settings import AssistantSettings
 from functions.batching import batch_windows
 from functions.batching.rules.debounce import may_answer_again, newer_fragments_arrived
-from functions.config import get_settings
 from functions.contract import GenerateInput, ReplySummary
 from functions.delivery.rules import sms_segments
 from functions.errors import AICredentialsRefused, AIModelUnavailable, AIPermanentError
 from functions.guards import consent, limits
+from functions.guards.settings import GuardSettings
 from functions.handoff import handoff
 from functions.intake.inbound import Channel
 from functions.observability import count, logger
@@ -132,7 +134,7 @@ def _capped(conversation: Conversation, text: str) -> tuple[str, str | None]:
     text, capped = limits.cap_reply_parts(text)
     limited = limits.Limit.REPLY_PARTS.value if capped else None
     if conversation.channel is Channel.SMS:
-        text, cut = sms_segments.cap_segments(text, get_settings().max_sms_segments_per_reply)
+        text, cut = sms_segments.cap_segments(text, GuardSettings.get().max_sms_segments_per_reply)
         if cut:
             count("SmsSegmentsCapped")
             limited = sms_segments.LIMITED
@@ -141,7 +143,7 @@ def _capped(conversation: Conversation, text: str) -> tuple[str, str | None]:
 
 def _max_output_tokens(conversation: Conversation) -> int:
     """OPENAI_MAX_OUTPUT_TOKENS; on SMS, OPENAI_MAX_OUTPUT_TOKENS_SMS if lower."""
-    settings = get_settings()
+    settings = AnswerSettings.get()
     if conversation.channel is Channel.SMS:
         return min(settings.openai_max_output_tokens, settings.openai_max_output_tokens_sms)
     return settings.openai_max_output_tokens
@@ -181,7 +183,7 @@ def _ask(
     limits.count_what_it_spends(request, conversation)  # a request asked again, tokens
     if not request.openai_conversation:
         request.openai_conversation = _start_conversation(request)
-    state = _reply_with_a_served_model(request, get_settings().openai_fallback_model)
+    state = _reply_with_a_served_model(request, AnswerSettings.get().openai_fallback_model)
     return Reply(
         state,
         tuple(request.tools_called),
@@ -196,7 +198,7 @@ def _batch_request(
 ) -> BatchRequest:
     """The batch's one request to OpenAI: its input (within its own time budget, and the
     same turn without its images, if it has any), model and instructions."""
-    settings = get_settings()
+    settings = AnswerSettings.get()
     client = openai_responses.client_for(api_key)
     model_input, without_images = turn_input.inputs_for_model(conversation, user_turn, client)
     tenant = conversation.tenant_account_sid or ""
@@ -208,7 +210,7 @@ def _batch_request(
         body=turn_input.text_of(model_input),
         openai_conversation=conversation.openai_conversation_id or "",
         client=client,
-        budget=Budget(settings.openai_timeout_seconds),
+        budget=Budget(OpenAISettings.get().openai_timeout_seconds),
         model=conversation.ai_model or profile.model or settings.openai_model,
         instructions=conversation.ai_instructions or profile.instructions or settings.openai_instructions,
         max_output_tokens=_max_output_tokens(conversation),
@@ -217,7 +219,7 @@ def _batch_request(
         tenant=tenant,
         tools=[*(tool.for_openai() for tool in profile.tools), *_knowledge(profile, tenant)],
         max_tool_calls=profile.knowledge.max_tool_calls if profile.knowledge else None,
-        max_tool_rounds=min(settings.max_tool_rounds, profile.max_tool_rounds or settings.max_tool_rounds),
+        max_tool_rounds=_max_tool_rounds(profile),
         metadata={
             "tenant": tenant,
             "conversation": task.conversation_id,
@@ -228,6 +230,12 @@ def _batch_request(
         },
         safety_identifier=safety_identifier(task.conversation_id),
     )
+
+
+def _max_tool_rounds(profile: AssistantProfile) -> int:
+    """MAX_TOOL_ROUNDS, or the profile's own if lower."""
+    most = AssistantSettings.get().max_tool_rounds
+    return min(most, profile.max_tool_rounds or most)
 
 
 def _knowledge(profile: AssistantProfile, tenant: str) -> list[dict[str, object]]:

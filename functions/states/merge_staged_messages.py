@@ -5,7 +5,7 @@ from __future__ import annotations
 from functions import clock
 from functions.answer import turns
 from functions.batching.rules.merge import arrival_order, last_consent, merged_turn, within_bytes
-from functions.config import get_settings
+from functions.batching.settings import BatchingSettings
 from functions.contract import BatchSummary, MergeInput
 from functions.delivery.rules.replies import split_reply
 from functions.intake import staged_messages
@@ -26,7 +26,7 @@ def merge_staged_messages(task: MergeInput) -> BatchSummary:
     messages = [m for m in staged_messages.load(task.conversation_id, queried) if m.is_pending]
     still_pending = {m.message_sid for m in messages}
     order = within_bytes(
-        messages, [sid for sid in queried if sid in still_pending], get_settings().max_batch_bytes
+        messages, [sid for sid in queried if sid in still_pending], BatchingSettings.get().max_batch_bytes
     )
     if not order:
         return BatchSummary(message_count=0, message_sids=[])

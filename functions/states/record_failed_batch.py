@@ -12,7 +12,7 @@ from functions import clock
 from functions.answer import turns
 from functions.batching.rules import failures
 from functions.batching.rules.failures import FailureKind
-from functions.config import get_settings
+from functions.batching.settings import FailureSettings
 from functions.contract import BatchRef, FailedInput, FailedOutput
 from functions.delivery.callback_urls import FALLBACK, status_callback_url
 from functions.delivery.send_once import Claim, receipt_of, send_once
@@ -53,7 +53,7 @@ def record_failed_batch(task: FailedInput) -> FailedOutput:
     sids = [key.message_sid for key in pending]
     attempts = staged_messages.count_failed_attempt(task.conversation_id, sids)
     logger.warning("Batch failed", extra={"error": error_name, "attempts": attempts, "pending": len(sids)})
-    if sids and attempts >= get_settings().max_batch_attempts:
+    if sids and attempts >= FailureSettings.get().max_batch_attempts:
         return _dead_letter(task, sids, error_name, cause, reason="max_batch_attempts")
     return FailedOutput(outcome="kept", message_count=len(sids))
 
@@ -61,7 +61,7 @@ def record_failed_batch(task: FailedInput) -> FailedOutput:
 def _transient(task: FailedInput, pending: list[PendingKey], error_name: str, cause: str) -> FailedOutput:
     """An outage: the batch stays pending for the reconciler's next try (later after each
     failure in a row), unless its oldest message has waited MAX_PENDING_SECONDS."""
-    settings, now = get_settings(), clock.now()
+    settings, now = FailureSettings.get(), clock.now()
     sids = [key.message_sid for key in pending]
     if not sids:
         return FailedOutput(outcome="kept", message_count=0)
@@ -122,7 +122,7 @@ def _send_fallback(ref: BatchRef) -> None:
     kept on the user turn. A transient Twilio error is raised, so that the state retries,
     and so is a failure to record the SID of a fallback sent (the retry finds it); any
     other failure is logged (the batch is recorded either way)."""
-    text = get_settings().fallback_reply
+    text = FailureSettings.get().fallback_reply
     if not text:
         return
     turn = turns.get(ref.conversation_id, ref.user_turn_id)

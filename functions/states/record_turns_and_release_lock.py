@@ -5,13 +5,14 @@ from __future__ import annotations
 from functions import clock
 from functions.answer import turns
 from functions.batching.batch_metrics import count_answered_batch
-from functions.config import get_settings
 from functions.contract import BatchRef, RecordInput, RecordOutput
 from functions.delivery import event_bus
+from functions.delivery.settings import EventSettings
 from functions.errors import ProcessingLockLost
 from functions.guards import limits
 from functions.intake import staged_messages
 from functions.observability import count, logger
+from functions.personal_data.settings import RetentionSettings
 from functions.storage.models import Turn
 from functions.tenancy import conversations
 
@@ -27,7 +28,7 @@ def record_turns_and_release_lock(task: RecordInput) -> RecordOutput:
     if task.reply.answered_by == "nobody":
         conversations.release_lock(task.conversation_id, task.execution_name)
         return RecordOutput(processing_time_ms=processing_ms, announced=False)
-    retention = int(moment.timestamp()) + get_settings().answered_message_retention_seconds
+    retention = int(moment.timestamp()) + RetentionSettings.get().answered_message_retention_seconds
     staged_messages.mark_answered(task.conversation_id, task.batch.message_sids, task.window_id, retention)
     handed_off = task.reply.answered_by == "human"
     limited = task.reply.answered_by == "limited"
@@ -105,7 +106,7 @@ def _answered_batch(ref: BatchRef, user_turn: Turn | None, assistant_turn: Turn 
         "limited": assistant_turn.limited if assistant_turn else None,
         "tools_called": assistant_turn.tools_called if assistant_turn else [],  # names, never arguments
     }
-    if get_settings().event_includes_texts:
+    if EventSettings.get().event_includes_texts:
         merged, merged_clipped = event_bus.clip(merged_text)
         reply, reply_clipped = event_bus.clip(reply_text)
         detail |= {

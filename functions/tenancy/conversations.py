@@ -9,17 +9,17 @@ from typing import Any
 from boto3.dynamodb.conditions import Key
 from botocore.exceptions import ClientError
 
-from functions.config import get_settings
 from functions.errors import ConversationNotFound
 from functions.intake import staged_messages
 from functions.intake.inbound import Channel, address_key
 from functions.storage import dynamo, expressions
 from functions.storage.models import Conversation
+from functions.storage.settings import TableSettings
 from functions.tenancy import id_key
 
 
 def _table() -> Any:
-    return dynamo.table(get_settings().conversations_table)
+    return dynamo.table(TableSettings.get().conversations_table)
 
 
 def find(

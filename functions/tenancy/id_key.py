@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from aws_lambda_powertools.utilities import parameters
 
-from functions.config import get_settings
+from functions.tenancy.settings import ConversationIdSettings
 
 # Kept for the instance's whole life: the key is not rotated, and two webhooks racing to
 # create one conversation must draw the same id.
@@ -19,7 +19,7 @@ _MIN_CHARACTERS = 32
 
 
 def conversation_id_key() -> bytes:
-    name = get_settings().conversation_id_key_secret_name
+    name = ConversationIdSettings.get().conversation_id_key_secret_name
     key = str(parameters.get_secret(name, max_age=_KEPT_SECONDS) or "")
     if len(key) < _MIN_CHARACTERS:
         raise ValueError(f"secret {name} holds no key of {_MIN_CHARACTERS} characters or more")

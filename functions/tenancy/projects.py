@@ -5,15 +5,15 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from functions.config import get_settings
 from functions.storage import dynamo
+from functions.storage.settings import TableSettings
 
 _cache: dict[str, tuple[float, dict[str, Any] | None]] = {}
 _CACHE_SECONDS = 60
 
 
 def _table() -> Any:
-    return dynamo.table(get_settings().projects_table)
+    return dynamo.table(TableSettings.get().projects_table)
 
 
 def own_rules(project_id: str) -> dict[str, Any] | None:

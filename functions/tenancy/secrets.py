@@ -23,10 +23,15 @@ from aws_lambda_powertools.utilities.parameters import SecretsProvider
 from botocore.exceptions import ClientError
 from pydantic import BaseModel, ConfigDict, Field
 
-from functions.config import get_settings
 from functions.errors import SecretOutsideTenant
 from functions.storage.models import Conversation
 from functions.tenancy import tenant_sessions
+from functions.tenancy.settings import (
+    OpenAIKeySettings,
+    TenancySettings,
+    ToolSecretSettings,
+    TwilioSessionSettings,
+)
 
 
 class TwilioCredentials(BaseModel):
@@ -50,7 +55,7 @@ _read_for_version: dict[str, str] = {}
 
 def _secret(name: str, fresh: bool = False, provider: SecretsProvider | None = None) -> dict[str, Any]:
     """The secret `name` as JSON, read by `provider` (the function's own role's by default)."""
-    max_age = get_settings().secrets_max_age_seconds
+    max_age = TenancySettings.get().secrets_max_age_seconds
     value: Any
     if provider is None:
         value = parameters.get_secret(name, transform="json", max_age=max_age, force_fetch=fresh)
@@ -73,7 +78,7 @@ def tenant_twilio_credentials(account_sid: str, token_version: str = "") -> Twil
     the tenant's item names; cached credentials of another version are read again past the
     cache, once per version (never because a signature failed: a forger cannot make us
     read)."""
-    name = get_settings().twilio_tenant_secret_prefix + account_sid
+    name = TenancySettings.get().twilio_tenant_secret_prefix + account_sid
     try:
         credentials = twilio_credentials(name)
         if credentials.token_version != token_version and _read_for_version.get(name) != token_version:
@@ -99,7 +104,7 @@ def twilio_credentials_in_tenant_session(
     """twilio_credentials_for, read through a session that can read only the conversation's
     tenant's secrets (tenant_sessions) where the deployment has a reader role for it, and
     with the function's own role where it has none (`fresh`: read past the cache)."""
-    if not get_settings().twilio_tenant_reader_role_arn:
+    if not TwilioSessionSettings.get().twilio_tenant_reader_role_arn:
         return twilio_credentials_for(conversation, fresh)
     return _twilio_credentials_for(conversation, fresh, tenant_sessions.secrets_of(_tenant_of(conversation)))
 
@@ -115,7 +120,7 @@ def _twilio_credentials_for(
 
 
 def _conversation_secret(conversation: Conversation, tenant: str) -> str:
-    prefix = get_settings().twilio_tenant_secret_prefix
+    prefix = TenancySettings.get().twilio_tenant_secret_prefix
     return within_tenant(prefix, tenant, conversation.twilio_credentials_secret)
 
 
@@ -125,7 +130,7 @@ def openai_api_key_for(conversation: Conversation, fresh: bool = False) -> str:
     prefix), read through a session that can read only that tenant's keys where the
     deployment has a reader role for them (OPENAI_TENANT_READER_ROLE_ARN) (`fresh`: read
     past the cache)."""
-    settings = get_settings()
+    settings = OpenAIKeySettings.get()
     if not conversation.openai_api_key_secret:
         return str(_secret(settings.openai_secret_name, fresh)["api_key"])
     tenant = _tenant_of(conversation)
@@ -139,7 +144,7 @@ def tool_signing_key(conversation: Conversation) -> str | None:
     """The key Call Tools signs the tenant's tool calls with (the secret
     <TOOL_TENANT_SECRET_PREFIX><AccountSid>, `signing_key`), read through a session that can
     read only that tenant's (TOOL_TENANT_READER_ROLE_ARN); None if the tenant has none."""
-    settings = get_settings()
+    settings = ToolSecretSettings.get()
     tenant = _tenant_of(conversation)
     role = settings.tool_tenant_reader_role_arn
     provider = tenant_sessions.secrets_of(tenant, role) if role else None

@@ -21,7 +21,7 @@ from typing import Any
 import boto3
 from aws_lambda_powertools.utilities.parameters import SecretsProvider
 
-from functions.config import get_settings
+from functions.tenancy.settings import TwilioSessionSettings
 
 TENANT_TAG = "tenant"
 # STS's shortest session; a new one is taken this long before the old one ends.
@@ -47,7 +47,7 @@ def _sts() -> Any:
 def secrets_of(tenant: str, role: str | None = None) -> SecretsProvider:
     """A secrets provider whose credentials can read only `tenant`'s secrets: a session of
     `role`, TWILIO_TENANT_READER_ROLE_ARN by default (which must then be set)."""
-    role = role or get_settings().twilio_tenant_reader_role_arn
+    role = role or TwilioSessionSettings.get().twilio_tenant_reader_role_arn
     with _lock:
         session = _sessions.get((role, tenant))
         if session is None or session.expires_at - RENEW_BEFORE_SECONDS < time.time():

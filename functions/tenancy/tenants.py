@@ -21,9 +21,12 @@ from typing import Any
 
 from botocore.exceptions import ClientError
 
-from functions.config import MAX_RETENTION_DAYS, MAX_SENDER_MPS, get_settings
+from functions.delivery.settings import MAX_SENDER_MPS
+from functions.personal_data.settings import MAX_RETENTION_DAYS
 from functions.storage import dynamo, expressions
 from functions.storage.models import Tenant
+from functions.storage.settings import TableSettings
+from functions.tenancy.settings import TenancySettings
 
 ACCOUNT = "account#"
 NUMBER = "number#"
@@ -40,7 +43,7 @@ class TenantChangeRefused(Exception):
 
 
 def _table(name: str | None) -> Any:
-    return dynamo.table(name or get_settings().tenants_table)
+    return dynamo.table(name or TableSettings.get().tenants_table)
 
 
 def find(account_sid: str) -> Tenant | None:
@@ -50,7 +53,7 @@ def find(account_sid: str) -> Tenant | None:
     if cached and cached[0] > now:
         return cached[1]
     tenant = get(account_sid, consistent=False)
-    settings = get_settings()
+    settings = TenancySettings.get()
     ttl = settings.tenant_cache_seconds if tenant else settings.unknown_tenant_cache_seconds
     if len(_cache) >= _CACHE_LIMIT:  # a flood of invented AccountSids must not grow it forever
         _cache.clear()
@@ -91,7 +94,7 @@ def sender_mps(address: str) -> float | None:
     rate = own_sender_mps(address, consistent=False)
     if len(_rates) >= _CACHE_LIMIT:
         _rates.clear()
-    _rates[address] = (now + get_settings().tenant_cache_seconds, rate)
+    _rates[address] = (now + TenancySettings.get().tenant_cache_seconds, rate)
     return rate
 
 
@@ -154,7 +157,7 @@ def retention_overrides() -> dict[str, int]:
         return cached[1]
     own = {t.account_sid: t.turn_text_retention_days for t in all_tenants()}
     overrides = {sid: days for sid, days in own.items() if days is not None}
-    _retentions[""] = (now + get_settings().tenant_cache_seconds, overrides)
+    _retentions[""] = (now + TenancySettings.get().tenant_cache_seconds, overrides)
     return overrides
 
 
@@ -170,7 +173,7 @@ def all_tenants(table: str | None = None) -> list[Tenant]:
 def register(account_sid: str, numbers: list[str], now: str, table: str | None = None) -> None:
     """Register a tenant, or add numbers to one; refused (nothing changes) if another
     tenant owns one of the numbers."""
-    name = table or get_settings().tenants_table
+    name = table or TableSettings.get().tenants_table
     account: dict[str, Any] = {
         "TableName": name,
         "Key": {"tenant_key": ACCOUNT + account_sid},
@@ -248,7 +251,7 @@ def add_vector_store(account_sid: str, store_id: str, table: str | None = None) 
 def remove(account_sid: str, numbers: list[str] | None = None, table: str | None = None) -> list[str]:
     """Remove some of a tenant's numbers, or (no numbers named) the tenant and all its
     numbers. The numbers removed."""
-    name = table or get_settings().tenants_table
+    name = table or TableSettings.get().tenants_table
     tenant = get(account_sid, name)
     if tenant is None:
         raise TenantChangeRefused(f"{account_sid} is not a tenant")
@@ -287,7 +290,7 @@ def remove(account_sid: str, numbers: list[str] | None = None, table: str | None
 def move_number(address: str, to_account_sid: str, table: str | None = None) -> str:
     """Move a number to another tenant in one transaction: its owner item, the old
     tenant's set and the new tenant's set change together or not at all. The old owner."""
-    name = table or get_settings().tenants_table
+    name = table or TableSettings.get().tenants_table
     from_account_sid = owner_of(address, name)
     if from_account_sid is None:
         raise TenantChangeRefused(f"{address} belongs to no tenant; add it with `add`")

@@ -48,7 +48,7 @@ from infra.account.model import Clients, Deploy, Line
 from infra.account.put_key import put_openai_key, read_key
 from infra.account.run import check
 from infra.iam import template_file
-from infra.names import StackSettings
+from infra.stack_settings import StackSettings
 
 __all__ = [
     "DEFAULT_BOOTSTRAP_PARAMETER",

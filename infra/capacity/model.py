@@ -6,8 +6,9 @@ burst (infra/capacity/burst.py, held to a recorded run) times B (infra/capacity/
 Lambda concurrency is each function's invocations a second times its duration (Little's law);
 a duration is assumed (the local handlers' times are not AWS's): a base, plus each AWS call,
 plus the vendors' time (OpenAI for Generate Reply; Twilio, and the pause between parts, for
-Send Reply). Our own settings are read from the code's defaults (functions/config.py
-Settings, infra/names.py StackSettings), so the model follows them as they change;
+Send Reply). Our own settings are read from the code's defaults (the functions' settings
+models, functions/registry.py ALL_SETTINGS; infra/stack_settings.py StackSettings), so the
+model follows them as they change;
 `overrides` sets others (a deployment's). What can saturate: infra/capacity/components.py;
 what a month costs: infra/capacity/costs.py, at infra/prices.py."""
 

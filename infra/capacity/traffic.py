@@ -11,9 +11,9 @@ from __future__ import annotations
 from dataclasses import MISSING, dataclass, field, fields
 from typing import Any
 
-from functions.config import Settings
+from functions.registry import ALL_SETTINGS
 from infra.capacity import burst, quotas
-from infra.names import StackSettings
+from infra.stack_settings import StackSettings
 
 SECONDS_PER_MONTH = 30 * 24 * 3600
 SECONDS_PER_HOUR = 3600
@@ -68,10 +68,13 @@ class Assumptions:
 
 
 def settings(overrides: dict[str, Any]) -> dict[str, Any]:
-    """Every setting's default (Settings and StackSettings), with `overrides` (by field name
-    or environment variable) over them."""
+    """Every setting's default (the functions' settings models and StackSettings), with
+    `overrides` (by field name or environment variable) over them."""
     values: dict[str, Any] = {
-        name: info.default for name, info in Settings.model_fields.items() if info.default is not None
+        name: info.default
+        for model in ALL_SETTINGS
+        for name, info in model.model_fields.items()
+        if not info.is_required()
     }
     values.update(
         {f.name: f.default for f in fields(StackSettings) if f.default is not MISSING}  # type: ignore[misc]

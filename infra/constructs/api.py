@@ -15,7 +15,8 @@ from cdk_nag import NagPackSuppression, NagSuppressions
 from constructs import Construct
 
 from functions.registry import STATUS_CALLBACK
-from infra.names import StackSettings, metrics_namespace
+from infra.names import metrics_namespace
+from infra.stack_settings import StackSettings
 
 # The web ACL's one rule, and the header that exempts a request from it: Twilio signs every
 # request it sends (https://www.twilio.com/docs/usage/webhooks/webhooks-security).

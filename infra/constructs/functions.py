@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 
 from aws_cdk import Duration, RemovalPolicy, Stack, Token
 from aws_cdk import aws_lambda as lambda_
@@ -12,7 +12,8 @@ from constructs import Construct
 
 from functions.registry import ALL_FUNCTIONS, FunctionDefinition
 from infra.deployment_settings import for_function
-from infra.names import SERVICE, StackSettings, metrics_namespace
+from infra.names import SERVICE, metrics_namespace
+from infra.stack_settings import StackSettings
 
 # The Python the tests run on (the Makefile finds it) and the layer is built for
 # (infra/build_lambda.py, LAMBDA_PYTHON in infra/checks.py): tests/infra keeps them equal.
@@ -20,7 +21,10 @@ RUNTIME = lambda_.Runtime.PYTHON_3_13
 
 
 class Functions(Construct):
-    """One Lambda function per registry entry, arm64, with Powertools, X-Ray and JSON logs."""
+    """One Lambda function per registry entry, arm64, with Powertools, X-Ray and JSON logs.
+    Each is given the settings of the models its row declares (functions/registry.py), and
+    no other: of the stack's own names (`environment`, and those `give` adds later), and of
+    the deployment's choices (`chosen`)."""
 
     def __init__(
         self,
@@ -42,7 +46,7 @@ class Functions(Construct):
         )
         self.by_logical_id: dict[str, lambda_.Function] = {}
         for definition in map(_within_lambdas_bounds, ALL_FUNCTIONS):
-            own = {**environment, **for_function(definition, chosen)}
+            own = {**for_function(definition, environment), **for_function(definition, chosen)}
             self.by_logical_id[definition.logical_id] = self._function(definition, code, dependencies, own)
 
     def _function(
@@ -87,6 +91,20 @@ class Functions(Construct):
 
     def __getitem__(self, logical_id: str) -> lambda_.Function:
         return self.by_logical_id[logical_id]
+
+    def give(self, name: str, value: str, readers: Iterable[str] | None = None) -> list[str]:
+        """Give the stack's own setting `name` (a resource made after the functions) to the
+        functions whose models hold it; their logical ids. `readers`: the functions the stack's
+        grants let use what it names; synth fails, naming both, unless they are the same."""
+        declaring = [d.logical_id for d in ALL_FUNCTIONS if name in d.variables]
+        if readers is not None and set(readers) != set(declaring):
+            raise ValueError(
+                f"{name}: granted to {sorted(readers)}, but declared by {sorted(declaring)} "
+                "(the settings of their rows in functions/registry.py)"
+            )
+        for logical_id in declaring:
+            self[logical_id].add_environment(name, value)
+        return declaring
 
 
 # What Lambda accepts: a timeout of 1 to 900 seconds, 128 to 10,240 MB of memory

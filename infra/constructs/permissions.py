@@ -180,9 +180,10 @@ GRANTS: dict[str, Grants] = {
         (("secretsmanager:GetSecretValue",), ("secret:openai",)),
     ],
 }
-# The functions that start runs, and so are told the state machine's ARN.
+# The functions that start runs, and so are told the state machine's ARN (StateMachineSettings).
 STARTS_RUNS = ("Webhook", "CloseBatchWindow", "Reconciler")
-# The functions that create conversations, and so are told the key of their ids.
+# The functions that create conversations, and so are told the key of their ids
+# (ConversationIdSettings).
 CREATES_CONVERSATIONS = ("Webhook",)
 
 
@@ -220,41 +221,43 @@ class Permissions(Construct):
                 functions[function_id].add_to_role_policy(
                     iam.PolicyStatement(actions=list(actions), resources=[arns[r] for r in resources])
                 )
-        for function_id in STARTS_RUNS:
-            functions[function_id].add_environment("STATE_MACHINE_ARN", state_machine_arn)
-        for function_id in CREATES_CONVERSATIONS:
-            name = credentials.conversation_id_key.secret_name
-            functions[function_id].add_environment("CONVERSATION_ID_KEY_SECRET_NAME", name)
+        functions.give("STATE_MACHINE_ARN", state_machine_arn, STARTS_RUNS)
+        name = credentials.conversation_id_key.secret_name
+        functions.give("CONVERSATION_ID_KEY_SECRET_NAME", name, CREATES_CONVERSATIONS)
         self._tenant_readers(functions, credentials)
         self._explain(functions, credentials)
 
     def _tenant_readers(self, functions: Functions, credentials: Credentials) -> None:
         """Three readers, one per prefix: a session for sending reads no OpenAI key nor
-        tool-signing secret, and the reverse (functions/stack_names.py)."""
-        TenantReader(
-            self,
-            "TwilioTenantReader",
-            readers=[functions[f] for f in TENANT_SESSION_READERS],
-            prefix=credentials.twilio_prefix,
-            role_setting="TWILIO_TENANT_READER_ROLE_ARN",
-            what="Twilio secrets",
-        )
-        TenantReader(
-            self,
-            "OpenAITenantReader",
-            readers=[functions[f] for f in OPENAI_KEY_READERS],
-            prefix=credentials.openai_prefix,
-            role_setting="OPENAI_TENANT_READER_ROLE_ARN",
-            what="own OpenAI keys",
-        )
-        TenantReader(
-            self,
-            "ToolTenantReader",
-            readers=[functions[f] for f in TOOL_SECRET_READERS],
-            prefix=credentials.tool_prefix,
-            role_setting="TOOL_TENANT_READER_ROLE_ARN",
-            what="tool-signing secrets",
-        )
+        tool-signing secret, and the reverse (functions/stack_names.py). Each reader's role
+        is told to the functions whose models hold its setting, which must be its readers."""
+        for construct_id, readers, prefix, role_setting, what in (
+            (
+                "TwilioTenantReader",
+                TENANT_SESSION_READERS,
+                credentials.twilio_prefix,
+                "TWILIO_TENANT_READER_ROLE_ARN",
+                "Twilio secrets",
+            ),
+            (
+                "OpenAITenantReader",
+                OPENAI_KEY_READERS,
+                credentials.openai_prefix,
+                "OPENAI_TENANT_READER_ROLE_ARN",
+                "own OpenAI keys",
+            ),
+            (
+                "ToolTenantReader",
+                TOOL_SECRET_READERS,
+                credentials.tool_prefix,
+                "TOOL_TENANT_READER_ROLE_ARN",
+                "tool-signing secrets",
+            ),
+        ):
+            reader = TenantReader(
+                self, construct_id, readers=[functions[f] for f in readers], prefix=prefix, what=what
+            )
+            functions.give(role_setting, reader.role.role_arn, readers)
 
     @staticmethod
     def _explain(functions: Functions, credentials: Credentials) -> None:

@@ -34,8 +34,8 @@ TENANT_PATTERN = "AC*"
 
 class TenantReader(Construct):
     """The role, assumable by the `readers`' roles only, with a tag naming a Twilio account,
-    that reads the secrets under `prefix` of that account; the functions are told its ARN
-    in `role_setting` (TWILIO_TENANT_READER_ROLE_ARN, OPENAI_TENANT_READER_ROLE_ARN)."""
+    that reads the secrets under `prefix` of that account (the stack tells the functions its
+    ARN: TWILIO_TENANT_READER_ROLE_ARN, OPENAI_TENANT_READER_ROLE_ARN, ...)."""
 
     def __init__(
         self,
@@ -44,7 +44,6 @@ class TenantReader(Construct):
         *,
         readers: list[lambda_.Function],
         prefix: str,
-        role_setting: str,
         what: str,
     ) -> None:
         super().__init__(scope, construct_id)
@@ -76,7 +75,6 @@ class TenantReader(Construct):
                     actions=["sts:AssumeRole", "sts:TagSession"], resources=[self.role.role_arn]
                 )
             )
-            reader.add_environment(role_setting, self.role.role_arn)
         self._explain(prefix)
 
     def _explain(self, prefix: str) -> None:

@@ -13,7 +13,8 @@ from functions.registry import TASKS
 from functions.storage.tables import ALL_TABLES, BATCH_WINDOWS, CONVERSATIONS, PENDING_INDEX, STAGED_MESSAGES
 from infra.constructs.functions import Functions
 from infra.constructs.tables import Tables
-from infra.names import StackSettings, state_machine_log_group_name, state_machine_name
+from infra.names import state_machine_log_group_name, state_machine_name
+from infra.stack_settings import StackSettings
 from infra.statemachine import DEFINITION_FILE, definition_substitutions, placeholders
 
 

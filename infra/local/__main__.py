@@ -16,8 +16,10 @@ import signal
 import sys
 import threading
 
+from functions.answer.settings import OpenAISettings
 from functions.batching.rules.debounce import BatchingRules
-from functions.config import get_settings
+from functions.batching.settings import BatchingSettings
+from functions.intake.settings import PublicUrlSettings
 from functions.registry import STATUS_CALLBACK
 from functions.stack_names import STACK_NAME
 from infra.console.__main__ import DEFAULT_PORT as CONSOLE_PORT
@@ -61,12 +63,12 @@ def _print_addresses(stack: LocalStack, config: LocalConfig) -> None:
     if stack.openai_url:
         print(f"OpenAI API: {stack.openai_url}")
     print(f"State machine: {stack.state_machine_arn}")
-    rules = BatchingRules.parse(get_settings().batching_defaults())
+    rules = BatchingRules.parse(BatchingSettings.get().batching_defaults())
     print(f"{batching_line(rules)}. Ctrl-C to stop.", flush=True)
     print(f"Tenant: {config.twilio_account_sid} with {', '.join(config.twilio_numbers)}")
-    timeout = get_settings().openai_timeout_seconds
+    timeout = OpenAISettings.get().openai_timeout_seconds
     print(f"OpenAI: {timeout:g}s per Generate Reply attempt (OPENAI_TIMEOUT_SECONDS)", flush=True)
-    public = get_settings().public_base()  # WEBHOOK_BASE_URL, or the gateway's URL
+    public = PublicUrlSettings.get().public_base()  # WEBHOOK_BASE_URL, or the gateway's URL
     print(f"Status callback: {public.given_to_twilio(STATUS_CALLBACK_RESOURCE)}")
     print(f"Paste in Twilio (WhatsApp): {public.given_to_twilio('/whatsapp')}")
     print(f"Paste in Twilio (SMS): {public.given_to_twilio('/sms')}", flush=True)

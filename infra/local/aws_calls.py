@@ -30,7 +30,8 @@ from typing import Any
 from aws_lambda_powertools.utilities.parameters.secrets import SecretsProvider
 from botocore.client import BaseClient
 
-from functions.config import Settings, read_settings
+from functions.config import SettingsError, SettingsModel
+from functions.registry import ALL_SETTINGS
 from functions.storage.tables import ALL_TABLES
 
 _function: contextvars.ContextVar[str | None] = contextvars.ContextVar("function", default=None)
@@ -152,7 +153,7 @@ class Recorder:
         self._original: Any = None
         # The sessions functions assumed, by their access key: the role and the session's tags.
         self._sessions: dict[str, tuple[tuple[str, str], ...]] = {}
-        # The settings each function read: (function, environment variable).
+        # The settings models each function read: (function, model).
         self._settings_read: set[tuple[str, str]] = set()
 
     def install(self) -> None:
@@ -180,17 +181,21 @@ class Recorder:
         self._record_settings_read()
 
     def _record_settings_read(self) -> None:
-        """Each setting a function's code reads while it runs (an attribute of its Settings), for
-        the check that the stack gives it (infra/deployment_settings.py derives them from the code)."""
-        recorder, original, names = self, Settings.__getattribute__, frozenset(Settings.model_fields)
+        """Each settings model a function's code reads while it runs (its `get`), for the check
+        that its row in functions/registry.py declares it, so that the stack gives it its
+        settings (infra/deployment_settings.py settings_not_given)."""
+        if getattr(SettingsModel.get, "recorded", False):
+            return
+        recorder, original = self, SettingsModel.get.__func__  # type: ignore[attr-defined]
 
-        def reading(settings: Settings, name: str) -> Any:
-            if name in names and (function := _function.get()) is not None:
+        def get(model: type[SettingsModel]) -> Any:
+            if (function := _function.get()) is not None:
                 with recorder._lock:
-                    recorder._settings_read.add((function, name.upper()))
-            return original(settings, name)
+                    recorder._settings_read.add((function, model.__name__))
+            return original(model)
 
-        Settings.__getattribute__ = reading  # type: ignore[method-assign,assignment]
+        get.recorded = True  # type: ignore[attr-defined]
+        SettingsModel.get = classmethod(get)  # type: ignore[method-assign,assignment]
 
     def settings_read(self) -> list[tuple[str, str]]:
         with self._lock:
@@ -264,19 +269,27 @@ class Recorder:
 NAMING_SETTINGS = ("_TABLE", "_PREFIX", "_NAME", "_ARN")
 
 
-def naming_settings(environ: dict[str, str]) -> dict[str, str]:
-    """The settings a function reads from `environ` (its defaults included) that name an
-    AWS resource, by their environment variable."""
-    settings = read_settings(environ)
-    values = settings.model_dump()
-    return {n.upper(): str(v) for n, v in values.items() if n.upper().endswith(NAMING_SETTINGS)}
+def naming_settings(
+    environ: dict[str, str], models: tuple[type[SettingsModel], ...] = ALL_SETTINGS
+) -> dict[str, str]:
+    """The settings of `models` (a function's, or every one) read from `environ` (their
+    defaults included) that name an AWS resource, by their environment variable. A model
+    `environ` cannot give (a required name missing) names nothing."""
+    found: dict[str, str] = {}
+    for model in models:
+        try:
+            values = model.read(environ).model_dump()
+        except SettingsError:
+            continue
+        found |= {n.upper(): str(v) for n, v in values.items() if n.upper().endswith(NAMING_SETTINGS)}
+    return found
 
 
 @dataclass(frozen=True)
 class Recording:
     environment: dict[str, str]
     calls: list[AwsCall]
-    # The settings the functions read: (function, environment variable).
+    # The settings models the functions read: (function, model).
     settings_read: list[tuple[str, str]] = field(default_factory=list)
 
 

@@ -14,10 +14,12 @@ from typing import Any
 import boto3
 import requests
 
-from functions.config import get_settings, read_flag
+from functions.config import forget_settings, read_flag
+from functions.delivery.settings import EventSettings
 from functions.registry import TASKS
 from functions.stack_names import STACK_NAME, event_bus_name, metrics_namespace, state_machine_name
 from functions.storage.tables import ALL_TABLES, TENANTS
+from functions.tenancy.settings import ConversationIdSettings, OpenAIKeySettings, TenancySettings
 from infra.local import event_rules
 from infra.local.aws_calls import RECORDER
 from infra.local.gateway import Gateway
@@ -100,8 +102,8 @@ class LocalConfig:
         )
 
     def function_settings(self) -> dict[str, str]:
-        """The functions' settings this configuration decides (functions/config.py reads
-        the others from the environment as well)."""
+        """The functions' settings this configuration decides (the functions read the
+        others from the environment as well)."""
         settings = {
             "BATCH_WINDOW_SECONDS": str(self.batch_window_seconds),
             "AUTO_CREATE_CONVERSATIONS": "true" if self.auto_create_conversations else "false",
@@ -150,7 +152,7 @@ class LocalStack:
             server.start()
         self._moto = MotoProcess(c.host, c.aws_port, self.runtime.url).start()
         os.environ.update(self._environment())
-        get_settings.cache_clear()
+        forget_settings()
         requests.post(
             f"{self.aws.url}/moto-api/config",
             json={"stepfunctions": {"execute_state_machine": True}},
@@ -255,24 +257,22 @@ class LocalStack:
                     TableName=table.logical_id,
                     TimeToLiveSpecification={"Enabled": True, "AttributeName": table.ttl_attribute},
                 )
-        settings = get_settings()
+        openai, twilio = OpenAIKeySettings.get(), TenancySettings.get()
         secrets = self.client("secretsmanager")
         c = self.config
         for name, value in (
-            (settings.openai_secret_name, json.dumps({"api_key": c.openai_api_key})),
-            (settings.conversation_id_key_secret_name, os.urandom(32).hex()),  # a key of its own
+            (openai.openai_secret_name, json.dumps({"api_key": c.openai_api_key})),
+            (ConversationIdSettings.get().conversation_id_key_secret_name, os.urandom(32).hex()),  # its own
         ):
             secrets.create_secret(Name=name, SecretString=value)
         self.openai.add_key(c.openai_api_key)  # the stand-ins accept what the stack hands out
         self.tenants = LocalTenantAdmin(
-            Names(
-                TENANTS.logical_id, settings.twilio_tenant_secret_prefix, settings.openai_tenant_secret_prefix
-            ),
+            Names(TENANTS.logical_id, twilio.twilio_tenant_secret_prefix, openai.openai_tenant_secret_prefix),
             secrets,
             self,
         )
         self.tenants.add(c.twilio_account_sid, c.twilio_auth_token, list(c.twilio_numbers))
-        event_rules.provision(self.client("events"), settings.event_bus_name)
+        event_rules.provision(self.client("events"), EventSettings.get().event_bus_name)
         arns = {f.logical_id: f"arn:aws:lambda:{REGION}:{ACCOUNT}:function:{f.logical_id}" for f in TASKS}
         definition = render(definition_substitutions({t.logical_id: t.logical_id for t in ALL_TABLES}, arns))
         self.client("stepfunctions").create_state_machine(

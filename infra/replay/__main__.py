@@ -35,10 +35,9 @@ from infra.replay.sources import SourceError, from_csv, from_turns, since_ms
 
 def configured_rules() -> dict[str, Any]:
     """The global batching rules as the functions read them from their environment."""
-    from functions.config import Settings
+    from functions.batching.settings import BatchingSettings
 
-    placeholders = {n.upper(): "-" for n, f in Settings.model_fields.items() if f.is_required()}
-    return Settings.model_validate({**placeholders, **os.environ}).batching_defaults()
+    return BatchingSettings.read(os.environ).batching_defaults()
 
 
 def parse_policy(text: str, configured: dict[str, Any]) -> BatchingRules:

@@ -10,9 +10,10 @@ from typing import Any
 import boto3
 import pytest
 
-from functions.config import get_settings
+from functions.config import forget_settings
 from functions.storage import dynamo
 from functions.storage.models import Conversation, from_dynamo
+from functions.storage.settings import TableSettings
 from functions.storage.tables import ALL_TABLES
 from functions.tenancy import id_key
 from tests.support.fakes import ID_KEY, FakeTwilio, InMemoryStore, install
@@ -30,7 +31,7 @@ class Store:
             # A copy, as a table keeps: the fake's writes change the object it holds.
             self.fake.conversations[conversation.conversation_id] = conversation.model_copy(deep=True)
         else:
-            table = dynamo.table(get_settings().conversations_table)
+            table = dynamo.table(TableSettings.get().conversations_table)
             table.put_item(Item=dynamo.to_dynamo(conversation.to_item()))
 
     def conversation_attributes(self, conversation_id: str) -> dict[str, Any]:
@@ -39,7 +40,7 @@ class Store:
         if self.fake is not None:
             kept = self.fake.conversations[conversation_id].to_item()
             return {**kept, **self.fake.conversation_totals.get(conversation_id, {})}
-        table = dynamo.table(get_settings().conversations_table)
+        table = dynamo.table(TableSettings.get().conversations_table)
         return from_dynamo(
             table.get_item(Key={"conversation_id": conversation_id}, ConsistentRead=True)["Item"]
         )
@@ -65,7 +66,7 @@ def store(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> It
         for table in ALL_TABLES:
             resource.meta.client.create_table(**create_table_request(table))
         yield Store(None)
-    get_settings.cache_clear()
+    forget_settings()
 
 
 def _settings_for_moto(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -74,4 +75,4 @@ def _settings_for_moto(monkeypatch: pytest.MonkeyPatch) -> None:
     for name, value in {**credentials, "AWS_DEFAULT_REGION": "us-east-1", **names}.items():
         monkeypatch.setenv(name, value)
     monkeypatch.delenv("AWS_ENDPOINT_URL", raising=False)  # a local stack's, in this process
-    get_settings.cache_clear()
+    forget_settings()

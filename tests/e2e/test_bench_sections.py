@@ -9,7 +9,7 @@ import pytest
 
 from functions import clock
 from functions.batching.rules.debounce import due_ms, resolve_rules
-from functions.config import get_settings
+from functions.batching.settings import BatchingSettings
 from functions.intake.inbound import Channel
 from functions.tenancy import conversations
 from tests.support.bench import answer_delay
@@ -23,7 +23,7 @@ def test_the_webhook_sections_windows_stay_open_for_ten_minutes(stack):
     """Each of its conversations has one window, which takes every later message: none
     is answered (and no run competes with the webhook) while the section runs."""
     with long_windows():
-        rules = resolve_rules(get_settings().batching_defaults(), Channel.WHATSAPP)
+        rules = resolve_rules(BatchingSettings.get().batching_defaults(), Channel.WHATSAPP)
     opened = 1_000_000
     assert due_ms(rules, opened, opened + 500_000, opened + 499_000) >= opened + 600_000
 

@@ -28,10 +28,10 @@ from botocore.client import BaseClient
 
 from functions.assistant import assistant_profiles
 from functions.assistant.assistant_profile import AssistantProfile
-from functions.config import get_settings
 from functions.registry import FunctionDefinition
 from functions.storage.tables import ASSISTANT_PROFILES, TENANTS
 from functions.tenancy import tenant_sessions, tenants
+from functions.tenancy.settings import ToolSecretSettings
 from infra.assistants import PREFIX, AssistantAdmin
 from infra.capacity import burst
 from infra.local.aws_calls import RECORDER, on_behalf_of
@@ -251,7 +251,7 @@ def _tool_bursts(harness, counting: Counting, endpoint: ToolEndpoint) -> dict[st
     account_sid, token = harness.add_tenant(number)
     tool = "lookup_order_" + os.urandom(3).hex()  # the stand-in's queued call is for this test's tool
     names = {name: os.environ[name] for name in (ASSISTANT_PROFILES.env_var, TENANTS.env_var)}
-    names[PREFIX] = get_settings().tool_tenant_secret_prefix
+    names[PREFIX] = ToolSecretSettings.get().tool_tenant_secret_prefix
     profile = {
         "instructions": "Look orders up before answering.",
         "tools": [

@@ -37,6 +37,7 @@ from pathlib import Path
 import pytest
 from werkzeug.test import Client
 
+from functions.delivery.settings import EventSettings
 from functions.storage.tables import assistant_turn_id
 from infra.console.app import ConsoleApp
 from infra.console.reading import NEEDED, READS, StackReader, read_only_session
@@ -325,11 +326,10 @@ def test_a_handed_off_conversations_pages_show_the_pause_and_the_persons_reply(h
 
 def _put_reply(harness, user: str, body: str) -> None:
     """A helpdesk's `conversation.reply` on the bus (docs/how-it-works.md)."""
-    from functions.config import get_settings
 
     detail = {"AccountSid": harness.stack.config.twilio_account_sid, "conversation": user, "body": body}
     entry = {
-        "EventBusName": get_settings().event_bus_name,
+        "EventBusName": EventSettings.get().event_bus_name,
         "Source": f"helpdesk.{detail['AccountSid']}",
         "DetailType": "conversation.reply",
         "Detail": json.dumps(detail),

@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from functions.answer import turns
-from functions.config import Settings
+from functions.guards.settings import GuardSettings
 from tests.support.events import event_names, load_event
 from tests.support.local_stack import Harness
 from tests.support.media import PHOTO, VOICE_NOTE_SAYS
@@ -32,7 +32,7 @@ def text(value: str) -> dict[str, str]:
 IMAGE = {"type": "input_image", "image_url": PHOTO_URL, "detail": "auto"}
 
 # What a WhatsApp opt-out is answered with, once (Twilio confirms an SMS opt-out itself).
-CONFIRMATION = Settings.model_fields["opt_out_confirmation"].default
+CONFIRMATION = GuardSettings.model_fields["opt_out_confirmation"].default
 
 # event → what the model is given for it alone (None: an opt-out, no AI call).
 INPUTS: dict[str, Any] = {

@@ -13,8 +13,8 @@ import pytest
 from functions import clock
 from functions.answer import turns
 from functions.answer.openai_models import DEFAULT_MODEL
-from functions.config import get_settings
 from functions.guards import usage_counters
+from functions.guards.settings import GuardSettings
 from functions.guards.usage_counters import Counter
 from functions.storage.models import Turn
 from infra.local.webhooks import inbound_form, post_webhook
@@ -93,7 +93,7 @@ def test_each_responses_tokens_count_on_its_tenants_token_counter(harness, tenan
     replies = _answers(harness, tenant, people=3)
 
     hour = int(clock.now().timestamp()) // 3600
-    ceiling = get_settings().max_ai_tokens_per_hour_per_tenant
+    ceiling = GuardSettings.get().max_ai_tokens_per_hour_per_tenant
     spent = usage_counters.total(
         Counter.sharded(f"tenant_tokens#{account_sid}#{hour}", ceiling, "", "tokens")
     )

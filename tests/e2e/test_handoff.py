@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 
-from functions.config import get_settings
+from functions.delivery.settings import EventSettings
 from functions.storage.tables import user_turn_id
 from infra.local.lambdas import invoke
 from infra.local.webhooks import inbound_form, post_webhook
@@ -56,7 +56,7 @@ def handed_off_batches(harness: Any) -> Any:
     queue_arn = sqs.get_queue_attributes(QueueUrl=queue_url, AttributeNames=["QueueArn"])["Attributes"][
         "QueueArn"
     ]
-    bus = get_settings().event_bus_name
+    bus = EventSettings.get().event_bus_name
     events.put_rule(
         Name=name, EventBusName=bus, EventPattern=json.dumps({"detail-type": ["batch.handed_off"]})
     )
@@ -73,7 +73,7 @@ def put_command(harness: Any, detail_type: str, detail: dict[str, Any], source: 
     """A helpdesk's command, put on the bus as a helpdesk puts it (its tenant's own source,
     unless another is given)."""
     entry = {
-        "EventBusName": get_settings().event_bus_name,
+        "EventBusName": EventSettings.get().event_bus_name,
         "Source": source or f"helpdesk.{detail['AccountSid']}",
         "DetailType": detail_type,
         "Detail": json.dumps(detail),

@@ -10,7 +10,7 @@ import openai
 import pytest
 
 from functions.answer import ai_requests, openai_responses
-from functions.config import get_settings
+from functions.batching.settings import FailureSettings
 from functions.errors import AIRetryableError
 from functions.intake import staged_messages
 from tests.e2e.test_corpus import IMAGE, send_burst, text
@@ -114,7 +114,7 @@ def test_a_reply_cut_by_the_content_filter_is_not_sent_the_fallback_is(harness, 
     assert run["status"] == "FAILED" and run["error"] == "AIPermanentError"
     assert "content_filter" in run["cause"]
     assert harness.failures_in(run["executionArn"]) == ["AIPermanentError"]  # not retried
-    assert harness.replies_to(user) == [get_settings().fallback_reply]
+    assert harness.replies_to(user) == [FailureSettings.get().fallback_reply]
     assert staged_messages.pending(conversation_id) == []  # set aside
     assert items_of(harness, conversation_id) == []  # the filtered turn is not kept
     assert "AIRepliesFiltered" in counted

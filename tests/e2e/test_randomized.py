@@ -44,7 +44,7 @@ import pytest
 
 from functions.answer import turns
 from functions.batching import batch_windows, stepfunctions
-from functions.config import get_settings
+from functions.batching.settings import FailureSettings
 from functions.entry_points.reconciler import reconcile
 from functions.entry_points.status_callback import NOT_DELIVERED
 from functions.intake import staged_messages
@@ -254,7 +254,7 @@ def test_random_traffic_with_faults_loses_and_duplicates_nothing(harness, config
         time.sleep(2)
     elapsed = time.monotonic() - started
 
-    fallback = get_settings().fallback_reply
+    fallback = FailureSettings.get().fallback_reply
     lost = duplicated = openai_duplicates = set_aside = duplicate_sends = 0
     for c, cid in conversation_ids.items():
         # The batches, in window order: answered, or set aside with the fallback reply.

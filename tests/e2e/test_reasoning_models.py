@@ -11,7 +11,7 @@ import time
 
 import pytest
 
-from functions.config import get_settings
+from functions.answer.settings import AnswerSettings
 from functions.guards import usage_counters
 
 pytestmark = pytest.mark.e2e
@@ -47,7 +47,7 @@ def test_with_3000_reasoning_tokens_and_the_default_settings_the_person_gets_the
     conversation_id, calls = _answer(harness, user, "Where is my order?")
 
     assert harness.replies_to(user) == ["You said: Where is my order?"]  # not the fallback reply
-    settings = get_settings()
+    settings = AnswerSettings.get()
     assert calls[0]["reasoning"] == {"effort": settings.openai_reasoning_effort}
     assert calls[0]["max_output_tokens"] == settings.openai_max_output_tokens
     assert ("reasoning", "") in _openai_items(harness, conversation_id)  # it did reason
@@ -55,7 +55,7 @@ def test_with_3000_reasoning_tokens_and_the_default_settings_the_person_gets_the
 
 def test_a_response_that_spent_its_room_on_reasoning_is_asked_again_with_more(harness):
     user = harness.new_user()
-    first = get_settings().openai_max_output_tokens
+    first = AnswerSettings.get().openai_max_output_tokens
     harness.stack.openai.inject({"reasoning_tokens": first})  # all of it: no text
 
     conversation_id, calls = _answer(harness, user, "Where is my order?")

@@ -14,7 +14,8 @@ import secrets
 import pytest
 
 from functions.answer import turns
-from functions.config import get_settings
+from functions.answer.settings import AnswerSettings
+from functions.guards.settings import GuardSettings
 from infra.local.webhooks import inbound_form, post_webhook
 from tests.support.emf import emf_records
 from tests.support.local_stack import OUR_SMS, OUR_WHATSAPP
@@ -45,7 +46,7 @@ def test_a_long_sms_reply_is_sent_within_the_segment_cap_ending_at_a_sentence(
 ):
     configure(BATCH_WINDOW_SECONDS="2")  # both fragments in one burst
     monkeypatch.setenv("POWERTOOLS_METRICS_DISABLED", "false")
-    cap = get_settings().max_sms_segments_per_reply  # the default
+    cap = GuardSettings.get().max_sms_segments_per_reply  # the default
     user = f"+1555{secrets.randbelow(10**7):07d}"
     fragments = [_paragraph(1), _paragraph(2)]
     uncapped = "You said: " + "\n".join(fragments)  # what the stand-in answers: 13 segments in two messages
@@ -65,7 +66,7 @@ def test_a_long_sms_reply_is_sent_within_the_segment_cap_ending_at_a_sentence(
     assert (assistant.status, assistant.limited) == ("sent", "sms_segments")
     printed = capfd.readouterr().out
     assert sum(_counted(printed, "SmsSegmentsCapped")) == 1
-    assert _max_output_tokens(harness, user, OUR_SMS) == get_settings().openai_max_output_tokens_sms
+    assert _max_output_tokens(harness, user, OUR_SMS) == AnswerSettings.get().openai_max_output_tokens_sms
 
 
 def test_a_whatsapp_reply_of_the_same_length_is_not_cut(harness, configure):
@@ -79,7 +80,7 @@ def test_a_whatsapp_reply_of_the_same_length_is_not_cut(harness, configure):
 
     sent = " ".join(harness.replies_to(user))  # two messages: WhatsApp is not billed per segment
     assert sent.split() == ("You said: " + "\n".join(fragments)).split()
-    assert _max_output_tokens(harness, user, OUR_WHATSAPP) == get_settings().openai_max_output_tokens
+    assert _max_output_tokens(harness, user, OUR_WHATSAPP) == AnswerSettings.get().openai_max_output_tokens
 
 
 def _max_output_tokens(harness, user: str, our_number: str) -> int:

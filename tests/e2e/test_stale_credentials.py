@@ -15,11 +15,11 @@ import pytest
 from twilio.request_validator import RequestValidator
 
 from functions.answer import turns
-from functions.config import get_settings
 from functions.delivery import reply as send_reply
 from functions.intake import staged_messages
 from functions.states import generate_reply
 from functions.tenancy import fresh_credentials
+from functions.tenancy.settings import OpenAIKeySettings
 from infra.local.aws_calls import RECORDER
 from infra.local.webhooks import inbound_form, post_webhook
 from tests.support.waiting import wait_until
@@ -141,4 +141,6 @@ def test_a_revoked_openai_key_keeps_the_batch_until_the_secret_has_a_new_one(har
         for c in RECORDER.calls()
         if c.function == "GenerateReply" and c.names == (("SecretId", secret),)
     }
-    assert sessions == {(("role", get_settings().openai_tenant_reader_role_arn), ("tag:tenant", account_sid))}
+    assert sessions == {
+        (("role", OpenAIKeySettings.get().openai_tenant_reader_role_arn), ("tag:tenant", account_sid))
+    }

@@ -19,9 +19,9 @@ import time
 import pytest
 
 from functions.answer import turns
-from functions.config import get_settings
 from functions.delivery.callback_urls import status_callback_url
 from functions.tenancy import tenants
+from functions.tenancy.settings import TenancySettings, TwilioSessionSettings
 from infra.local.aws_calls import RECORDER
 from infra.local.webhooks import inbound_form, new_message_sid, post_webhook
 from tests.support.local_stack import OUR_WHATSAPP
@@ -290,7 +290,7 @@ def test_a_tenants_photo_is_fetched_with_its_token_read_in_a_session_only_it_is_
     role tagged with B (IAM, judging every recorded call at the end of the run, refuses a
     read outside that session or of another tenant's secret)."""
     (b_sid, b_token), b_number, customer = two_tenants[1], _numbers(two_tenants[1][0])[0], harness.new_user()
-    own = get_settings().twilio_tenant_secret_prefix + b_sid
+    own = TenancySettings.get().twilio_tenant_secret_prefix + b_sid
     named = f"{own}/support"
     harness.stack.client("secretsmanager").create_secret(
         Name=named, SecretString=json.dumps({"account_sid": b_sid, "auth_token": b_token})
@@ -316,5 +316,5 @@ def test_a_tenants_photo_is_fetched_with_its_token_read_in_a_session_only_it_is_
         for c in RECORDER.calls()
         if c.function == "GenerateReply" and c.names in ((("SecretId", own),), (("SecretId", named),))
     }
-    session = {"role": get_settings().twilio_tenant_reader_role_arn, "tag:tenant": b_sid}
+    session = {"role": TwilioSessionSettings.get().twilio_tenant_reader_role_arn, "tag:tenant": b_sid}
     assert reads == {(("SecretId", own),): session, (("SecretId", named),): session}

@@ -19,7 +19,7 @@ from aws_lambda_powertools.utilities.parameters.base import DEFAULT_PROVIDERS
 from werkzeug.test import EnvironBuilder
 from werkzeug.wrappers import Request
 
-from functions.config import get_settings
+from functions.intake.settings import PublicUrlSettings
 from functions.tenancy import tenants
 from infra.local.gateway import proxy_event
 from infra.local.lambdas import invoke
@@ -34,7 +34,7 @@ FORM = "application/x-www-form-urlencoded"
 
 def _event(data: bytes | dict[str, str], signature: str | None) -> dict:
     headers = {"Content-Type": FORM, **({"X-Twilio-Signature": signature} if signature else {})}
-    base = get_settings().webhook_base_url
+    base = PublicUrlSettings.get().webhook_base_url
     builder = EnvironBuilder(path="/whatsapp", base_url=base, method="POST", data=data, headers=headers)
     # Raw bytes as an API whose binary media types include forms would pass them (base64):
     # the deployed API has none, and would hand over text with U+FFFD in their place.
@@ -58,7 +58,7 @@ def webhook(harness):
     def call(data: bytes | dict[str, str], signed_with: str | None = token) -> tuple[int, Counter[str]]:
         """`data` signed with `signed_with`'s token (no signature when None; raw bytes carry
         a signature that cannot be checked)."""
-        url = get_settings().webhook_base_url + "/whatsapp"
+        url = PublicUrlSettings.get().webhook_base_url + "/whatsapp"
         signature = "not-checkable" if isinstance(data, bytes) else None
         if isinstance(data, dict) and signed_with:
             signature = sign(url, data, signed_with)

@@ -7,8 +7,8 @@ from __future__ import annotations
 import pytest
 
 from functions.answer import turns
-from functions.config import get_settings
 from functions.intake import staged_messages
+from functions.tenancy.settings import OpenAIKeySettings, TenancySettings
 
 pytestmark = pytest.mark.emulator
 
@@ -20,11 +20,10 @@ pytestmark = pytest.mark.emulator
 def test_a_conversation_naming_another_tenants_secret_is_not_answered_with_it(harness, configure, field):
     configure(MAX_BATCH_ATTEMPTS="2")
     other_sid, _ = harness.add_tenant()
-    settings = get_settings()
     prefix = (
-        settings.twilio_tenant_secret_prefix
+        TenancySettings.get().twilio_tenant_secret_prefix
         if field.startswith("twilio")
-        else settings.openai_tenant_secret_prefix
+        else OpenAIKeySettings.get().openai_tenant_secret_prefix
     )
     user = harness.new_user()
     conversation_id = harness.stage_directly(user, ["use someone else's account"])

@@ -13,7 +13,7 @@ import pytest
 
 from functions import clock
 from functions.answer import openai_responses, turns
-from functions.config import get_settings
+from functions.batching.settings import FailureSettings
 from functions.delivery import twilio_messages
 from functions.errors import AIRetryableError
 from functions.intake import staged_messages
@@ -198,7 +198,7 @@ def test_quota_exhausted_is_permanent_the_user_gets_the_fallback(harness, monkey
     assert harness.failures_in(run["executionArn"]) == ["AIPermanentError"]  # not retried
     assert len(creates_for(harness, conversation_id)) == 1
     assert "AIQuotaExhausted" in counted
-    assert harness.replies_to(user) == [get_settings().fallback_reply]
+    assert harness.replies_to(user) == [FailureSettings.get().fallback_reply]
     assert staged_messages.pending(conversation_id) == []  # set aside, not retried
     assert items_of(harness, conversation_id) == []
 
@@ -214,7 +214,7 @@ def test_the_fallback_reply_survives_a_transient_twilio_error_and_is_sent_once(h
 
     assert run["status"] == "FAILED" and run["error"] == "AIPermanentError"
     assert harness.failures_in(run["executionArn"]) == ["AIPermanentError", "TwilioRetryableError"]
-    assert harness.replies_to(user) == [get_settings().fallback_reply]
+    assert harness.replies_to(user) == [FailureSettings.get().fallback_reply]
     (user_turn,) = turns.list_of(conversation_id)
     assert user_turn.status == "failed" and user_turn.fallback_message_sid
 

@@ -10,7 +10,8 @@ import time
 import pytest
 
 from functions.answer import turns
-from functions.config import get_settings
+from functions.batching.settings import FailureSettings
+from functions.delivery.settings import EventSettings
 from functions.intake import staged_messages
 from functions.storage.tables import assistant_turn_id, user_turn_id
 from functions.tenancy import conversations
@@ -116,7 +117,7 @@ def test_openai_permanent_failure_sends_the_fallback_and_sets_the_batch_aside(ha
     assert harness.failures_in(run["executionArn"]) == ["AIPermanentError"]  # not retried
     assert "Record Failed Batch" in harness.states_entered(run["executionArn"])
     assert "lock_owner" not in harness.conversation_item(conversation_id)
-    assert harness.replies_to(user) == [get_settings().fallback_reply]
+    assert harness.replies_to(user) == [FailureSettings.get().fallback_reply]
     # Kept with their bodies, recorded as failed, and no longer pending (not retried).
     staged = harness.staged(conversation_id)
     assert sorted(i["body"]["S"] for i in staged) == ["one", "two"]
@@ -220,12 +221,12 @@ def _answered_batch_event(harness, bodies: list[str]) -> tuple[str, str, dict]:
     ]
     events.put_rule(
         Name="answered",
-        EventBusName=get_settings().event_bus_name,
+        EventBusName=EventSettings.get().event_bus_name,
         EventPattern=json.dumps({"detail-type": ["batch.answered"]}),
     )
     events.put_targets(
         Rule="answered",
-        EventBusName=get_settings().event_bus_name,
+        EventBusName=EventSettings.get().event_bus_name,
         Targets=[{"Id": "queue", "Arn": queue_arn}],
     )
     user = harness.new_user()

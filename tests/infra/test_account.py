@@ -498,7 +498,7 @@ def _settings_file(folder: Path, settings: dict[str, str], name: str = "producti
 
 def _recorded(path: Path | None) -> Any:
     """What a deploy given `path` (None: no file) records, as infra.app reads its context."""
-    from infra.names import StackSettings
+    from infra.stack_settings import StackSettings
 
     context = {"settings_file": str(path)} if path else {}
     return StackSettings.from_context(context.get, Path("."), Path(".")).recorded

@@ -1,6 +1,6 @@
 """A deployment's settings file (`make synth SETTINGS=FILE`, CDK context `settings_file`):
-every documented setting can be given, reaches the functions that read it, and is validated
-at synth by the model the functions read it with."""
+every documented setting can be given, reaches the functions whose rows declare its model
+and no other, and is validated at synth by the model the functions read it with."""
 
 from __future__ import annotations
 
@@ -11,9 +11,9 @@ from typing import Any
 import pytest
 from annotated_types import Ge, Gt, Le
 
-from functions.config import Settings, read_settings
-from functions.registry import ALL_FUNCTIONS
-from infra.deployment_settings import LOCAL_ONLY, SET_BY_STACK, settings_read_by
+from functions.config import read_settings
+from functions.registry import ALL_FUNCTIONS, ALL_SETTINGS
+from infra.deployment_settings import LOCAL_ONLY, SET_BY_STACK, function_setting_names
 
 # infra.app imports the CDK: on the worker that synthesizes (tests/conftest.py SHARED_FIXTURES).
 pytestmark = [pytest.mark.infra, pytest.mark.xdist_group("synthesized")]
@@ -21,7 +21,7 @@ pytestmark = [pytest.mark.infra, pytest.mark.xdist_group("synthesized")]
 
 def _other_value(name: str) -> str:
     """A valid value of the setting other than its default, from its type and bounds."""
-    field = Settings.model_fields[name]
+    (field,) = [model.model_fields[name] for model in ALL_SETTINGS if name in model.model_fields]
     default, annotation = field.default, field.annotation
     if typing.get_origin(annotation) is typing.Literal:
         return str(next(v for v in typing.get_args(annotation) if v != default))
@@ -40,13 +40,14 @@ def _other_value(name: str) -> str:
 def _file_with_every_setting(tmp_path: Path) -> tuple[Path, dict[str, str]]:
     chosen = {
         name.upper(): _other_value(name)
-        for name in Settings.model_fields
+        for model in ALL_SETTINGS
+        for name in model.model_fields
         if name.upper() not in SET_BY_STACK | LOCAL_ONLY
     }
     chosen["WHATSAPP_TEMPLATE_VARIABLES"] = '{"1": "there"}'  # a JSON object of strings
     chosen["TWILIO_CONNECTION_OVERRIDES"] = "rc=3&rp=all"
     chosen["WEBHOOK_BASE_URL"] = "https://hooks.example.com/burst"
-    read_settings({**{n: "x" for n in SET_BY_STACK}, **chosen})  # every value valid
+    read_settings({**{n: "x" for n in SET_BY_STACK}, **chosen}, ALL_SETTINGS)  # every value valid
     lines = [f"{name}={value!r}" if " " in value else f"{name}={value}" for name, value in chosen.items()]
     path = tmp_path / "deployment.env"
     path.write_text("# every setting, none at its default\n" + "\n".join(lines) + "\n")
@@ -76,7 +77,11 @@ def _environments(template: dict[str, Any]) -> dict[str, dict[str, Any]]:
     return found
 
 
-def test_every_setting_in_the_file_reaches_every_function_that_reads_it_and_no_other(tmp_path):
+# What Lambda's runtime and Powertools read, set by the stack on every function: no setting of ours.
+RUNTIME = {"POWERTOOLS_SERVICE_NAME", "POWERTOOLS_METRICS_NAMESPACE", "POWERTOOLS_LOG_LEVEL"}
+
+
+def test_every_setting_in_the_file_reaches_every_function_that_declares_it_and_no_other(tmp_path):
     path, chosen = _file_with_every_setting(tmp_path)
 
     environments = _environments(_synthesized(tmp_path, {"settings_file": str(path)}))
@@ -85,20 +90,85 @@ def test_every_setting_in_the_file_reaches_every_function_that_reads_it_and_no_o
     reached = set()
     for definition in ALL_FUNCTIONS:
         environment = environments[definition.logical_id]
-        reads = settings_read_by(definition.handler.rpartition(".")[0])
         for name, value in chosen.items():
-            if name == "WEBHOOK_BASE_URL" and name in reads:  # the stack's URL: the configured one
-                assert environment[name] == value, (definition.logical_id, name)
-            elif name in reads:
+            if name in definition.variables:
                 assert environment.get(name) == value, (definition.logical_id, name)
                 reached.add(name)
             else:
                 assert name not in environment, (definition.logical_id, name)
-    assert reached | {"WEBHOOK_BASE_URL"} == set(chosen)  # each setting is read by some function
+    assert reached == set(chosen)  # each setting is read by some function
+
+
+def test_each_functions_environment_holds_exactly_its_declared_models_settings(tmp_path, synthesized):
+    """Every setting chosen: each function holds the variables of the models its row in
+    functions/registry.py declares, every one, and no other (the local stack's own left out).
+    Nothing chosen: it holds those the stack sets itself, of its models only."""
+    path, _ = _file_with_every_setting(tmp_path)
+    every = _environments(_synthesized(tmp_path, {"settings_file": str(path)}))
+    default = _environments(synthesized[1])
+
+    given_by_the_stack = SET_BY_STACK | {"WEBHOOK_BASE_URL", "TWILIO_CONNECTION_OVERRIDES"}
+    for definition in ALL_FUNCTIONS:
+        assert definition.settings, definition.logical_id
+        declared = definition.variables - LOCAL_ONLY
+        assert set(every[definition.logical_id]) - RUNTIME == declared, definition.logical_id
+        assert set(default[definition.logical_id]) - RUNTIME == declared & given_by_the_stack, (
+            definition.logical_id
+        )
+
+
+def test_the_old_cdk_context_keys_still_choose_the_functions_settings_over_the_file(tmp_path):
+    """`-c batch_window_seconds=5`, `-c openai_model=...`, `-c webhook_base_url=...` and the
+    other settings that were the stack's own: any function setting is a context key in lower
+    case, which wins over the file's line, reaches the functions that declare it, and is
+    recorded with the deployment."""
+    path = tmp_path / "deployment.env"
+    path.write_text("BATCH_WINDOW_SECONDS=7\nAUTO_CREATE_CONVERSATIONS=true\nMAX_BATCH_SIZE=20\n")
+    context = {
+        "settings_file": str(path),
+        "batch_window_seconds": "5",
+        "openai_model": "gpt-5-mini",
+        "openai_fallback_model": "o3",
+        "webhook_base_url": "https://hooks.example.com/burst#rc=3&rp=all",
+        "auto_create_conversations": False,  # cdk.json's JSON
+    }
+
+    environments = _environments(_synthesized(tmp_path, context))
+
+    webhook, generate = environments["Webhook"], environments["GenerateReply"]
+    assert (webhook["BATCH_WINDOW_SECONDS"], webhook["MAX_BATCH_SIZE"]) == ("5", "20")
+    assert webhook["AUTO_CREATE_CONVERSATIONS"] == "false"
+    assert (webhook["WEBHOOK_BASE_URL"], webhook["TWILIO_CONNECTION_OVERRIDES"]) == (
+        "https://hooks.example.com/burst",
+        "rc=3&rp=all",
+    )
+    assert (generate["OPENAI_MODEL"], generate["OPENAI_FALLBACK_MODEL"]) == ("gpt-5-mini", "o3")
+    assert "OPENAI_MODEL" not in webhook and "BATCH_WINDOW_SECONDS" not in generate
+    from infra.stack_settings import StackSettings
+
+    recorded = StackSettings.from_context(context.get, Path("."), Path(".")).recorded
+    assert recorded is not None
+    assert set(recorded.names) == {
+        "BATCH_WINDOW_SECONDS",
+        "AUTO_CREATE_CONVERSATIONS",
+        "MAX_BATCH_SIZE",
+        "OPENAI_MODEL",
+        "OPENAI_FALLBACK_MODEL",
+        "WEBHOOK_BASE_URL",
+    }
+
+
+@pytest.mark.parametrize("key", ["turns_table", "state_machine_arn", "tool_loopback_http"])
+def test_a_setting_the_stack_sets_itself_is_refused_as_cdk_context_too(key):
+    from infra.deployment_settings import DeploymentSettingsError
+    from infra.stack_settings import StackSettings
+
+    with pytest.raises(DeploymentSettingsError, match=key.upper()):
+        StackSettings.from_context({key: "x"}.get, Path("."), Path("."))
 
 
 def test_a_stack_setting_in_the_file_is_the_context_unless_c_gives_it(tmp_path):
-    from infra.names import StackSettings
+    from infra.stack_settings import StackSettings
 
     path = tmp_path / "deployment.env"
     path.write_text("API_RATE_LIMIT=2000\nALARM_EMAIL=oncall@example.com\nBATCH_MODE=quiet\n")
@@ -152,7 +222,7 @@ def test_make_synth_says_which_setting_is_amiss_in_one_line(tmp_path, monkeypatc
 )
 def test_a_file_that_names_no_setting_the_stacks_own_name_or_a_secret_is_refused(tmp_path, line, why):
     from infra.deployment_settings import DeploymentSettingsError, read_file
-    from infra.names import stack_setting_names
+    from infra.stack_settings import stack_setting_names
 
     path = tmp_path / "deployment.env"
     path.write_text(line + "\n")
@@ -170,12 +240,16 @@ def test_settings_too_large_for_lambdas_environment_fail_synth_naming_the_functi
         _synthesized(tmp_path, {"settings_file": str(path)})
 
 
-def test_a_setting_a_function_read_while_the_tests_ran_that_the_stack_would_not_give_it_is_named():
+def test_a_model_a_function_read_while_the_tests_ran_that_its_row_does_not_declare_is_named():
     from infra.deployment_settings import settings_not_given
 
-    assert settings_not_given([("GenerateReply", "OPENAI_INSTRUCTIONS"), ("Webhook", "BATCH_MODE")]) == []
-    assert settings_not_given([("Webhook", "OPENAI_INSTRUCTIONS")]) == [
-        "NOT GIVEN Webhook: read OPENAI_INSTRUCTIONS, which a settings file would not reach"
+    assert settings_not_given([("GenerateReply", "AnswerSettings"), ("Webhook", "BatchingSettings")]) == []
+    assert settings_not_given([("Webhook", "MediaSettings"), ("Webhook", "Made up")]) == [
+        "NOT GIVEN Webhook: read MediaSettings (MEDIA_IMAGE_INPUT, MEDIA_MAX_BATCH_BYTES, MEDIA_MAX_BYTES, "
+        "MEDIA_REDIRECT_HOSTS, MEDIA_TIME_BUDGET_SECONDS, MEDIA_VOICE_TRANSCRIPTION, TRANSCRIPTION_MODEL, "
+        "TWILIO_MEDIA_HOSTS), which its row in functions/registry.py does not declare",
+        "NOT GIVEN Webhook: read Made up (not in ALL_SETTINGS), which its row in functions/registry.py "
+        "does not declare",
     ]
 
 
@@ -192,7 +266,7 @@ def test_a_setting_a_function_read_while_the_tests_ran_that_the_stack_would_not_
     ],
 )
 def test_a_stack_setting_amiss_in_the_file_is_refused_naming_it(tmp_path, line):
-    from infra.names import StackSettings
+    from infra.stack_settings import StackSettings
 
     path = tmp_path / "deployment.env"
     path.write_text(line + "\n")
@@ -216,8 +290,7 @@ def test_the_docs_give_a_deployments_settings_as_lines_of_its_file_never_as_cdk_
     without the settings file, which dropped every other setting of the deployment."""
     import re
 
-    from infra.deployment_settings import function_setting_names
-    from infra.names import stack_setting_names
+    from infra.stack_settings import stack_setting_names
 
     root = Path(__file__).resolve().parent.parent.parent
     names = {name.lower() for name in (*function_setting_names(), *stack_setting_names())} | {"settings_file"}

@@ -91,7 +91,7 @@ def test_no_rule_of_the_web_acl_blocks_a_request_that_carries_twilios_signature(
 
 
 def test_an_address_flooding_without_a_signature_is_still_refused_by_its_rate(synthesized):
-    from infra.names import StackSettings
+    from infra.stack_settings import StackSettings
 
     (rule,) = _web_acl(synthesized[1])["Rules"]
     rate = rule["Statement"]["RateBasedStatement"]

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from functions.config import Settings
+from functions.registry import ALL_SETTINGS
 from infra.local.stack import EVENT_BUS_NAME, STATE_MACHINE_NAME
 from infra.tenants import Names
 
@@ -27,7 +27,7 @@ def test_the_local_bus_and_state_machine_are_named_as_the_default_stack_names_th
 
 def test_the_local_secrets_are_named_as_the_default_stack_names_them(synthesized):
     outputs = {k: v["Value"] for k, v in synthesized[1]["Outputs"].items()}
-    defaults = {name: f.default for name, f in Settings.model_fields.items()}
+    defaults = {name: f.default for model in ALL_SETTINGS for name, f in model.model_fields.items()}
     local = Names.resolve("BurstReply", {"AWS_ENDPOINT_URL": "http://127.0.0.1:5000"})
     assert (
         defaults["twilio_tenant_secret_prefix"] == local.twilio_prefix == outputs["TwilioTenantSecretPrefix"]

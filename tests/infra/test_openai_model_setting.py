@@ -10,7 +10,8 @@ from pathlib import Path
 import pytest
 
 from functions.answer.openai_models import DEFAULT_MODEL
-from infra.names import StackSettings
+from functions.answer.settings import AnswerSettings
+from infra.stack_settings import StackSettings
 
 # infra.app imports the CDK: inside the tests, which run on the worker that synthesizes the
 # stack (tests/conftest.py SHARED_FIXTURES), so that one worker alone loads it.
@@ -54,13 +55,14 @@ def test_the_default_deployment_uses_the_default_model_and_is_not_warned_about()
     from infra import app as cdk_app
 
     settings = StackSettings(Path("."), Path("."))
-    assert (settings.openai_model, settings.openai_fallback_model) == (DEFAULT_MODEL, "")
+    answer = settings.functions(AnswerSettings)
+    assert (answer.openai_model, answer.openai_fallback_model) == (DEFAULT_MODEL, "")
     assert cdk_app.model_warnings(settings, date(2026, 11, 26)) == []
 
 
 def test_a_retiring_fallback_model_is_warned_about_too():
     from infra import app as cdk_app
 
-    settings = StackSettings(Path("."), Path("."), openai_fallback_model="o3")
+    settings = StackSettings(Path("."), Path("."), function_settings={"OPENAI_FALLBACK_MODEL": "o3"})
     (warning,) = cdk_app.model_warnings(settings, date(2026, 12, 1))
     assert warning.startswith("OPENAI_FALLBACK_MODEL o3 is shut down by OpenAI on 2026-12-11, in 10 days")

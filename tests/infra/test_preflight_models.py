@@ -12,7 +12,7 @@ from typing import Any
 import openai
 import pytest
 
-from functions.config import Settings
+from functions.answer.settings import MediaSettings
 from infra import preflight
 
 pytestmark = pytest.mark.infra
@@ -40,7 +40,7 @@ def test_the_transcription_model_is_checked_too(monkeypatch):
 def test_a_setting_not_given_is_checked_at_its_default(monkeypatch):
     monkeypatch.delenv("OPENAI_API_KEY", raising=False)
     line = preflight.model(template(), DAY)
-    default = Settings.model_fields["transcription_model"].default
+    default = MediaSettings.model_fields["transcription_model"].default
     assert line.ok and f"TRANSCRIPTION_MODEL={default}" in line.detail
     assert "OPENAI_FALLBACK_MODEL" not in line.detail  # none set
 

@@ -12,10 +12,9 @@ import pytest
 from annotated_types import Le
 
 from functions.batching.rules.burst import MAX_WAIT_LIMIT_SECONDS
-from functions.config import Settings
-from functions.registry import ALL_FUNCTIONS, FunctionDefinition
-from infra.deployment_settings import DeploymentSettingsError, settings_read_by
-from infra.names import StackSettings
+from functions.registry import ALL_FUNCTIONS, ALL_SETTINGS, FunctionDefinition
+from infra.deployment_settings import DeploymentSettingsError
+from infra.stack_settings import StackSettings
 
 pytestmark = pytest.mark.infra
 
@@ -46,7 +45,8 @@ def test_a_setting_outside_what_aws_accepts_stops_the_synth_naming_it(tmp_path, 
 
 
 def _upper_bound(name: str) -> float:
-    (bound,) = [m.le for m in Settings.model_fields[name].metadata if isinstance(m, Le)]
+    (field,) = [model.model_fields[name] for model in ALL_SETTINGS if name in model.model_fields]
+    (bound,) = [m.le for m in field.metadata if isinstance(m, Le)]
     return float(bound)
 
 
@@ -55,9 +55,7 @@ def test_max_wait_is_bounded_where_a_conversations_own_rules_are_clamped():
 
 
 def test_a_twilio_request_ends_inside_the_timeout_of_every_function_that_makes_one():
-    callers = [
-        f for f in ALL_FUNCTIONS if "TWILIO_TIMEOUT_SECONDS" in settings_read_by(f.handler.rpartition(".")[0])
-    ]
+    callers = [f for f in ALL_FUNCTIONS if "TWILIO_TIMEOUT_SECONDS" in f.variables]
     assert {f.logical_id for f in callers} >= {"SendReply", "StatusCallback"}
     assert _upper_bound("twilio_timeout_seconds") < min(f.timeout_seconds for f in callers)
 

@@ -8,7 +8,8 @@ from typing import Any
 
 import pytest
 
-from infra.names import NAMESPACE, SERVICE, StackSettings
+from infra.names import NAMESPACE, SERVICE
+from infra.stack_settings import StackSettings
 from tests.infra.test_stack import logical_id_of, resources
 from tests.support.bench import prices
 

@@ -19,7 +19,8 @@ from functions.storage.tables import ALL_TABLES
 from infra.iam.requests import resource_types
 from infra.local import gateway
 from infra.local.tables import create_table_request
-from infra.names import NAMESPACE, SERVICE, StackSettings
+from infra.names import NAMESPACE, SERVICE
+from infra.stack_settings import StackSettings
 from infra.statemachine import DEFINITION_FILE, placeholders
 
 if TYPE_CHECKING:
@@ -301,7 +302,7 @@ def test_an_email_hears_the_alarms_only_when_the_deployment_names_one(synthesize
 def test_an_alarm_email_that_is_not_one_is_refused_at_synth():
     from pathlib import Path
 
-    from infra.names import StackSettings
+    from infra.stack_settings import StackSettings
 
     with pytest.raises(ValueError, match="alarm_email"):
         StackSettings.from_context({"alarm_email": "oncall at example"}.get, Path("."), Path("."))
@@ -645,8 +646,14 @@ def test_urls_given_to_twilio_carry_the_connection_overrides_that_make_it_retry_
 def test_a_configured_base_url_with_a_fragment_gives_the_overrides():
     from pathlib import Path
 
-    from infra.names import StackSettings
+    from functions.intake.settings import PublicUrlSettings
+    from infra.stack_settings import StackSettings
 
-    settings = StackSettings(Path("."), Path("."), webhook_base_url="https://hooks.example/b/#rc=3&rp=5xx")
-    assert settings.public_base() == ("https://hooks.example/b", "rc=3&rp=5xx")
-    assert StackSettings(Path("."), Path(".")).public_base() == ("", "rc=5&rp=all")
+    settings = StackSettings(
+        Path("."), Path("."), function_settings={"WEBHOOK_BASE_URL": "https://hooks.example/b/#rc=3&rp=5xx"}
+    )
+    assert settings.functions(PublicUrlSettings).public_base() == ("https://hooks.example/b", "rc=3&rp=5xx")
+    assert StackSettings(Path("."), Path(".")).functions(PublicUrlSettings).public_base() == (
+        "",
+        "rc=5&rp=all",
+    )

@@ -14,7 +14,7 @@ import requests
 from functions.answer import openai_audio, twilio_media
 from functions.answer.openai_audio import TranscriptionFailed
 from functions.answer.twilio_media import MediaUnavailable
-from functions.config import get_settings
+from functions.config import forget_settings
 from functions.stack_names import STACK_NAME, event_bus_name
 from functions.storage.tables import ALL_TABLES
 from functions.tenancy.secrets import TwilioCredentials
@@ -32,10 +32,10 @@ def twilio_at(twilio_standin, monkeypatch) -> Iterator[tuple[object, str]]:
         monkeypatch.setenv(table.env_var, table.logical_id)
     monkeypatch.setenv("EVENT_BUS_NAME", event_bus_name(STACK_NAME))
     monkeypatch.setenv("TWILIO_API_BASE_URL", url)
-    get_settings.cache_clear()
+    forget_settings()
     yield standin, url
     monkeypatch.undo()
-    get_settings.cache_clear()
+    forget_settings()
 
 
 def soon() -> float:
@@ -151,7 +151,7 @@ def test_a_redirect_to_twilios_older_media_host_is_followed_by_default_without_c
 def test_the_hosts_a_media_may_redirect_to_are_a_setting(twilio_at, legacy_host, monkeypatch):
     standin, url = twilio_at
     monkeypatch.setenv("MEDIA_REDIRECT_HOSTS", "mms.twiliocdn.com")
-    get_settings.cache_clear()
+    forget_settings()
     media_url = url + standin.add_media(ACCOUNT_SID, AUTH_TOKEN, "image/jpeg", PHOTO)
     standin.inject_media_faults({"location": f"https://{LEGACY_HOST}/media.twiliocdn.com/{ACCOUNT_SID}/x"})
 

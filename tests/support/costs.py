@@ -13,7 +13,7 @@ import botocore.client
 from werkzeug.test import EnvironBuilder
 from werkzeug.wrappers import Request
 
-from functions.config import get_settings
+from functions.intake.settings import PublicUrlSettings
 from infra.local.gateway import proxy_event
 from infra.local.stack import LocalStack
 from infra.local.webhooks import inbound_form, new_message_sid, sign
@@ -70,7 +70,7 @@ def _items(operation: str, params: dict[str, Any]) -> int:
 
 def webhook_event(stack: LocalStack, user: str, our_number: str, body: str) -> dict[str, Any]:
     """A signed API Gateway proxy event for one inbound message (no HTTP involved)."""
-    url = f"{get_settings().webhook_base_url}/whatsapp"  # the URL signatures cover
+    url = f"{PublicUrlSettings.get().webhook_base_url}/whatsapp"  # the URL signatures cover
     form = inbound_form(body, user, our_number, stack.config.twilio_account_sid, new_message_sid())
     builder = EnvironBuilder(
         path="/whatsapp",

@@ -3,7 +3,7 @@ given (with the connection overrides as its fragment), signed, retried as the ov
 
 from __future__ import annotations
 
-from functions.config import get_settings
+from functions.intake.settings import PublicUrlSettings
 from functions.public_url import with_overrides
 from infra.local.connection_overrides import Delivery, post_as_twilio
 from infra.local.webhooks import sign
@@ -12,7 +12,7 @@ from infra.local.webhooks import sign
 def given_to_twilio(url: str) -> str:
     """`url` as Twilio is given it: with the connection overrides as its fragment, so that
     Twilio retries a 5xx (TWILIO_CONNECTION_OVERRIDES)."""
-    return with_overrides(url, get_settings().public_base().overrides)
+    return with_overrides(url, PublicUrlSettings.get().public_base().overrides)
 
 
 def deliver_as_twilio(

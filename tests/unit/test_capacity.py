@@ -11,11 +11,12 @@ from pathlib import Path
 
 import pytest
 
-from functions.config import Settings
+from functions.answer.settings import AnswerSettings
+from functions.guards.settings import GuardSettings
 from infra import prices
 from infra.capacity import burst, model, quotas, shared_items
 from infra.capacity.__main__ import main
-from infra.names import StackSettings
+from infra.stack_settings import StackSettings
 
 # Our hourly ceilings turned off (0), so that the one a test sets is the first to saturate.
 CEILINGS_OFF = {
@@ -76,10 +77,13 @@ def test_our_settings_are_read_from_the_codes_defaults():
     components = by_name(model.Assumptions(messages_per_second=1))
     stack_defaults = StackSettings(code_directory=None, dependencies_directory=None)  # type: ignore[arg-type]
 
-    assert components["MAX_AI_CALLS_PER_HOUR"].limit == Settings.model_fields["max_ai_calls_per_hour"].default
+    assert (
+        components["MAX_AI_CALLS_PER_HOUR"].limit
+        == GuardSettings.model_fields["max_ai_calls_per_hour"].default
+    )
     assert (
         components["MAX_NEW_CONVERSATIONS_PER_HOUR_PER_TENANT"].limit
-        == Settings.model_fields["max_new_conversations_per_hour_per_tenant"].default
+        == GuardSettings.model_fields["max_new_conversations_per_hour_per_tenant"].default
     )
     assert components["Stage throttle (API_RATE_LIMIT)"].limit == stack_defaults.api_rate_limit
 
@@ -244,7 +248,7 @@ def test_openai_limits_are_the_assumed_tiers_unless_given():
     assert (requests.use, requests.limit) == (60, tier.requests_per_minute)  # one call a second
     assert requests.saturates_at == pytest.approx(3 * tier.requests_per_minute / 60)
     tokens = default[f"OpenAI tokens per minute (gpt-6.1-terra, {tier.name} tier)"]
-    reserved = 2_000 + Settings.model_fields["openai_max_output_tokens"].default
+    reserved = 2_000 + AnswerSettings.model_fields["openai_max_output_tokens"].default
     assert tokens.use == 60 * reserved
     assert given["OpenAI requests per minute (gpt-6.1-terra, your tier)"].saturates_at == pytest.approx(30)
 

@@ -7,9 +7,9 @@ import pytest
 
 from functions.answer import turns
 from functions.batching.rules.merge import last_consent
-from functions.config import Settings
 from functions.contract import BatchRef
 from functions.guards import consent
+from functions.guards.settings import GuardSettings
 from functions.storage.models import Conversation, StagedMessage, Turn
 from functions.storage.tables import user_turn_id
 from functions.tenancy import conversations
@@ -82,5 +82,5 @@ def test_only_a_whatsapp_opt_out_carries_the_confirmation(monkeypatch, channel, 
     turn = consent.held_back_turn(task, conversation, _batch("opt_out"))
 
     assert turn is not None and stored == [turn] and turn.limited == "opted_out"
-    default = Settings.model_fields["opt_out_confirmation"].default
+    default = GuardSettings.model_fields["opt_out_confirmation"].default
     assert turn.body == (default if confirmed else "")

@@ -22,7 +22,7 @@ from functions.answer.openai_models import (
     shutdown_of,
     warn_if_retiring,
 )
-from functions.config import read_settings
+from functions.answer.settings import AnswerSettings, MediaSettings
 from functions.storage.tables import ALL_TABLES
 
 TABLES = {**{t.env_var: t.logical_id for t in ALL_TABLES}, "EVENT_BUS_NAME": "bus"}
@@ -42,7 +42,7 @@ def _sdk_shutdowns() -> dict[str, date]:
 
 
 def test_the_default_model_is_served_on_the_day_of_deploy_and_not_retiring():
-    model = read_settings(TABLES).openai_model
+    model = AnswerSettings.read(TABLES).openai_model
     for day in (DEPLOY_DAY, datetime.now(UTC).date()):
         assert served(model, day), model
         assert warn_if_retiring(model, day) is None, warn_if_retiring(model, day)
@@ -119,7 +119,7 @@ def test_every_shutdown_the_sdk_notes_anywhere_is_in_the_list_with_its_date():
 
 
 def test_the_default_transcription_model_is_served_and_not_retiring():
-    model = read_settings(TABLES).transcription_model
+    model = MediaSettings.read(TABLES).transcription_model
     assert served(model, DEPLOY_DAY) and warn_if_retiring(model, DEPLOY_DAY) is None
 
 

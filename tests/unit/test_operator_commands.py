@@ -14,8 +14,10 @@ import pytest
 from botocore.exceptions import ClientError
 from botocore.stub import Stubber
 
-from functions.config import get_settings
+from functions.batching.settings import StateMachineSettings
+from functions.config import forget_settings
 from functions.entry_points import reconciler
+from functions.storage.settings import TableSettings
 from functions.storage.tables import ALL_TABLES
 from infra import conversations, runs, smoke, stack_lookup, tenants
 from infra.replay import __main__ as replay
@@ -57,7 +59,7 @@ def on_aws(monkeypatch, tmp_path) -> None:
     monkeypatch.setenv("AWS_EC2_METADATA_DISABLED", "true")
     monkeypatch.setattr(boto3, "DEFAULT_SESSION", None)  # a new session reads this environment
     yield
-    get_settings.cache_clear()
+    forget_settings()
 
 
 def _no_stack_called(names: list[str]) -> Callable[..., Any]:
@@ -136,7 +138,7 @@ def test_redrive_on_aws_with_the_state_machine_set_reads_the_stacks_tables(on_aw
     tables_used: list[tuple[str, str]] = []
 
     def redrive(conversation_id: str) -> dict[str, Any]:  # the reconciler's, seeing the settings
-        settings = get_settings()
+        settings = TableSettings.get()
         tables_used.append((settings.staged_messages_table, settings.batch_windows_table))
         return {"requeued": 0, "window_id": None}
 
@@ -146,7 +148,7 @@ def test_redrive_on_aws_with_the_state_machine_set_reads_the_stacks_tables(on_aw
         assert runs.main(["redrive", "c-1"]) == 0
 
     assert tables_used == [("BurstReply-StagedMessages-XYZ", "BurstReply-BatchWindows-XYZ")]
-    assert get_settings().state_machine_arn == STATE_MACHINE  # the shell's, as set
+    assert StateMachineSettings.get().state_machine_arn == STATE_MACHINE  # the shell's, as set
 
 
 def _one_line(capsys) -> str:

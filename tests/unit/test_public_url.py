@@ -7,10 +7,10 @@ from pathlib import Path
 
 import pytest
 
-from functions.config import read_settings
+from functions.intake.settings import PublicUrlSettings
 from functions.public_url import public_base, with_overrides
 from functions.storage.tables import ALL_TABLES
-from infra.names import StackSettings
+from infra.stack_settings import StackSettings
 
 TABLES = {**{t.env_var: t.logical_id for t in ALL_TABLES}, "EVENT_BUS_NAME": "bus"}
 
@@ -42,10 +42,15 @@ def test_a_url_given_to_twilio_carries_the_overrides_as_its_fragment_when_there_
     [("https://hooks.example/b/#rc=3&rp=5xx", "rc=5&rp=all"), ("https://hooks.example", "rc=1")],
 )
 def test_the_functions_and_the_stack_read_the_same_configuration_alike(configured, setting):
-    functions = read_settings(
-        {**TABLES, "WEBHOOK_BASE_URL": configured, "TWILIO_CONNECTION_OVERRIDES": setting}
+    chosen = {"WEBHOOK_BASE_URL": configured, "TWILIO_CONNECTION_OVERRIDES": setting}
+    functions = PublicUrlSettings.read({**TABLES, **chosen})
+    stack = StackSettings(Path("."), Path("."), function_settings=chosen)
+    given = StackSettings.from_context(
+        {"webhook_base_url": configured, "twilio_connection_overrides": setting}.get, Path("."), Path(".")
     )
-    stack = StackSettings(
-        Path("."), Path("."), webhook_base_url=configured, twilio_connection_overrides=setting
+    assert (
+        functions.public_base()
+        == stack.functions(PublicUrlSettings).public_base()
+        == given.functions(PublicUrlSettings).public_base()
+        == public_base(configured, setting)
     )
-    assert functions.public_base() == stack.public_base() == public_base(configured, setting)

@@ -11,7 +11,7 @@ from datetime import UTC, datetime
 import pytest
 
 from functions.answer.ai_requests import BatchRequest
-from functions.config import get_settings
+from functions.answer.settings import AnswerSettings
 from functions.errors import AIPermanentError, AIRetryableError, NewerFragments
 from functions.intake.inbound import InboundMessage
 from tests.support.fake_openai import FakeOpenAI, batch_request, install_openai
@@ -57,7 +57,7 @@ def no_reasoning_left_alone(openai: FakeOpenAI) -> bool:
 
 def test_the_reasoning_effort_is_sent_only_to_a_model_that_takes_one(store, openai):
     request("gpt-6.1-terra")[0].reply()
-    assert openai.asked_with[0]["reasoning_effort"] == get_settings().openai_reasoning_effort == "low"
+    assert openai.asked_with[0]["reasoning_effort"] == AnswerSettings.get().openai_reasoning_effort == "low"
 
     openai.items.clear()
     store.drop_ai_request("c1", SM1)

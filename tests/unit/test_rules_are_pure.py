@@ -108,7 +108,7 @@ def test_the_check_sees_a_rule_that_reads():
     source = (
         "import os, time\n"
         "from datetime import UTC, datetime\n"
-        "from functions.config import get_settings\n"
+        "from functions.batching.settings import BatchingSettings\n"
         "from functions import clock\n"
         "def due(): return datetime.now(UTC), time.monotonic(), os.environ['X'], clock.now()\n"
     )
@@ -116,7 +116,7 @@ def test_the_check_sees_a_rule_that_reads():
         "calls monotonic()",
         "calls now()",
         "calls now()",
-        "imports functions.config.get_settings",
+        "imports functions.batching.settings.BatchingSettings",
         "imports os",
         "imports time",
         "reads environ",

@@ -68,15 +68,15 @@ def test_a_closed_whatsapp_window_sends_the_template_once_and_records_why(world,
     store, twilio = world
     monkeypatch.setenv("WHATSAPP_TEMPLATE_CONTENT_SID", "HX" + "1" * 32)
     monkeypatch.setenv("TWILIO_MESSAGING_SERVICE_SID", SERVICE)
-    from functions.config import get_settings
+    from functions.config import forget_settings
 
-    get_settings.cache_clear()
+    forget_settings()
     twilio.refuse[0] = TwilioPermanentError("window closed", 63016)
     try:
         sent = send_reply.send_reply(TASK)
     finally:
         monkeypatch.undo()
-        get_settings.cache_clear()
+        forget_settings()
 
     assert [m["content_sid"] for m in twilio.sent] == ["HX" + "1" * 32] and sent.parts == 1
     assert [m["messaging_service_sid"] for m in twilio.sent] == [SERVICE]
@@ -200,16 +200,16 @@ def test_only_the_first_missing_part_is_looked_up(world):
 
 @pytest.fixture
 def template(monkeypatch):
-    from functions.config import get_settings
+    from functions.config import forget_settings
 
     monkeypatch.setenv("WHATSAPP_TEMPLATE_CONTENT_SID", "HX" + "2" * 32)
     monkeypatch.setenv("TWILIO_MESSAGING_SERVICE_SID", SERVICE)
     monkeypatch.setenv("WEBHOOK_BASE_URL", "https://hooks.example/prod")
     monkeypatch.setenv("TWILIO_CONNECTION_OVERRIDES", "rc=5&rp=all")
-    get_settings.cache_clear()
+    forget_settings()
     yield "HX" + "2" * 32
     monkeypatch.undo()
-    get_settings.cache_clear()
+    forget_settings()
 
 
 def test_the_template_is_sent_once_whoever_asks_and_only_by_the_first(world, template):
@@ -258,9 +258,9 @@ def test_no_template_without_one_configured_or_outside_whatsapp(world, template,
     sms = store.conversations["c1"].model_copy(update={"channel": Channel.SMS})
     assert whatsapp_template.send_template_once(sms, "w1", owner="SM-part-1") is None
     monkeypatch.setenv("WHATSAPP_TEMPLATE_CONTENT_SID", "")
-    from functions.config import get_settings
+    from functions.config import forget_settings
 
-    get_settings.cache_clear()
+    forget_settings()
     assert whatsapp_template.send_template_once(store.conversations["c1"], "w1", owner="SM-part-1") is None
     assert twilio.sent == []
 
@@ -268,9 +268,9 @@ def test_no_template_without_one_configured_or_outside_whatsapp(world, template,
 def test_a_template_without_a_messaging_service_is_not_sent_and_said_so(world, template, monkeypatch, caplog):
     store, twilio = world
     monkeypatch.setenv("TWILIO_MESSAGING_SERVICE_SID", "")
-    from functions.config import get_settings
+    from functions.config import forget_settings
 
-    get_settings.cache_clear()
+    forget_settings()
     monkeypatch.setattr(whatsapp_template, "_said_amiss", [])
     twilio.refuse[0] = TwilioPermanentError("window closed", 63016)
 

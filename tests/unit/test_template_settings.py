@@ -7,14 +7,15 @@ from types import SimpleNamespace
 
 import pytest
 
-from functions.config import SettingsError, read_settings
+from functions.config import SettingsError
+from functions.delivery.settings import DeliverySettings
 from functions.delivery.twilio_messages import send_message
 
 
 @pytest.mark.parametrize("written", ['["our shop"]', '{"1": 2}', "{not json"])
 def test_anything_but_a_json_object_of_strings_is_refused_at_once(written):
     with pytest.raises(SettingsError) as amiss:
-        read_settings({"WHATSAPP_TEMPLATE_VARIABLES": written})
+        DeliverySettings.read({"WHATSAPP_TEMPLATE_VARIABLES": written})
     assert "WHATSAPP_TEMPLATE_VARIABLES" in amiss.value.names
 
 

@@ -13,7 +13,7 @@ import time
 os.environ.setdefault("POWERTOOLS_LOG_LEVEL", "ERROR")
 os.environ.setdefault("POWERTOOLS_METRICS_DISABLED", "true")
 
-from functions.config import get_settings  # noqa: E402
+from functions.config import forget_settings  # noqa: E402
 from functions.intake.inbound import Channel  # noqa: E402
 from functions.tenancy import conversations  # noqa: E402
 from infra.local.stack import LocalConfig, LocalStack  # noqa: E402
@@ -32,7 +32,7 @@ def measure_context_budget(stack: LocalStack) -> dict[str, list[int]]:
 def _conversation(stack: LocalStack, budget: int) -> list[int]:
     before = os.environ.get("OPENAI_MAX_CONTEXT_TOKENS")
     os.environ["OPENAI_MAX_CONTEXT_TOKENS"] = str(budget)
-    get_settings.cache_clear()
+    forget_settings()
     user = f"whatsapp:+1444{secrets.randbelow(10**7):07d}"
     number, account_sid = stack.config.twilio_numbers[0], stack.config.twilio_account_sid
     try:
@@ -46,7 +46,7 @@ def _conversation(stack: LocalStack, budget: int) -> list[int]:
             os.environ.pop("OPENAI_MAX_CONTEXT_TOKENS", None)
         else:
             os.environ["OPENAI_MAX_CONTEXT_TOKENS"] = before
-        get_settings.cache_clear()
+        forget_settings()
     conversation = conversations.find(Channel.WHATSAPP, user, number, account_sid)
     assert conversation is not None
     calls = [c for c in stack.openai.calls if c["conversation"] == conversation.openai_conversation_id]

@@ -19,8 +19,9 @@ os.environ.setdefault("POWERTOOLS_LOG_LEVEL", "ERROR")
 os.environ.setdefault("POWERTOOLS_METRICS_DISABLED", "true")
 
 from functions import clock  # noqa: E402
-from functions.config import get_settings  # noqa: E402
+from functions.config import forget_settings  # noqa: E402
 from functions.guards import usage_counters
+from functions.guards.settings import GuardSettings  # noqa: E402
 from functions.guards.usage_counters import Counter  # noqa: E402
 from functions.intake.inbound import Channel  # noqa: E402
 from functions.tenancy import conversations  # noqa: E402
@@ -41,14 +42,14 @@ def measure_counted_calls(stack: LocalStack, conversations_slow: int = 4) -> dic
     chosen = {"OPENAI_TIMEOUT_SECONDS": ATTEMPT_SECONDS, "MAX_AI_CALLS_PER_HOUR_PER_TENANT": "1000000"}
     before = {name: os.environ.get(name) for name in chosen}
     os.environ.update(chosen)
-    get_settings.cache_clear()
+    forget_settings()
     stack.scale_retry_delays(0.01)
     try:
         ids = [_ask_slowly(stack, account_sid, token, number) for _ in range(conversations_slow)]
         hour = int(clock.now().timestamp()) // 3600
         counted = usage_counters.total(
             Counter.sharded(
-                f"tenant#{account_sid}#{hour}", get_settings().max_ai_calls_per_hour_per_tenant, ""
+                f"tenant#{account_sid}#{hour}", GuardSettings.get().max_ai_calls_per_hour_per_tenant, ""
             )
         )
     finally:
@@ -58,7 +59,7 @@ def measure_counted_calls(stack: LocalStack, conversations_slow: int = 4) -> dic
                 os.environ.pop(name, None)
             else:
                 os.environ[name] = value
-        get_settings.cache_clear()
+        forget_settings()
         stack.tenants.remove(account_sid)
     ours = {conversations.require(c).openai_conversation_id for c in ids}
     made = sum(1 for call in stack.openai.calls if call["conversation"] in ours)

@@ -48,12 +48,13 @@ from boto3.dynamodb.conditions import Key  # noqa: E402
 
 from functions import clock  # noqa: E402
 from functions.batching.rules.debounce import BatchingRules, due_ms  # noqa: E402
-from functions.config import get_settings  # noqa: E402
+from functions.config import forget_settings  # noqa: E402
 from functions.intake import staged_messages
 from functions.intake.inbound import Channel  # noqa: E402
 from functions.observability import logger  # noqa: E402
 from functions.registry import ALL_FUNCTIONS, BY_NAME, TASKS, WEBHOOK  # noqa: E402
 from functions.storage import dynamo  # noqa: E402
+from functions.storage.settings import TableSettings  # noqa: E402
 from functions.tenancy import conversations as conversation_table  # noqa: E402
 from infra.local import lambdas  # noqa: E402
 from infra.local.stack import LocalConfig, LocalStack  # noqa: E402
@@ -137,7 +138,7 @@ def long_windows() -> Iterator[None]:
     """The functions' settings with LONG_WINDOWS, as they were afterwards."""
     before = {name: os.environ.get(name) for name in LONG_WINDOWS}
     os.environ.update(LONG_WINDOWS)
-    get_settings.cache_clear()
+    forget_settings()
     try:
         yield
     finally:
@@ -146,7 +147,7 @@ def long_windows() -> Iterator[None]:
                 os.environ.pop(name, None)
             else:
                 os.environ[name] = value
-        get_settings.cache_clear()
+        forget_settings()
 
 
 WARM_UP_SENDER = "whatsapp:+14449999999"
@@ -165,7 +166,7 @@ def _remove_parked_conversations(senders: list[str]) -> None:
     of moto's own if the token is then completed)."""
     found = (conversation_table.find(Channel.WHATSAPP, s, OUR_NUMBER, ACCOUNT) for s in senders)
     ids = {c.conversation_id for c in found if c is not None}
-    settings = get_settings()
+    settings = TableSettings.get()
     staged, windows = dynamo.table(settings.staged_messages_table), dynamo.table(settings.batch_windows_table)
     with staged.batch_writer() as staged_batch, windows.batch_writer() as windows_batch:
         for conversation_id in ids:
