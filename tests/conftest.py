@@ -108,7 +108,8 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     TESTED_TEMPLATE_FILE.write_text(json.dumps(template))
     report = evaluate_recording(template, merged)
     config.stash[_IAM_REPORT] = report
-    # Every setting a function read reaches it from a settings file (infra/deployment_settings.py).
+    # Every settings model a function read is one its row declares, so that a deployment gives
+    # it its settings (infra/deployment_settings.py settings_not_given).
     from infra.deployment_settings import settings_not_given
 
     config.stash[_SETTINGS_REPORT] = settings_not_given(merged.settings_read)
@@ -182,11 +183,12 @@ def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pyte
     if report is None:
         return
     not_given = config.stash.get(_SETTINGS_REPORT, [])
-    terminalreporter.section("Settings read by the functions, against what the stack gives them")
+    terminalreporter.section("Settings models read by the functions, against their rows in the registry")
     for line in not_given:
         terminalreporter.write_line(line)
     terminalreporter.write_line(
-        f"{len(not_given)} settings read that a deployment's settings would not reach"
+        f"{len(not_given)} settings models read that a function's row does not declare "
+        "(a deployment would not give it their settings)"
     )
     terminalreporter.section("IAM, evaluated against the synthesized template")
     for line in report.lines():

@@ -303,3 +303,21 @@ def test_the_docs_give_a_deployments_settings_as_lines_of_its_file_never_as_cdk_
         if match[1] in names or match[1] == "alarmEmail"
     ]
     assert found == []
+
+
+def test_the_local_stack_records_each_settings_model_a_function_reads_while_it_runs():
+    """What settings_not_given judges: infra/local/aws_calls.py wraps SettingsModel.get, and
+    keeps (function, model) for a read made inside a handler's invocation, none outside."""
+    from functions.answer.settings import MediaSettings
+    from infra.local.aws_calls import RECORDER, made_by
+
+    RECORDER._record_settings_read()  # as the local stack's start does (once)
+    RECORDER._record_settings_read()
+    outside = RECORDER.settings_read()
+    MediaSettings.get()
+    assert RECORDER.settings_read() == outside
+
+    with made_by("NoSuchFunction"):  # not in the registry: the end-of-session check ignores it
+        MediaSettings.get()
+
+    assert ("NoSuchFunction", "MediaSettings") in RECORDER.settings_read()
