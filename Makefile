@@ -27,7 +27,7 @@ export JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION := 20
 export PYTHONPYCACHEPREFIX := $(CURDIR)/build/pycache
 unexport PYTHONDONTWRITEBYTECODE
 
-.PHONY: help install browser lock test unit contract emulator e2e infra chaos bench replay capacity demo local runs console smoke lint format clean build synth preflight account deploy destroy
+.PHONY: help install browser lock test unit contract emulator e2e infra chaos bench replay capacity demo local runs console smoke lint format docs clean build synth preflight account deploy destroy
 
 # The tests run in parallel, one local stack per worker (pytest-xdist): WORKERS=1 runs them
 # in one process. Two workers per core: the tests wait out batch windows about half of the
@@ -202,6 +202,10 @@ lint: install node_modules/.package-lock.json
 	$(BIN)/ruff format --check .
 	$(BIN)/mypy
 	npx --no-install asl-validator --silent --json-path statemachines/batch_window.asl.json
+
+## docs/configuration.md, written from the settings models and the stack's options (a test checks it).
+docs: install
+	$(BIN)/python -m infra.configuration
 
 ## ruff's fixes and formatting, applied.
 format: install

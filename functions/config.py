@@ -14,7 +14,7 @@ from __future__ import annotations
 import os
 from collections.abc import Iterable, Mapping
 from functools import cache
-from typing import Any, Self
+from typing import Any, ClassVar, Self
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 from pydantic_core import ErrorDetails
@@ -33,6 +33,8 @@ class SettingsModel(BaseModel):
     variable the model does not know (PATH, AWS_REGION, another model's) is ignored."""
 
     model_config = ConfigDict(frozen=True, alias_generator=str.upper, extra="ignore", defer_build=True)
+    # The docs page (under docs/, with its anchor) that says what the descriptions leave out.
+    docs: ClassVar[str] = ""
 
     @classmethod
     def get(cls) -> Self:

@@ -31,6 +31,11 @@ NOT_GIVEN = frozenset({"code_directory", "dependencies_directory", "function_set
 WAF_RATE_LIMITS = (10, 2_000_000_000)
 
 
+def _option(default: Any, description: str) -> Any:
+    """A stack option: its default, and one sentence for docs/configuration.md."""
+    return field(default=default, metadata={"description": description})
+
+
 @dataclass(frozen=True)
 class StackSettings:
     """What a deployment chooses: the stack's own options (CDK context `-c name=value`, or
@@ -39,24 +44,30 @@ class StackSettings:
 
     code_directory: Path  # holds the `functions` package
     dependencies_directory: Path  # holds `python/` with the runtime dependencies (a layer)
-    state_machine_log_level: LogLevel = "ALL"  # payloads never logged
+    state_machine_log_level: LogLevel = _option(
+        "ALL", "The state machine's run log level: ALL, ERROR, FATAL or OFF (payloads never logged)."
+    )
     # The stage's throttle, webhooks and status callbacks together: a request over it is a
     # 429, which Twilio never retries (a message lost). The defaults are the account's own
     # Region quota (10,000 a second, burst 5,000): the stage refuses nothing before AWS does.
-    api_rate_limit: int = 10_000  # requests per second, steady
-    api_burst_limit: int = 5_000
-    # The web ACL's rate rule: requests one IP address may send in 5 minutes without an
-    # X-Twilio-Signature header (Twilio signs every request: its own are never counted).
-    api_rate_limit_per_ip: int = 3_000
-    # The webhook's reserved concurrency, the cost cap of a flood of forged requests (a
-    # request over it is a 500, which Twilio retries); 0: none (docs/deploying.md).
-    webhook_reserved_concurrency: int = 0
-    # Who hears the alarms: an email subscribed to the alarm topic (confirmed by a link
-    # AWS sends it). Empty: the topic has no subscriber; subscribe someone to it yourself.
-    alarm_email: str = ""
-    # Create API Gateway's CloudWatch role and set it on the account (account-wide: one per
-    # Region, the last stack to set it wins, kept when the stack is deleted; docs/deploying.md).
-    manage_api_gateway_account_role: bool = False
+    api_rate_limit: int = _option(10_000, "The API stage's steady throttle, requests a second (at least 1).")
+    api_burst_limit: int = _option(5_000, "The API stage's burst throttle (at least 1).")
+    # Twilio signs every request: its own are never counted.
+    api_rate_limit_per_ip: int = _option(
+        3_000,
+        "Requests one IP address may send in 5 minutes without a Twilio signature (10 to 2,000,000,000).",
+    )
+    # A request over it is a 500, which Twilio retries (docs/deploying.md).
+    webhook_reserved_concurrency: int = _option(
+        0, "The webhook's reserved concurrency, the cost cap of a flood of forged requests (0: none)."
+    )
+    # Confirmed by a link AWS sends it; empty: subscribe someone to the topic yourself.
+    alarm_email: str = _option("", "An email subscribed to the alarm topic (empty: none).")
+    # Account-wide: one per Region, the last stack to set it wins, kept when the stack is
+    # deleted (docs/deploying.md).
+    manage_api_gateway_account_role: bool = _option(
+        False, "Create API Gateway's CloudWatch role and set it on the account (yes or no)."
+    )
 
     # The functions' settings the deployment gives (its settings file's, and the CDK context's
     # in lower case), by environment variable: each given to the functions whose models hold it.

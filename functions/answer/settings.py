@@ -15,6 +15,8 @@ class AnswerSettings(SettingsModel):
     """The model, its instructions and the room it is given; a conversation's or an
     assistant profile's own model and instructions come first."""
 
+    docs = "how-it-works.md#settings-in-detail"
+
     openai_model: str = Field(
         DEFAULT_MODEL,
         min_length=1,
@@ -53,6 +55,8 @@ class OpenAISettings(SettingsModel):
     """The time given to OpenAI: Generate Reply's requests, and a person's reply added to the
     OpenAI conversation (functions/handoff/person_reply.py)."""
 
+    docs = "how-it-works.md#settings-in-detail"
+
     # Below Generate Reply's 90-second timeout (functions/registry.py), with the media's time.
     openai_timeout_seconds: float = Field(
         25.0, gt=0, le=45, description="The time one Generate Reply attempt spends on OpenAI."
@@ -63,6 +67,8 @@ class MediaSettings(SettingsModel):
     """Photos reach the model as images, voice notes as their transcripts
     (functions/answer/media.py); each can be turned off, and the model is then told what
     was sent."""
+
+    docs = "message-types.md"
 
     media_image_input: Flag = Field(True, description="Photos reach the model as images.")
     media_voice_transcription: Flag = Field(True, description="Voice notes are transcribed for the model.")

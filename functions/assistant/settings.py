@@ -12,6 +12,8 @@ class AssistantSettings(SettingsModel):
     """The rounds, time and answer size of tool calls, and the confirmation a `confirm: true`
     tool waits for."""
 
+    docs = "assistants.md"
+
     max_tool_rounds: int = Field(3, ge=1, le=10, description="Rounds of tool calls a batch may make.")
     tool_timeout_seconds: float = Field(10.0, ge=1, le=25, description="One tool call's time.")
     tool_max_answer_bytes: int = Field(

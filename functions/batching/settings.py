@@ -19,6 +19,8 @@ class BatchingSettings(SettingsModel):
     """The global batching rules (functions/batching/rules/debounce.py): a project's or a
     conversation's own rules override them."""
 
+    docs = "how-it-works.md#batching-rules-when-is-a-burst-over"
+
     batch_mode: BatchMode = Field(
         "fixed", description="How a burst's end is found: fixed, quiet or adaptive."
     )
@@ -105,6 +107,8 @@ class FailureSettings(SettingsModel):
     """What becomes of a batch whose runs fail (functions/batching/rules/failures.py): tried
     again by the reconciler, set aside, answered with the fallback reply (docs/failures.md)."""
 
+    docs = "failures.md#settings-in-detail"
+
     max_batch_attempts: int = Field(
         3, ge=1, description="Failed runs (not an outage) after which a batch is dead-lettered."
     )
@@ -131,5 +135,7 @@ class FailureSettings(SettingsModel):
 
 class StateMachineSettings(SettingsModel):
     """The state machine, for the functions that start or inspect its runs."""
+
+    docs = "how-it-works.md#settings-in-detail"
 
     state_machine_arn: str = Field("", description="The state machine's ARN.")

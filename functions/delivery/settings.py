@@ -17,6 +17,8 @@ MAX_SENDER_MPS = 1000
 class TwilioSettings(SettingsModel):
     """Every request to Twilio's API."""
 
+    docs = "how-it-works.md#settings-in-detail"
+
     # Inside the shortest Lambda timeout of a function that calls Twilio (Status Callback's 12 s).
     twilio_timeout_seconds: float = Field(10.0, gt=0, le=10, description="Each Twilio request's timeout.")
     # On AWS it would send a tenant's credentials to another host: the local stack's only.
@@ -26,6 +28,8 @@ class TwilioSettings(SettingsModel):
 class DeliverySettings(SettingsModel):
     """Sending a reply's parts once each, paced, and the template sent when WhatsApp's 24-hour
     window has closed (63016)."""
+
+    docs = "how-it-works.md#settings-in-detail"
 
     delivery_receipt_wait_seconds: float = Field(
         10.0,
@@ -56,7 +60,9 @@ class DeliverySettings(SettingsModel):
 class EventSettings(SettingsModel):
     """The events a batch announces on the service's bus (batch.answered, batch.handed_off)."""
 
-    event_bus_name: Name = Field(description="The event bus (set by the stack).")
+    docs = "how-it-works.md#settings-in-detail"
+
+    event_bus_name: Name = Field(description="The bus the events go to.")
     event_includes_texts: Flag = Field(
         False, description="Add the merged fragments, the reply and the user's address to the events."
     )

@@ -12,6 +12,8 @@ class GuardSettings(SettingsModel):
     """What one conversation, sender, tenant or everyone may spend an hour, the reply's size,
     and what an opt-out is told."""
 
+    docs = "deploying.md#cost-limits"
+
     max_ai_calls_per_hour_per_conversation: int = Field(
         60, ge=0, description="AI calls an hour, per conversation."
     )

@@ -13,8 +13,11 @@ class IntakeSettings(SettingsModel):
     """Unknown senders, and the configured answers to messages that are not staged. The three
     answers never go to an opt-out or opt-in keyword, and go to a sender at most once an hour."""
 
+    docs = "deploying.md#the-webhooks-settings"
+
     auto_create_conversations: Flag = Field(
-        False, description="Create conversations for unknown senders (of the signing tenant's numbers only)."
+        False,
+        description="Create conversations for unknown senders of the signing tenant's numbers (locally: on).",
     )
     unknown_sender_reply: str = Field(
         "", description="The answer to a sender with no conversation (empty: none)."
@@ -31,9 +34,11 @@ class PublicUrlSettings(SettingsModel):
     """The URL Twilio calls, which its signatures cover, and the connection overrides every
     URL given to Twilio carries (functions/public_url.py)."""
 
+    docs = "deploying.md#the-webhooks-settings"
+
     webhook_base_url: str = Field(
         "",
-        description="The base URL Twilio calls, set by the stack; a fragment on it sets the overrides.",
+        description="The base URL Twilio calls, which signatures cover; a fragment on it sets the overrides.",
     )
     twilio_connection_overrides: str = Field(
         "rc=5&rp=all", description="Twilio's connection overrides, the fragment of every URL Twilio is given."
@@ -47,6 +52,8 @@ class PublicUrlSettings(SettingsModel):
 
 class EndpointSettings(SettingsModel):
     """What the webhook and the status callback read of a request before anything else."""
+
+    docs = "deploying.md#the-webhooks-settings"
 
     webhook_trust_forwarded_headers: Flag = Field(
         False, description="Rebuild the URL from X-Forwarded-Proto and -Host when no base URL is set."

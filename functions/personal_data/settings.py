@@ -12,6 +12,8 @@ MAX_RETENTION_DAYS = 36_500  # a tenant's or the deployment's turn-text retentio
 class RetentionSettings(SettingsModel):
     """How long answered messages and turns keep what they hold."""
 
+    docs = "personal-data.md#retention"
+
     answered_message_retention_seconds: int = Field(
         365 * 24 * 3600,
         ge=1,

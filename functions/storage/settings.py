@@ -11,6 +11,8 @@ from functions.config import Name, SettingsModel
 class TableSettings(SettingsModel):
     """The tables' names, set by the stack: a function without them fails at cold start."""
 
+    docs = "how-it-works.md#settings-in-detail"
+
     conversations_table: Name = Field(description="The Conversations table's name.")
     staged_messages_table: Name = Field(description="The StagedMessages table's name.")
     batch_windows_table: Name = Field(description="The BatchWindows table's name.")

@@ -16,9 +16,11 @@ from functions.stack_names import STACK_NAME
 class TenancySettings(SettingsModel):
     """The tenants' Twilio secrets, and how long a function keeps what it read of tenants."""
 
+    docs = "deploying.md#the-tenants-settings"
+
     twilio_tenant_secret_prefix: Name = Field(
         stack_names.twilio_tenant_secret_prefix(STACK_NAME),
-        description="Each tenant's Twilio credentials are the secret <prefix><AccountSid>.",
+        description="Each tenant's Twilio credentials are the secret `<prefix><AccountSid>`.",
     )
     secrets_max_age_seconds: int = Field(
         300, ge=0, description="How long a function keeps a secret it read (Powertools' cache; 0: none)."
@@ -37,6 +39,8 @@ class TwilioSessionSettings(SettingsModel):
     """The role the functions that send for a conversation read its tenant's Twilio
     credentials through (a session tagged with the tenant, which reads no other tenant's)."""
 
+    docs = "deploying.md#the-tenants-settings"
+
     twilio_tenant_reader_role_arn: str = Field(
         "", description="The Twilio secrets' tenant reader role (empty: read with the function's own role)."
     )
@@ -45,12 +49,14 @@ class TwilioSessionSettings(SettingsModel):
 class OpenAIKeySettings(SettingsModel):
     """The OpenAI keys: the deployment's, or a tenant's own that a conversation names."""
 
+    docs = "deploying.md#the-tenants-settings"
+
     openai_secret_name: str = Field(
         stack_names.openai_secret_name(STACK_NAME), description='The deployment\'s OpenAI key, {"api_key"}.'
     )
     openai_tenant_secret_prefix: Name = Field(
         stack_names.openai_tenant_secret_prefix(STACK_NAME),
-        description="A tenant's own OpenAI keys lie under <prefix><AccountSid>.",
+        description="A tenant's own OpenAI keys lie under `<prefix><AccountSid>`.",
     )
     openai_tenant_reader_role_arn: str = Field(
         "", description="The tenant reader role of those keys (empty: read with the function's own role)."
@@ -60,9 +66,11 @@ class OpenAIKeySettings(SettingsModel):
 class ToolSecretSettings(SettingsModel):
     """Each tenant's tool-signing secret (docs/assistants.md), read by Call Tools alone."""
 
+    docs = "deploying.md#the-tenants-settings"
+
     tool_tenant_secret_prefix: Name = Field(
         stack_names.tool_tenant_secret_prefix(STACK_NAME),
-        description="Each tenant's tool-signing secret is <prefix><AccountSid>.",
+        description="Each tenant's tool-signing secret is `<prefix><AccountSid>`.",
     )
     tool_tenant_reader_role_arn: str = Field(
         "", description="The tenant reader role of those secrets (empty: read with the function's own role)."
@@ -72,6 +80,8 @@ class ToolSecretSettings(SettingsModel):
 class ConversationIdSettings(SettingsModel):
     """The key new conversation ids are drawn with (functions/tenancy/id_key.py), read by the
     functions that create conversations, once per instance."""
+
+    docs = "deploying.md#the-tenants-settings"
 
     conversation_id_key_secret_name: str = Field(
         stack_names.conversation_id_key_secret_name(STACK_NAME),
