@@ -60,7 +60,8 @@ def _model_section(model: type[SettingsModel]) -> str:
     given = "every function" if len(readers) == len(ALL_FUNCTIONS) else ", ".join(readers)
     summary = " ".join((model.__doc__ or "").split()).split(". ")[0].rstrip(".")
     source = model.__module__.replace(".", "/") + ".py"
-    more = f"; more in [{model.docs.partition('#')[0]}]({model.docs})" if model.docs else ""
+    page = model.docs[: model.docs.index("#")] if "#" in model.docs else model.docs
+    more = f"; more in [{page}]({model.docs})" if model.docs else ""
     lines = [
         f"### `{model.__name__}`",
         "",
