@@ -55,7 +55,7 @@ class FunctionDefinition:
     (functions/handlers/generate_reply.py) and its logic module and function
     (functions/states/generate_reply.py, `generate_reply`); an entry point's logical
     id (StatusCallback) names its handler and logic modules the same way
-    (functions/entry_points/status_callback.py). tests/unit/test_names.py keeps it so."""
+    (functions/entry_points/status_callback.py). tests/unit/design/test_names.py keeps it so."""
 
     logical_id: str  # CDK construct id, also the function name locally
     timeout_seconds: int = 30
@@ -226,7 +226,7 @@ BY_NAME = {f.logical_id: f for f in ALL_FUNCTIONS}
 
 BY_STATE = {f.state: f for f in TASKS}
 
-# Every settings model, by feature: each is read by some function (tests/unit/test_settings.py).
+# Every settings model, by feature: each is read by some function (tests/unit/design/test_settings.py).
 ALL_SETTINGS: Settings = (
     TableSettings,
     EventSettings,

@@ -1,7 +1,7 @@
 """docs/configuration.md, written from the settings models (each field's description, default
 and bounds; the functions that declare each model, from functions/registry.py) and from the
 stack's own options (infra/stack_settings.py): `make docs`, or `python -m infra.configuration`
-(`--check`: exit 1 when the page is out of date, as tests/unit/test_configuration_doc.py does)."""
+(`--check`: exit 1 when the page is out of date, as tests/unit/design/test_configuration_doc.py does)."""
 
 from __future__ import annotations
 

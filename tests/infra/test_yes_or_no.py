@@ -9,7 +9,7 @@ from functions.config import read_flag
 from functions.intake.settings import IntakeSettings
 from infra.local.stack import LocalConfig
 from infra.stack_settings import StackSettings
-from tests.unit.test_settings import YES_OR_NO
+from tests.unit.design.test_settings import YES_OR_NO
 
 
 @pytest.mark.parametrize(("written", "read"), YES_OR_NO)
