@@ -71,7 +71,7 @@ class FunctionDefinition:
         return importlib.import_module(self.handler.rpartition(".")[0]).handler  # type: ignore[no-any-return]
 
 
-def task(
+def task_function(
     state: str, input_model: type, output_model: type, timeout: int = 30, memory: int = 256
 ) -> FunctionDefinition:
     """A task state's function, named after the state."""
@@ -100,16 +100,16 @@ CONVERSATION_COMMANDS = FunctionDefinition(
 # One row per task state, in the order of a run: its name in the console, its input and
 # output, and what its function may take.
 TASKS = (
-    task("Wait For The Burst To End", ParkInput, ParkOutput, timeout=10),
-    task("Acquire Processing Lock", AcquireInput, BurstStatus, timeout=10),
-    task("Merge Staged Messages", MergeInput, BatchSummary),
-    task("Generate Reply", GenerateInput, ReplySummary, timeout=90, memory=512),
+    task_function("Wait For The Burst To End", ParkInput, ParkOutput, timeout=10),
+    task_function("Acquire Processing Lock", AcquireInput, BurstStatus, timeout=10),
+    task_function("Merge Staged Messages", MergeInput, BatchSummary),
+    task_function("Generate Reply", GenerateInput, ReplySummary, timeout=90, memory=512),
     # Each call within TOOL_TIMEOUT_SECONDS (at most 25): two of them, and the rest in the next attempt.
-    task("Call Tools", CallToolsInput, ToolsSummary, timeout=60),
-    task("Send Reply", SendInput, SentSummary, timeout=60),
-    task("Record Turns And Release Lock", RecordInput, RecordOutput),
-    task("Close Batch Window", CloseInput, CloseOutput),
-    task("Record Failed Batch", FailedInput, FailedOutput),
+    task_function("Call Tools", CallToolsInput, ToolsSummary, timeout=60),
+    task_function("Send Reply", SendInput, SentSummary, timeout=60),
+    task_function("Record Turns And Release Lock", RecordInput, RecordOutput),
+    task_function("Close Batch Window", CloseInput, CloseOutput),
+    task_function("Record Failed Batch", FailedInput, FailedOutput),
 )
 
 ENDPOINTS = (WEBHOOK, STATUS_CALLBACK)
