@@ -1,4 +1,4 @@
-"""Accepting a Twilio webhook: validate, find the conversation, stage, open the window."""
+"""Receiving a Twilio webhook: validate, find the conversation, stage, open the window."""
 
 from __future__ import annotations
 
@@ -49,14 +49,14 @@ ANSWER_INTERVAL_SECONDS = 3600
 
 
 @dataclass(frozen=True)
-class Accepted:
+class WebhookResult:
     """What became of a webhook, and the TwiML answer to its sender (empty: none)."""
 
     outcome: MessageOutcome
     reply: str = ""
 
 
-def accept_message(channel: Channel, form: dict[str, str], url: str, signature: Signature) -> Accepted:
+def receive_message(channel: Channel, form: dict[str, str], url: str, signature: Signature) -> WebhookResult:
     """The webhook's message, staged or refused; a refusal by the conversation rules gets
     its configured answer (answer_to)."""
     tenant = admit(form, url, signature)
@@ -68,7 +68,7 @@ def accept_message(channel: Channel, form: dict[str, str], url: str, signature: 
             extra={"reason": tenant.value, "path": called.path, "query_chars": len(called.query)},
         )
         count("WebhooksRefused")
-        return Accepted(MessageOutcome.FORBIDDEN)
+        return WebhookResult(MessageOutcome.FORBIDDEN)
     logger.append_keys(account_sid=tenant.account_sid)
     try:
         message = InboundMessage.from_form(form)
@@ -76,7 +76,7 @@ def accept_message(channel: Channel, form: dict[str, str], url: str, signature: 
         fields = invalid_fields(error)  # names only: a value may be personal data
         logger.warning("Webhook malformed, acknowledged and dropped", extra={"invalid_fields": fields})
         count("WebhooksMalformed")
-        return Accepted(MessageOutcome.MALFORMED)
+        return WebhookResult(MessageOutcome.MALFORMED)
     logger.append_keys(message_sid=message.message_sid)
 
     received_at = clock.iso(clock.now())
@@ -89,7 +89,7 @@ def accept_message(channel: Channel, form: dict[str, str], url: str, signature: 
         if not limits.admit_new_conversation(
             tenant.account_sid, conversations.new_conversation_id(tenant.account_sid, key)
         ):
-            return Accepted(MessageOutcome.TENANT_CEILING)  # not staged: counted and alarmed
+            return WebhookResult(MessageOutcome.TENANT_CEILING)  # not staged: counted and alarmed
         conversation = conversations.create(
             channel,
             message.from_address,
@@ -100,12 +100,12 @@ def accept_message(channel: Channel, form: dict[str, str], url: str, signature: 
         )
     logger.append_keys(conversation_id=conversation.conversation_id)
     if _staged_when_forgotten(conversation, channel, message):
-        return Accepted(MessageOutcome.DUPLICATE)
+        return WebhookResult(MessageOutcome.DUPLICATE)
     refused = _refused_by_rules(conversation, channel)
     if refused:
         logger.warning("Message refused by the conversation's rules", extra={"outcome": refused.value})
         return answer_to(refused, message)
-    return Accepted(_stage(conversation, channel, message, received_at, is_typed_text(form)))
+    return WebhookResult(_stage(conversation, channel, message, received_at, is_typed_text(form)))
 
 
 def _staged_when_forgotten(conversation: Conversation, channel: Channel, message: InboundMessage) -> bool:
@@ -127,7 +127,7 @@ def _staged_when_forgotten(conversation: Conversation, channel: Channel, message
     return True
 
 
-def answer_to(outcome: MessageOutcome, message: InboundMessage) -> Accepted:
+def answer_to(outcome: MessageOutcome, message: InboundMessage) -> WebhookResult:
     """The configured answer for a refused message (MessageOutcome.reply), if any, except
     to an opt-out or opt-in keyword (answered by Twilio itself on SMS, and never to be
     answered with anything else), and at most one per sender an hour: the answer is
@@ -135,18 +135,18 @@ def answer_to(outcome: MessageOutcome, message: InboundMessage) -> Accepted:
     (staged_messages.claim_answer), before it is given."""
     reply = outcome.reply
     if not reply:
-        return Accepted(outcome)
+        return WebhookResult(outcome)
     if message.consent is not None:
         logger.info("Opt-out or opt-in keyword: no configured answer")
-        return Accepted(outcome)
+        return WebhookResult(outcome)
     now_ms = clock.epoch_ms(clock.now())
     if not staged_messages.claim_answer(
         message.account_sid, message.from_address, now_ms, ANSWER_INTERVAL_SECONDS
     ):
         logger.info("Configured answer given to this sender within the hour: none now")
         count("AnswersHeldBack")
-        return Accepted(outcome)
-    return Accepted(outcome, reply)
+        return WebhookResult(outcome)
+    return WebhookResult(outcome, reply)
 
 
 def _stage(
