@@ -68,7 +68,7 @@ PARK_IF_NEWER = (
 # Count a message in the window, opening it if none is open ({open}: the opening fields,
 # each `if_not_exists`); 0 stands for "no previous message". A flush request, once made,
 # stays ({flush}: `:flush` for a message that flushes, else `if_not_exists`).
-ARRIVE = (
+COUNT_MESSAGE = (
     "SET {open}, previous_message_ms = if_not_exists(last_message_ms, :none), last_message_ms = :now, "
     "flush_requested = {flush} ADD message_count :one"
 )

@@ -146,14 +146,14 @@ def test_the_template_is_claimed_by_the_first_owner(store):
 
 
 def test_a_message_counted_in_no_window_opens_one_and_a_later_one_moves_it(store):
-    opened = batch_windows.arrive(window("w1"), 2_000, flush=False)
+    opened = batch_windows.count_message(window("w1"), 2_000, flush=False)
     assert (opened.window_id, opened.message_count, opened.last_message_ms) == ("w1", 1, 2_000)
     assert opened.previous_message_ms is None and not opened.flush_requested
 
-    later = batch_windows.arrive(window("w2"), 3_000, flush=True)
+    later = batch_windows.count_message(window("w2"), 3_000, flush=True)
     assert (later.window_id, later.message_count, later.opened_ms) == ("w1", 2, 1_000)
     assert (later.previous_message_ms, later.last_message_ms, later.flush_requested) == (2_000, 3_000, True)
-    assert batch_windows.arrive(window("w3"), 4_000, flush=False).flush_requested  # a flush stays
+    assert batch_windows.count_message(window("w3"), 4_000, flush=False).flush_requested  # a flush stays
 
 
 def test_the_scan_lists_the_open_windows(store):

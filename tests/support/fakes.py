@@ -158,7 +158,7 @@ class InMemoryStore(InMemoryStagedMessages, InMemorySenderTurns):
         self.token_entered_ms.pop(conversation_id, None)
         return self.windows.pop(conversation_id)
 
-    def arrive_in_window(self, candidate: BatchWindow, now_ms: int, flush: bool) -> BatchWindow:
+    def count_message_in_window(self, candidate: BatchWindow, now_ms: int, flush: bool) -> BatchWindow:
         window = self.windows.get(candidate.conversation_id)
         if window is None:
             window = copy.deepcopy(candidate)
@@ -300,7 +300,7 @@ def install(monkeypatch: pytest.MonkeyPatch, store: InMemoryStore, twilio: FakeT
     monkeypatch.setattr(batch_windows, "get", store.get_window)
     monkeypatch.setattr(batch_windows, "park_task_token", store.park_task_token)
     monkeypatch.setattr(batch_windows, "close", store.close_window)
-    monkeypatch.setattr(batch_windows, "arrive", store.arrive_in_window)
+    monkeypatch.setattr(batch_windows, "count_message", store.count_message_in_window)
     monkeypatch.setattr(batch_windows, "scan", store.scan_windows)
     monkeypatch.setattr(batch_windows, "scan_with_resends", lambda: (store.scan_windows(), []))
     monkeypatch.setattr(staged_messages, "stage", store.stage)
