@@ -101,7 +101,7 @@ def receive_message(channel: Channel, form: dict[str, str], url: str, signature:
     logger.append_keys(conversation_id=conversation.conversation_id)
     if _staged_when_forgotten(conversation, channel, message):
         return WebhookResult(MessageOutcome.DUPLICATE)
-    refused = _refused_by_rules(conversation, channel)
+    refused = _refused_by_conversation_rules(conversation, channel)
     if refused:
         logger.warning("Message refused by the conversation's rules", extra={"outcome": refused.value})
         return answer_to(refused, message)
@@ -190,7 +190,7 @@ def _stage(
     return MessageOutcome.STAGED
 
 
-def _refused_by_rules(conversation: Conversation, channel: Channel) -> MessageOutcome | None:
+def _refused_by_conversation_rules(conversation: Conversation, channel: Channel) -> MessageOutcome | None:
     if conversation.project_status != "active":
         return MessageOutcome.PROJECT_INACTIVE
     if conversation.allowed_channels is not None and channel not in conversation.allowed_channels:
