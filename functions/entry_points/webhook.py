@@ -13,7 +13,7 @@ from functions.batching.rules.debounce import is_flush_keyword, splits_a_burst
 from functions.batching.windows import count_in_window, open_batch_window, rules_for_new_window
 from functions.config import get_settings
 from functions.guards import limits
-from functions.handoff import handoff
+from functions.handoff import pausing
 from functions.intake import staged_messages
 from functions.intake.admission import Refusal, Signature, admit
 from functions.intake.inbound import Channel, InboundMessage, address_key, is_typed_text
@@ -158,12 +158,12 @@ def _stage(
 ) -> MessageOutcome:
     """Stage the message (once per MessageSid) and count it in its conversation's batch
     window, opening the window if none is open; typed text that asks for a person hands the
-    conversation off first (handoff.py)."""
+    conversation off first (functions/handoff/pausing.py)."""
     staging = staged_messages.stage(conversation.conversation_id, message, received_at)
     received_ms = clock.iso_to_ms(received_at)
     rules = rules_for_new_window(conversation, channel, received_ms)
     if staging is not Staging.DUPLICATE_DONE:
-        handoff.on_keyword(conversation, rules, message, typed)
+        pausing.on_keyword(conversation, rules, message, typed)
     if staging is Staging.STAGED:
         flush = is_flush_keyword(rules, message.body)
         opened = count_in_window(conversation.conversation_id, rules, received_ms, flush)

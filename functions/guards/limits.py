@@ -74,7 +74,7 @@ class Limit(StrEnum):
     REPLY_PARTS = "reply_parts"
     # Not a cost limit: the user opted out (functions/guards/consent.py); answered the same way.
     OPTED_OUT = "opted_out"
-    # Nor this: the person asked for a person (functions/handoff/handoff.py).
+    # Nor this: the person asked for a person (functions/handoff/pausing.py).
     HANDED_OFF = handoff.HANDED_OFF
     # A helpdesk's commands (functions/entry_points/conversation_commands.py).
     CONVERSATION_COMMANDS = "commands_per_hour_per_conversation"

@@ -21,7 +21,7 @@ from functions.contract import GenerateInput, ReplySummary
 from functions.delivery.rules import sms_segments
 from functions.errors import AICredentialsRefused, AIModelUnavailable, AIPermanentError
 from functions.guards import consent, limits
-from functions.handoff import handoff
+from functions.handoff import pausing
 from functions.intake.inbound import Channel
 from functions.observability import count, logger
 from functions.storage.models import Conversation, Turn
@@ -41,7 +41,7 @@ def generate_reply(task: GenerateInput) -> ReplySummary:
     if task.batch.message_count == 0 or task.rules.answer == "human":
         return _no_reply(task, "nobody" if task.batch.message_count == 0 else "human")
     turn = turns.get(task.conversation_id, task.assistant_turn_id) or _new_assistant_turn(task)
-    if turn is None:  # the conversation waits for a person (handoff.py)
+    if turn is None:  # the conversation waits for a person (functions/handoff/pausing.py)
         return _no_reply(task, "human")
     return ReplySummary(
         answered_by="limited" if turn.status == "limited" else "ai",
@@ -89,8 +89,8 @@ def _new_assistant_turn(task: GenerateInput) -> Turn | None:
     held_back = consent.held_back_turn(task, conversation, user_turn)
     if held_back is not None:
         return held_back  # no AI call
-    if handoff.waits_for_a_person(conversation):
-        return handoff.handoff_turn(task, conversation)  # no AI call
+    if pausing.waits_for_a_person(conversation):
+        return pausing.handoff_turn(task, conversation)  # no AI call
     limited = limits.admit_ai_call(conversation, task.batch.message_sids)  # counted once per batch
     if limited is not None:
         return limits.store_limited_turn(task, limited, limits.notice_of(conversation))  # no AI call

@@ -29,7 +29,7 @@ LIMITED_NOTICE_DUE = "attribute_not_exists(limited_notice_at) OR limited_notice_
 RECORD_DELIVERY_FAILURE = (
     "SET last_delivery_error = :code, last_delivery_error_at = :at ADD delivery_failures :one"
 )
-# Handed off to a person (functions/handoff/handoff.py); a keyword pauses only a
+# Handed off to a person (functions/handoff/pausing.py); a keyword pauses only a
 # conversation not paused already (or paused by this very message: a retry).
 PAUSE = "SET paused_at = :at, paused_by = :by"
 NOT_PAUSED = (

@@ -87,7 +87,7 @@ class Conversation(TableItem):
     burst_closed_ms: int | None = None
     # When the last reply was recorded sent (a fragment soon after it: SplitBursts).
     last_reply_at: str | None = None
-    # Handed off to a person (functions/handoff/handoff.py): since when, until when
+    # Handed off to a person (functions/handoff/pausing.py): since when, until when
     # (None: until resumed), by whom (operator, helpdesk, keyword) and, by a keyword, its message.
     paused_at: str | None = None
     paused_until: str | None = None
