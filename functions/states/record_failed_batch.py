@@ -89,7 +89,7 @@ def _dead_letter(task: BatchRef, sids: list[str], error_name: str, cause: str, r
 def _set_aside(
     ref: BatchRef, message_sids: list[str], error_name: str, cause: str, outcome: str, reason: str = ""
 ) -> None:
-    staged_messages.mark_failed(
+    staged_messages.set_aside(
         ref.conversation_id, message_sids, ref.window_id, f"{error_name}: {cause}"[:500]
     )
     turns.mark_failed(

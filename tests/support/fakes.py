@@ -309,7 +309,7 @@ def install(monkeypatch: pytest.MonkeyPatch, store: InMemoryStore, twilio: FakeT
     monkeypatch.setattr(staged_messages, "scan_pending", store.scan_pending)
     monkeypatch.setattr(staged_messages, "count_failed_attempt", store.count_failed_attempt)
     monkeypatch.setattr(staged_messages, "count_transient_failure", store.count_transient_failure)
-    monkeypatch.setattr(staged_messages, "mark_failed", store.set_aside)
+    monkeypatch.setattr(staged_messages, "set_aside", store.set_aside)
     monkeypatch.setattr(staged_messages, "mark_answered", store.mark_answered)
     monkeypatch.setattr(staged_messages, "ai_requests", store.ai_requests)
     monkeypatch.setattr(staged_messages, "keep_ai_request", store.keep_ai_request)

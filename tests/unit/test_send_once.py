@@ -214,7 +214,7 @@ def store(monkeypatch, twilio) -> InMemoryStore:
         created_at="2026-11-26T00:00:00+00:00",
     )
     install(monkeypatch, store, twilio)
-    monkeypatch.setattr(staged_messages, "mark_failed", lambda *args: None)
+    monkeypatch.setattr(staged_messages, "set_aside", lambda *args: None)
     return store
 
 
