@@ -275,7 +275,7 @@ def notice_of(conversation: Conversation) -> str:
 def store_limited_turn(ref: BatchRef, limit: Limit, body: str = "") -> Turn:
     """The assistant turn of a batch that a limit stopped: status `limited`, empty (the
     send step then sends nothing) or with the one message to send instead of a reply (an
-    opt-out's confirmation); the batch is recorded as limited (recording.py)."""
+    opt-out's confirmation); the batch is recorded as limited (Record Turns And Release Lock)."""
     turn = Turn(
         conversation_id=ref.conversation_id,
         turn_id=ref.assistant_turn_id,
