@@ -22,7 +22,7 @@ from tests.support.twilio_delivery import deliver_as_twilio
 
 pytestmark = pytest.mark.e2e
 
-ROOT = Path(__file__).parents[2]
+ROOT = Path(__file__).parents[3]
 URL = r"http://127\.0\.0\.1:\d+"
 CONTRACT = [  # in this order; lines are added at the end, never changed
     rf"Webhook \(WhatsApp\): {URL}/whatsapp",

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-TESTS = Path(__file__).parent.parent
+TESTS = Path(__file__).parents[2]
 EMULATOR = ("moto", "werkzeug", "infra.local")
 CDK = ("aws_cdk", "jsii", "cdk_nag", "cfnlint")
 
@@ -32,7 +32,7 @@ def _module(path: Path) -> str:
 @pytest.fixture(scope="module")
 def loaded() -> dict[str, list[str]]:
     """What a fresh interpreter holds after importing the unit tests, then every test."""
-    unit = [_module(p) for p in sorted((TESTS / "unit").glob("test_*.py"))]
+    unit = [_module(p) for p in sorted((TESTS / "unit").rglob("test_*.py"))]
     collected = sorted([*TESTS.glob("*/**/test_*.py"), *TESTS.glob("*/**/conftest.py")])
     others = [_module(p) for p in collected if _module(p) not in unit]
     script = _SCRIPT.format(unit=unit, others=others, emulator=EMULATOR, cdk=CDK)

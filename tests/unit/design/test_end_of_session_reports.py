@@ -11,7 +11,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent.parent
+ROOT = Path(__file__).resolve().parents[3]
 DENIAL = "DENIED  CloseBatchWindow: dynamodb:Query on arn:aws:dynamodb:::table/Staged/index/pending"
 
 CONFTEST = f"""

@@ -1,7 +1,7 @@
 """How a burst felt to the person, in metrics: why each burst ended (BurstEnd), how many
 fragments a reply answered (FragmentsPerReply), how long the last fragment waited for
 the reply's first part (ReplyDelay), and bursts begun soon after a reply (SplitBursts).
-On in-memory fakes; tests/e2e/test_burst_metrics.py reads them from the local stack."""
+On in-memory fakes; tests/e2e/batching/test_burst_metrics.py reads them from the local stack."""
 
 from __future__ import annotations
 

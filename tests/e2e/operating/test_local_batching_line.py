@@ -1,5 +1,5 @@
 """`make local` says how it batches, in the mode it batches in: the fixed window's line
-stays "Batch window: <W>s. Ctrl-C to stop." (tests/e2e/test_local_service.py keeps it), and
+stays "Batch window: <W>s. Ctrl-C to stop." (tests/e2e/operating/test_local_service.py keeps it), and
 in quiet and adaptive mode the same line names the quiet period and the cap instead of a
 window the functions do not use."""
 
@@ -15,7 +15,7 @@ import pytest
 
 pytestmark = pytest.mark.e2e
 
-ROOT = Path(__file__).parents[2]
+ROOT = Path(__file__).parents[3]
 LINE = 7  # after the webhooks, the endpoints and the state machine
 
 

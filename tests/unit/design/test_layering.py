@@ -9,7 +9,7 @@ from __future__ import annotations
 import ast
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent.parent
+ROOT = Path(__file__).resolve().parents[3]
 PACKAGES = ("functions", "infra")
 
 # The features: each a package under functions/ holding its logic, its rules (rules/, pure)

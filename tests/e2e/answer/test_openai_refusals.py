@@ -13,7 +13,7 @@ from functions.answer import ai_requests, openai_responses
 from functions.config import get_settings
 from functions.errors import AIRetryableError
 from functions.intake import staged_messages
-from tests.e2e.test_corpus import IMAGE, send_burst, text
+from tests.e2e.answer.test_corpus import IMAGE, send_burst, text
 
 pytestmark = pytest.mark.e2e
 

@@ -14,7 +14,7 @@ from infra.console import pages
 from infra.console.timeline import window_of_run
 from infra.console.views import conversation_page
 from infra.replay.sources import turn_fragments
-from tests.unit.test_console_pages import NOW_MS, _burst_run, _burst_turns, _conversation, _Stack
+from tests.unit.operating.test_console_pages import NOW_MS, _burst_run, _burst_turns, _conversation, _Stack
 
 
 def cut(turn: Turn) -> Turn:

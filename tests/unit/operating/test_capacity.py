@@ -1,7 +1,7 @@
 """The capacity model's arithmetic (infra/capacity): the rate at which a component
 saturates, the bottleneck it names, the settings it reads from the code, its cost lines and
 its JSON output. Its per-burst counts are held to a recorded run in
-tests/e2e/test_capacity_counts.py."""
+tests/e2e/operating/test_capacity_counts.py."""
 
 from __future__ import annotations
 
@@ -158,7 +158,7 @@ TOKEN_CONFLICTS = "UsageCounters: everyone's token counter, transactions at once
 
 
 def _states() -> dict[str, dict]:
-    return json.loads((Path(__file__).parents[2] / "statemachines" / "batch_window.asl.json").read_text())[
+    return json.loads((Path(__file__).parents[3] / "statemachines" / "batch_window.asl.json").read_text())[
         "States"
     ]
 

@@ -1,6 +1,6 @@
 """Each webhook of the corpus (tests/events) parses, and becomes the lines the model is
 told, with nothing the person sent left out. The same events go through the local
-stack in tests/e2e/test_corpus.py."""
+stack in tests/e2e/answer/test_corpus.py."""
 
 from __future__ import annotations
 

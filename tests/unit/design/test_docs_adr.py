@@ -10,7 +10,7 @@ import re
 import subprocess
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent.parent
+ROOT = Path(__file__).resolve().parents[3]
 ADR = ROOT / "docs" / "adr"
 NAME = re.compile(r"^(\d{4})-[a-z0-9]+(?:-[a-z0-9]+)*\.md$")
 HEADING = re.compile(r"^# (\d{4})\. \S.*$")

@@ -8,7 +8,7 @@ import ast
 import re
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent.parent
+ROOT = Path(__file__).resolve().parents[3]
 SOURCES = sorted(p for folder in ("functions", "infra") for p in (ROOT / folder).rglob("*.py"))
 TESTS = sorted((ROOT / "tests").rglob("*.py"))
 

@@ -16,7 +16,7 @@ from functions.guards import usage_counters
 from functions.guards.usage_counters import SHARDS, TOKENS_PER_SHARD, Count, Counter
 from functions.storage import dynamo
 
-DEFINITION = Path(__file__).resolve().parents[2] / "statemachines" / "batch_window.asl.json"
+DEFINITION = Path(__file__).resolve().parents[3] / "statemachines" / "batch_window.asl.json"
 
 
 class CancellingClient:

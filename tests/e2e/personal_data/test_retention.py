@@ -20,7 +20,7 @@ import requests
 from functions import clock
 from functions.tenancy import tenants
 from infra.local.lambdas import invoke
-from tests.e2e.test_personal_data import items_holding
+from tests.e2e.personal_data.test_personal_data import items_holding
 from tests.support.operator_shell import ROOT, operator_shell
 from tests.support.waiting import wait_until
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 import ast
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent.parent
+ROOT = Path(__file__).resolve().parents[3]
 SOURCES = sorted(p for folder in ("functions", "infra") for p in (ROOT / folder).rglob("*.py"))
 MAX_FUNCTION_LINES, MAX_FILE_LINES = 50, 500
 

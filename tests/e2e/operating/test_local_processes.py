@@ -17,7 +17,7 @@ import pytest
 
 pytestmark = pytest.mark.e2e
 
-ROOT = Path(__file__).parents[2]
+ROOT = Path(__file__).parents[3]
 SCRIPT = """
 import sys
 from infra.local.stack import LocalConfig, LocalStack

@@ -14,7 +14,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent.parent
+ROOT = Path(__file__).resolve().parents[3]
 RULES_FILES = sorted(p for p in (ROOT / "functions").glob("*/rules/*.py") if p.stem != "__init__")
 # Each rule by its dotted name: functions.batching.rules.debounce
 RULES = [".".join(p.relative_to(ROOT).with_suffix("").parts) for p in RULES_FILES]

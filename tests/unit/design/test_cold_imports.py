@@ -13,7 +13,7 @@ import pytest
 from functions.registry import ALL_FUNCTIONS
 from functions.storage.tables import ALL_TABLES
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 # The settings the stack gives every function: its tables and its event bus.
 DEPLOYED_SETTINGS = {**{t.env_var: t.logical_id for t in ALL_TABLES}, "EVENT_BUS_NAME": "bus"}
 HEAVY = ("openai", "pydantic", "twilio.rest", "requests", "aiohttp")

@@ -15,7 +15,7 @@ from functions.registry import ALL_FUNCTIONS, TASKS
 from infra.statemachine import DEFINITION_FILE
 from tests.support.naming import logic_module
 
-ROOT = Path(__file__).resolve().parent.parent.parent
+ROOT = Path(__file__).resolve().parents[3]
 
 
 @pytest.mark.parametrize("function", TASKS, ids=lambda f: f.logical_id)

@@ -18,7 +18,7 @@ from functions.guards import usage_counters
 from functions.guards.usage_counters import Counter
 from functions.storage.models import Turn
 from infra.local.webhooks import inbound_form, post_webhook
-from tests.e2e.test_corpus import send_burst
+from tests.e2e.answer.test_corpus import send_burst
 from tests.support.emf import emf_records
 
 pytestmark = pytest.mark.e2e
