@@ -216,13 +216,17 @@ def delete_items(client: openai.OpenAI, conversation: str, item_ids: list[str], 
         _unless_gone(partial(items.delete, item_id, conversation_id=conversation, timeout=budget.timeout()))
 
 
-def add_items(client: openai.OpenAI, conversation: str, items: list[dict[str, Any]], budget: Budget) -> None:
-    """Add items to the conversation (an interrupted tool round's outputs:
-    functions/answer/ai_requests.py)."""
-    _call(
+def add_items(
+    client: openai.OpenAI, conversation: str, items: list[dict[str, Any]], budget: Budget
+) -> list[str]:
+    """Add items at the end of the conversation (an interrupted tool round's outputs:
+    functions/answer/ai_requests.py; a person's reply: functions/handoff/openai_assistant_items.py);
+    the ids of the items added."""
+    added = _call(
         lambda: client.conversations.items.create(conversation, items=items, timeout=budget.timeout()),  # type: ignore[arg-type]
         conversation_call=True,
     )
+    return [item.id for item in added.data if item.id]
 
 
 def holds_unanswered_call(error: BaseException) -> bool:

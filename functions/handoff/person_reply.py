@@ -39,19 +39,7 @@ def reply_ref(conversation_id: str, key: str, sent_at: datetime) -> BatchRef:
 
 def record_turn(ref: BatchRef, body: str) -> Turn:
     """The reply's assistant turn, written once (a redelivery finds the first one's)."""
-    return person_replies.put_once(
-        Turn(
-            conversation_id=ref.conversation_id,
-            turn_id=ref.assistant_turn_id,
-            role="assistant",
-            status="generated",
-            window_id=ref.window_id,
-            execution_name=ref.execution_name,
-            body=body,
-            written_by=PERSON,
-            created_at=clock.iso(clock.now()),
-        )
-    )
+    return person_replies.put_once(Turn.assistant(ref, status="generated", body=body, written_by=PERSON))
 
 
 def after_sent(conversation: Conversation, ref: BatchRef) -> str | None:
