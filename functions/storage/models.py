@@ -8,7 +8,6 @@ from pydantic import BaseModel, ConfigDict, field_validator
 
 from functions import clock
 from functions.intake.inbound import Attachment, Channel, Consent, MessageContent
-from functions.storage.tables import assistant_turn_id, user_turn_id
 
 ItemType = TypeVar("ItemType", bound="TableItem")
 
@@ -281,7 +280,7 @@ class Delivery(BaseModel):
 
 class OfWindow(Protocol):
     """What names a batch window's run (functions/contract.py's BatchRef and every task
-    input): the conversation, the window, the run."""
+    input): the conversation, the window, the run, and the window's turns."""
 
     @property
     def conversation_id(self) -> str: ...
@@ -292,6 +291,12 @@ class OfWindow(Protocol):
     @property
     def execution_name(self) -> str: ...
 
+    @property
+    def user_turn_id(self) -> str: ...
+
+    @property
+    def assistant_turn_id(self) -> str: ...
+
 
 class Turn(TableItem):
     """A recorded turn: the merged user turn of a batch, or the assistant's reply. A new one
@@ -300,13 +305,13 @@ class Turn(TableItem):
     @classmethod
     def user(cls, of: OfWindow, **fields: Any) -> Self:
         """The user turn of `of`'s window (its merged batch), created now, with `fields`."""
-        return cls._of_window(of, "user", user_turn_id(of.window_id), fields)
+        return cls._of_window(of, "user", of.user_turn_id, fields)
 
     @classmethod
     def assistant(cls, of: OfWindow, **fields: Any) -> Self:
         """The assistant turn of `of`'s window (its reply, a person's, or what a limit sends
         instead), created now, with `fields`."""
-        return cls._of_window(of, "assistant", assistant_turn_id(of.window_id), fields)
+        return cls._of_window(of, "assistant", of.assistant_turn_id, fields)
 
     @classmethod
     def _of_window(cls, of: OfWindow, role: str, turn_id: str, fields: dict[str, Any]) -> Self:
