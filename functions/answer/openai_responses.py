@@ -229,6 +229,26 @@ def add_items(
     return [item.id for item in added.data if item.id]
 
 
+def close_unanswered_calls(client: openai.OpenAI, conversation: str, output: str, budget: Budget) -> bool:
+    """Give each function call among the conversation's newest items that has no output one
+    (`output`: "cancelled"), so that OpenAI takes the conversation again; whether there
+    was any (functions/answer/ai_requests.py, after holds_unanswered_call)."""
+    items = newest_items(client, conversation, budget, limit=50)
+    answered = {item.call_id for item in items if item.kind == "function_call_output"}
+    open_calls = [
+        item.call_id for item in items if item.kind == "function_call" and item.call_id not in answered
+    ]
+    if not open_calls:
+        return False
+    outputs = [
+        {"type": "function_call_output", "call_id": call_id, "output": output} for call_id in open_calls
+    ]
+    add_items(client, conversation, outputs, budget)
+    count("ToolCallsCancelled", len(open_calls))
+    logger.warning("Tool calls left without output closed as cancelled", extra={"calls": len(open_calls)})
+    return True
+
+
 def holds_unanswered_call(error: BaseException) -> bool:
     """Whether OpenAI refused a request because its conversation holds a function call
     without its output (400 "No tool output found for function call ...")."""

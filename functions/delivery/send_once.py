@@ -258,7 +258,7 @@ class TurnMessage:
         held = self.held = turns.claim_once(conversation_id, self.turn_id, slot, self.part, self.owner, now)
         if attempt is not None:
             attempt.began = now
-        if held.refused_part is not None and held.refused_part == self.part:
+        if held.refused_part == self.part:
             return Claim()  # the previous attempt's create of it was refused: not sent
         return Claim.began(held.since, now, sent=held.sid, ours=held.owner == self.owner)
 

@@ -367,7 +367,7 @@ class Turn(TableItem):
     # attempt looks in Twilio's list for the part that an earlier one may have sent.
     sending_since: str | None = None
     # When the latest attempt began, and the part whose create Twilio refused in it
-    # (functions/delivery/reply_sending.py).
+    # (functions/answer/turns.py: a reply's parts are its Slot REPLY_PARTS).
     last_attempt_at: str | None = None
     refused_part: int | None = None
     refused_by: str | None = None
