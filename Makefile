@@ -98,7 +98,7 @@ browser:
 chaos: install
 	CHAOS_CONVERSATIONS=$(or $(CONVERSATIONS),60) CHAOS_SEED=$(or $(SEED),20261125) \
 		CHAOS_AT_ONCE=$(or $(AT_ONCE),40) \
-		$(BIN)/python -m pytest tests/e2e/test_randomized.py -q -s --timeout=3600
+		$(BIN)/python -m pytest tests/e2e/pipeline/test_randomized.py -q -s --timeout=3600
 
 ## Benchmarks: prints the table and writes docs/benchmarks.md and docs/benchmarks.png.
 bench: install

@@ -1,7 +1,7 @@
 """Time, in one place: ISO 8601 UTC strings with microseconds sort in arrival order.
 
 It reads the wall clock, so it is a leaf of its own, not a rule (the features' rules/ read
-nothing: tests/unit/test_rules_are_pure.py); a rule is given the time it needs."""
+nothing: tests/unit/design/test_rules_are_pure.py); a rule is given the time it needs."""
 
 import time
 from datetime import UTC, datetime

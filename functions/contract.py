@@ -2,7 +2,7 @@
 to its function (`...Input`) and what the state keeps of its result (`...Output`).
 
 Handlers receive these models (functions/handlers/task.py) and return them; the contract test
-(tests/unit/test_contract.py) walks the ASL and checks every Payload key, every
+(tests/unit/design/test_contract.py) walks the ASL and checks every Payload key, every
 ResultSelector and every `.$` path against them, so a dropped or misspelled field fails
 a test instead of a run."""
 

@@ -37,7 +37,7 @@ class FunctionDefinition:
     (functions/handlers/generate_reply.py) and its logic module and function
     (functions/states/generate_reply.py, `generate_reply`); an entry point's logical
     id (StatusCallback) names its handler and logic modules the same way
-    (functions/entry_points/status_callback.py). tests/unit/test_names.py keeps it so."""
+    (functions/entry_points/status_callback.py). tests/unit/design/test_names.py keeps it so."""
 
     logical_id: str  # CDK construct id, also the function name locally
     timeout_seconds: int = 30

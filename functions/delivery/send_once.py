@@ -23,7 +23,7 @@ template) follows one protocol, `send_once`:
 
 The order and the decisions are here, once (docs/adr/0056-one-send-once-protocol-for-every-message-we.md),
 and so is the one message that takes those steps, `TurnMessage`: the four we send differ only
-in data (docs/adr/0148-the-messages-sent-once-are-data.md), each a `Use` below: which turn keeps
+in data (docs/adr/0149-the-messages-sent-once-are-data.md), each a `Use` below: which turn keeps
 its claim and SID, and in which fields (a `Slot` of functions/answer/turns.py), what its status
 callback names it, what is counted; and, per message, what is sent. The Twilio calls are in
 functions/delivery/twilio_messages.py, loaded only where a message is looked up or sent."""

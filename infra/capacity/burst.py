@@ -1,5 +1,5 @@
 """What one burst costs in AWS calls, per function and operation: the counts the capacity
-model multiplies. Recorded on the local stack (tests/e2e/test_capacity_counts.py holds them
+model multiplies. Recorded on the local stack (tests/e2e/operating/test_capacity_counts.py holds them
 to a real run: one burst of 1 and one of 3 fragments of a returning conversation, answered
 with one reply part, on WhatsApp), so that a change in the code's access pattern fails
 that test until this table is brought up to date.

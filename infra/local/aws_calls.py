@@ -11,7 +11,7 @@ not a function's and are not recorded.
 
 It also keeps on whose behalf each DynamoDB item was written (the conversation a task ran
 for, or the person a webhook or status callback was about; any write, its condition held or
-not): an item every conversation writes is hot at volume (tests/e2e/test_shared_items.py)."""
+not): an item every conversation writes is hot at volume (tests/e2e/pipeline/test_shared_items.py)."""
 
 from __future__ import annotations
 

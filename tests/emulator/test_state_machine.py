@@ -105,7 +105,7 @@ def test_openai_permanent_failure_sends_the_fallback_and_sets_the_batch_aside(ha
     user = harness.new_user()
     conversation_id = harness.stage_directly(user, ["one", "two"])
     # A request OpenAI refuses for good (a 401 is the key's fault instead: kept, see
-    # tests/e2e/test_stale_credentials.py).
+    # tests/e2e/tenancy/test_stale_credentials.py).
     harness.stack.openai.inject({"status": 400, "code": "invalid_prompt"})
 
     run = harness.wait_for_run(harness.start_run(conversation_id))

@@ -4,7 +4,7 @@ so a throttle sized below real volume, or a WAF rule that counts Twilio's shared
 loses messages. What it does refuse is alarmed, and the webhook's reserved concurrency, the
 cost cap, is a deployment's choice.
 
-The CDK is imported inside the tests that use it (tests/unit/test_isolation.py)."""
+The CDK is imported inside the tests that use it (tests/unit/design/test_isolation.py)."""
 
 from __future__ import annotations
 

@@ -3,7 +3,7 @@ cfn-lint clean, and no drift from the local stack (same ASL file, same tables).
 
 The CDK (with its jsii runtime) and cfn-lint are imported inside the tests that use them:
 every pytest-xdist worker collects this module, and only the worker that runs the
-synthesized group needs them (tests/unit/test_isolation.py keeps it so)."""
+synthesized group needs them (tests/unit/design/test_isolation.py keeps it so)."""
 
 from __future__ import annotations
 
@@ -318,7 +318,7 @@ def _alarm(stack_json: dict[str, Any], name: str) -> dict[str, Any]:
 
 def test_refused_webhooks_alarm_on_the_metric_the_webhook_emits(synthesized):
     """The namespace and dimension are the ones Powertools gives the webhook's metrics
-    (tests/e2e/test_webhook_metrics.py reads them from the emitted EMF)."""
+    (tests/e2e/intake/test_webhook_metrics.py reads them from the emitted EMF)."""
     properties = _alarm(synthesized[1], "WebhooksRefused")
     assert (properties["Namespace"], properties["MetricName"]) == (NAMESPACE, "WebhooksRefused")
     assert properties["Dimensions"] == [{"Name": "service", "Value": SERVICE}]

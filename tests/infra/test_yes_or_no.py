@@ -8,7 +8,7 @@ import pytest
 from functions.config import read_flag
 from infra.local.stack import LocalConfig
 from infra.names import StackSettings
-from tests.unit.test_settings import YES_OR_NO
+from tests.unit.design.test_settings import YES_OR_NO
 
 
 @pytest.mark.parametrize(("written", "read"), YES_OR_NO)

@@ -1,6 +1,6 @@
 """The local gateway's REST API proxy events have the shape API Gateway gives them (see
 docs/adr/0052-the-local-gateway-hands-over-the-events-api.md); that the
-handlers read them right is shown over HTTP (tests/e2e/test_status_callbacks.py)."""
+handlers read them right is shown over HTTP (tests/e2e/delivery/test_status_callbacks.py)."""
 
 from __future__ import annotations
 

@@ -265,7 +265,7 @@ def local_stack() -> LocalStack:
             batch_window_seconds=BATCH_WINDOW_SECONDS,
             twilio_numbers=(OUR_WHATSAPP, OUR_SMS),
             # A reply's parts a tenth of a second apart, not a second: the tests of pacing
-            # set their own interval (tests/e2e/test_twilio_fine_print.py).
+            # set their own interval (tests/e2e/delivery/test_twilio_fine_print.py).
             extra_env={"REPLY_PART_INTERVAL_SECONDS": "0.1"},
         )
     )

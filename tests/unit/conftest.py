@@ -1,6 +1,6 @@
 """Unit tests need no emulator. The settings the stack would give the functions are set
 before the test modules import the handlers (which read them at import, as at a cold
-start); tests/unit/test_isolation.py checks that no emulator is loaded."""
+start); tests/unit/design/test_isolation.py checks that no emulator is loaded."""
 
 from __future__ import annotations
 

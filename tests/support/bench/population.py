@@ -1,6 +1,6 @@
 """`make bench`, batching by person: synthetic populations whose people type each in their
 own way, replayed with `python -m infra.replay`'s code (infra/replay) under fixed, quiet
-and adaptive policies; tests/unit/test_adaptive_population.py checks `adaptive`'s targets on
+and adaptive policies; tests/unit/batching/test_adaptive_population.py checks `adaptive`'s targets on
 every one of them.
 
 Each person is one kind of typist, and has a typical gap between fragments, gaps that vary
