@@ -276,17 +276,7 @@ def store_limited_turn(ref: BatchRef, limit: Limit, body: str = "") -> Turn:
     """The assistant turn of a batch that a limit stopped: status `limited`, empty (the
     send step then sends nothing) or with the one message to send instead of a reply (an
     opt-out's confirmation); the batch is recorded as limited (Record Turns And Release Lock)."""
-    turn = Turn(
-        conversation_id=ref.conversation_id,
-        turn_id=ref.assistant_turn_id,
-        role="assistant",
-        status="limited",
-        window_id=ref.window_id,
-        execution_name=ref.execution_name,
-        limited=limit.value,
-        body=body,
-        created_at=clock.iso(clock.now()),
-    )
+    turn = Turn.assistant(ref, status="limited", limited=limit.value, body=body)
     turns.put(turn)
     return turn
 

@@ -99,13 +99,9 @@ def _new_assistant_turn(task: GenerateInput) -> Turn | None:
     answer = _reply_with_a_fresh_key_if_refused(task, conversation, user_turn, typing)
     reply = answer.state
     text, cut_by = _capped(conversation, reply.text)
-    turn = Turn(
-        conversation_id=task.conversation_id,
-        turn_id=task.assistant_turn_id,
-        role="assistant",
+    turn = Turn.assistant(
+        task,
         status="generated",
-        window_id=task.window_id,
-        execution_name=task.execution_name,
         body=text,
         limited=cut_by,
         response_id=reply.id,
@@ -118,7 +114,6 @@ def _new_assistant_turn(task: GenerateInput) -> Turn | None:
         prompt_tokens=reply.prompt_tokens,
         completion_tokens=reply.completion_tokens,
         total_tokens=reply.total_tokens,
-        created_at=clock.iso(clock.now()),
     )
     turns.put(turn)
     logger.info("Reply generated", extra={"reply_chars": len(reply.text), "total_tokens": reply.total_tokens})
