@@ -2,7 +2,7 @@
 per feature or concern (functions/<feature>/settings.py), each read once per process and
 failing fast. A function declares the models it reads (functions/registry.py `settings`);
 the stack gives it exactly their variables, and the tests check that it reads no other
-(docs/adr/0149-each-function-declares-the-settings-it-reads.md). A pydantic model, like
+(docs/adr/0150-each-function-declares-the-settings-it-reads.md). A pydantic model, like
 every model of the service (docs/adr/0059-models-are-pydantic-models-as-the-design-card.md).
 
 Each field is the environment variable of its name in capitals (`turns_table`: TURNS_TABLE),

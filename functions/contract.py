@@ -1,7 +1,7 @@
 """The run contract: what each task state of statemachines/batch_window.asl.json passes
 to its function (`...Input`) and what the state keeps of its result (`...Output`).
 
-Handlers receive these models (functions/handlers/task.py) and return them; the contract test
+Handlers receive these models (functions/handlers/task_handler.py) and return them; the contract test
 (tests/unit/design/test_contract.py) walks the ASL and checks every Payload key, every
 ResultSelector and every `.$` path against them, so a dropped or misspelled field fails
 a test instead of a run."""

@@ -103,7 +103,7 @@ class FunctionDefinition:
         return importlib.import_module(self.handler.rpartition(".")[0]).handler  # type: ignore[no-any-return]
 
 
-def task(
+def task_function(
     state: str,
     input_model: type,
     output_model: type,
@@ -177,10 +177,12 @@ CONVERSATION_COMMANDS = FunctionDefinition(
 # One row per task state, in the order of a run: its name in the console, its input and
 # output, and what its function may take.
 TASKS = (
-    task("Wait For The Burst To End", ParkInput, ParkOutput, (TableSettings,), timeout=10),
-    task("Acquire Processing Lock", AcquireInput, BurstStatus, (TableSettings, BatchingSettings), timeout=10),
-    task("Merge Staged Messages", MergeInput, BatchSummary, (TableSettings, BatchingSettings)),
-    task(
+    task_function("Wait For The Burst To End", ParkInput, ParkOutput, (TableSettings,), timeout=10),
+    task_function(
+        "Acquire Processing Lock", AcquireInput, BurstStatus, (TableSettings, BatchingSettings), timeout=10
+    ),
+    task_function("Merge Staged Messages", MergeInput, BatchSummary, (TableSettings, BatchingSettings)),
+    task_function(
         "Generate Reply",
         GenerateInput,
         ReplySummary,
@@ -200,24 +202,26 @@ TASKS = (
         memory=512,
     ),
     # Each call within TOOL_TIMEOUT_SECONDS (at most 25): two of them, and the rest in the next attempt.
-    task(
+    task_function(
         "Call Tools",
         CallToolsInput,
         ToolsSummary,
         (TableSettings, AssistantSettings, TenancySettings, ToolSecretSettings),
         timeout=60,
     ),
-    task("Send Reply", SendInput, SentSummary, (TableSettings, GuardSettings, *SENDING), timeout=60),
-    task(
+    task_function("Send Reply", SendInput, SentSummary, (TableSettings, GuardSettings, *SENDING), timeout=60),
+    task_function(
         "Record Turns And Release Lock",
         RecordInput,
         RecordOutput,
         (TableSettings, RetentionSettings, EventSettings),
     ),
-    task(
+    task_function(
         "Close Batch Window", CloseInput, CloseOutput, (TableSettings, BatchingSettings, StateMachineSettings)
     ),
-    task("Record Failed Batch", FailedInput, FailedOutput, (TableSettings, FailureSettings, *SENDING)),
+    task_function(
+        "Record Failed Batch", FailedInput, FailedOutput, (TableSettings, FailureSettings, *SENDING)
+    ),
 )
 
 ENDPOINTS = (WEBHOOK, STATUS_CALLBACK)

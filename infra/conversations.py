@@ -113,9 +113,9 @@ def _command(args: argparse.Namespace) -> int:
         )
         return _personal_data(args.command, args.address, args.tenant)
     use_stack(chosen_stack(args.stack), FUNCTION_SETTINGS)
-    from functions.handoff import handoff  # reads the functions' settings
+    from functions.handoff import pausing  # reads the functions' settings
 
-    found = handoff.find_conversations(args.address, args.tenant)
+    found = pausing.find_conversations(args.address, args.tenant)
     if len(found) != 1:
         which = ", ".join(f"{c.conversation_id} (tenant {c.tenant_account_sid})" for c in found)
         problem = (
@@ -125,10 +125,10 @@ def _command(args: argparse.Namespace) -> int:
         return 1
     conversation_id = found[0].conversation_id
     if args.command == "pause":
-        until = handoff.pause(conversation_id, handoff_rules.BY_OPERATOR, seconds)
+        until = pausing.pause(conversation_id, handoff_rules.BY_OPERATOR, seconds)
         print(f"Paused {conversation_id} until {until or 'resumed'}: its bursts wait for a person.")
     elif args.command == "resume":
-        handoff.resume(conversation_id, handoff_rules.BY_OPERATOR)
+        pausing.resume(conversation_id, handoff_rules.BY_OPERATOR)
         print(f"Resumed {conversation_id}: the assistant answers it again.")
     else:
         print("\n".join(shown(conversation_id, args.bodies)))

@@ -54,10 +54,15 @@ from functions.answer import openai_models, turns
 from functions.answer import openai_responses as ai
 from functions.answer.openai_image_errors import IMAGE_ERRORS
 from functions.answer.openai_responses import Budget, OpenAIConversationGone, ResponseState
-from functions.answer.rules.conversation_items import exchange_of
+from functions.answer.rules.conversation_items import (
+    Exchange,
+    deletion_order,
+    exchange_of,
+    exchanges,
+    unanswered_copies,
+)
 from functions.answer.rules.output_room import more_room
 from functions.answer.settings import AnswerSettings
-from functions.answer.stray_turns import StrayTurns
 from functions.assistant import tool_calls
 from functions.assistant.rules import tools as tool_rules
 from functions.errors import (
@@ -70,7 +75,7 @@ from functions.errors import (
 from functions.intake import staged_messages
 from functions.observability import count, logger
 from functions.storage.models import AIRequest, AskedCall
-from functions.storage.tables import assistant_turn_id
+from functions.storage.tables import assistant_turn_id, user_turn_id
 
 if TYPE_CHECKING:
     from typing import Any
@@ -81,8 +86,11 @@ if TYPE_CHECKING:
 
 
 @dataclass
-class BatchRequest(StrayTurns):
-    """Asking OpenAI for one batch's reply, within one attempt's time."""
+class BatchRequest:
+    """Asking OpenAI for one batch's reply, within one attempt's time; and finding and
+    removing the turns its earlier requests left in the OpenAI conversation (a lost
+    request's copy, an earlier window's request for part of the batch, what a removal cut
+    short left)."""
 
     conversation_id: str
     window_id: str
@@ -203,7 +211,13 @@ class BatchRequest(StrayTurns):
     def _ask_round(self, earlier: AIRequest, calls: list[AskedCall], recovered: bool) -> ResponseState:
         """The next round: the outputs of `calls` (recorded by Call Tools), asked for on the
         conversation that holds the calls; the last round allows no further call."""
-        outputs = self._recorded_outputs(calls, missing=tool_rules.CANCELLED if recovered else None)
+        outputs = tool_calls.recorded_outputs(
+            self.tenant,
+            self.conversation_id,
+            self.key,
+            calls,
+            missing=tool_rules.CANCELLED if recovered else None,
+        )
         if outputs is None:
             raise ToolCallsRequested(
                 f"{len(calls)} tool call(s) to make before round {earlier.tool_round + 1}"
@@ -285,73 +299,15 @@ class BatchRequest(StrayTurns):
                     max_tool_calls=self.max_tool_calls,
                 )
             except AIPermanentError as error:
-                if not (closing and ai.holds_unanswered_call(error) and self._close_unanswered_calls()):
+                if not (
+                    closing
+                    and ai.holds_unanswered_call(error)
+                    and ai.close_unanswered_calls(
+                        self.client, self.openai_conversation, tool_rules.CANCELLED, self.budget
+                    )
+                ):
                     raise
         raise AssertionError("unreachable")
-
-    def _close_unanswered_calls(self) -> bool:
-        """Give each call in the conversation's newest items that has no output a
-        "cancelled" one; whether there was any."""
-        items = ai.newest_items(self.client, self.openai_conversation, self.budget, limit=50)
-        answered = {item.call_id for item in items if item.kind == "function_call_output"}
-        open_calls = [
-            item.call_id for item in items if item.kind == "function_call" and item.call_id not in answered
-        ]
-        if not open_calls:
-            return False
-        outputs = [
-            {"type": "function_call_output", "call_id": call_id, "output": tool_rules.CANCELLED}
-            for call_id in open_calls
-        ]
-        ai.add_items(self.client, self.openai_conversation, outputs, self.budget)
-        count("ToolCallsCancelled", len(open_calls))
-        logger.warning("Tool calls left without output closed as cancelled", extra={"calls": len(open_calls)})
-        return True
-
-    def _recorded_outputs(self, calls: list[AskedCall], missing: str | None = None) -> list[str] | None:
-        """Each call's recorded output (Call Tools'), in order; None while one has none,
-        unless `missing` stands in for it (a lost round asked again: its calls were answered
-        before it was first asked, and are not to be made now)."""
-        keys = [self.call_key(call) for call in calls]
-        found = tool_calls.get_many(self.conversation_id, [k for k in keys if k])
-        outputs: list[str] = []
-        for key in keys:
-            if key is None:  # arguments that are no JSON object: nothing to call
-                outputs.append(tool_rules.bad_arguments())
-                continue
-            recorded = found.get(key)
-            if recorded is not None and recorded.finished and recorded.output is not None:
-                outputs.append(recorded.output)
-            elif missing is not None:
-                outputs.append(missing)
-            else:
-                return None
-        return outputs
-
-    def call_key(self, call: AskedCall) -> str | None:
-        """The key the call is claimed under (functions/assistant/rules/tools.py)."""
-        arguments = tool_rules.arguments_of(call.arguments)
-        if arguments is None:
-            return None
-        return tool_rules.call_key(self.tenant, self.conversation_id, self.key, call.name, arguments)
-
-    def _remove_round_copies(self, calls: list[AskedCall]) -> None:
-        """A round's request whose outcome is unknown may have added its outputs (and the
-        reply that followed them): remove them, newest first, before it is asked again."""
-        ids = {call.call_id for call in calls}
-        items = ai.newest_items(self.client, self.openai_conversation, self.budget, limit=50)
-        stray: list[str] = []
-        for item in items:  # newest first: the reply, then the outputs it followed
-            stray.append(item.id)
-            if item.kind == "function_call_output" and item.call_id in ids:
-                ids.discard(item.call_id)
-                if not ids:
-                    break
-        if ids == {call.call_id for call in calls}:
-            return  # none of its outputs is there: it was not carried out
-        ai.delete_items(self.client, self.openai_conversation, stray, self.budget)
-        count("AIStrayTurnsRemoved")
-        logger.warning("A lost tool round's outputs removed", extra={"items": len(stray)})
 
     def _finish(self, request: AIRequest, state: ResponseState) -> ResponseState:
         self.tools_called = request.called
@@ -455,6 +411,72 @@ class BatchRequest(StrayTurns):
             completion_tokens=turn.completion_tokens,
             total_tokens=turn.total_tokens,
         )
+
+    # --- the turns earlier requests left --------------------------------------------------
+
+    def _withdraw(self, request: AIRequest) -> None:
+        """An earlier window asked for some of these messages only: stop that response if
+        it still runs and remove its turn; this batch is asked for as a whole."""
+        earlier = turns.get(self.conversation_id, user_turn_id(request.window_id))
+        text = earlier.body if earlier else None
+        state = None
+        if request.response_id:
+            state = ai.retrieve_response(self.client, request.response_id, self.budget)
+        if state is not None and not state.finished:
+            state = ai.cancel_response(self.client, state.id, self.budget) or state
+        found = self._exchanges()
+        own = None
+        if state is not None and state.status in ("completed", "incomplete"):
+            own = exchange_of(found, state.item_ids, text, state.text)
+        if own is not None:
+            self._delete([own])
+        elif text is not None:  # its copies, or what a removal cut short left of it (_discard)
+            self._delete(self._copies(found, text))
+        logger.info("Earlier request withdrawn", extra={"messages": len(request.message_sids)})
+
+    def _remove_copies(self, keep: ResponseState | None = None) -> None:
+        """Remove this batch's turns that a lost request left, newer than the last reply
+        sent; `keep`: this batch's own response, kept (if its items cannot be told apart,
+        nothing is removed)."""
+        found = self._exchanges()
+        own = exchange_of(found, keep.item_ids, None, "") if keep else None
+        if keep is not None and own is None:
+            return
+        self._delete(self._copies(found, self.body, own))
+
+    def _remove_round_copies(self, calls: list[AskedCall]) -> None:
+        """A round's request whose outcome is unknown may have added its outputs (and the
+        reply that followed them): remove them, newest first, before it is asked again."""
+        ids = {call.call_id for call in calls}
+        items = ai.newest_items(self.client, self.openai_conversation, self.budget, limit=50)
+        stray: list[str] = []
+        for item in items:  # newest first: the reply, then the outputs it followed
+            stray.append(item.id)
+            if item.kind == "function_call_output" and item.call_id in ids:
+                ids.discard(item.call_id)
+                if not ids:
+                    break
+        if ids == {call.call_id for call in calls}:
+            return  # none of its outputs is there: it was not carried out
+        ai.delete_items(self.client, self.openai_conversation, stray, self.budget)
+        count("AIStrayTurnsRemoved")
+        logger.warning("A lost tool round's outputs removed", extra={"items": len(stray)})
+
+    def _copies(self, found: list[Exchange], text: str, keep: Exchange | None = None) -> list[Exchange]:
+        last = turns.last_reply(self.conversation_id)
+        if last is None:
+            return unanswered_copies(found, text, None, None, keep)
+        return unanswered_copies(found, text, last.item_ids, last.body, keep)
+
+    def _exchanges(self) -> list[Exchange]:
+        return exchanges(ai.newest_items(self.client, self.openai_conversation, self.budget))
+
+    def _delete(self, stray: list[Exchange]) -> None:
+        if not stray:
+            return
+        ai.delete_items(self.client, self.openai_conversation, deletion_order(stray), self.budget)
+        count("AIStrayTurnsRemoved", len(stray))
+        logger.warning("Stray turns removed from the OpenAI conversation", extra={"turns": len(stray)})
 
 
 def _reasoning_effort(model: str) -> ReasoningEffort:

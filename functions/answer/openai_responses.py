@@ -216,13 +216,37 @@ def delete_items(client: openai.OpenAI, conversation: str, item_ids: list[str], 
         _unless_gone(partial(items.delete, item_id, conversation_id=conversation, timeout=budget.timeout()))
 
 
-def add_items(client: openai.OpenAI, conversation: str, items: list[dict[str, Any]], budget: Budget) -> None:
-    """Add items to the conversation (an interrupted tool round's outputs:
-    functions/answer/ai_requests.py)."""
-    _call(
+def add_items(
+    client: openai.OpenAI, conversation: str, items: list[dict[str, Any]], budget: Budget
+) -> list[str]:
+    """Add items at the end of the conversation (an interrupted tool round's outputs:
+    functions/answer/ai_requests.py; a person's reply: functions/handoff/openai_assistant_items.py);
+    the ids of the items added."""
+    added = _call(
         lambda: client.conversations.items.create(conversation, items=items, timeout=budget.timeout()),  # type: ignore[arg-type]
         conversation_call=True,
     )
+    return [item.id for item in added.data if item.id]
+
+
+def close_unanswered_calls(client: openai.OpenAI, conversation: str, output: str, budget: Budget) -> bool:
+    """Give each function call among the conversation's newest items that has no output one
+    (`output`: "cancelled"), so that OpenAI takes the conversation again; whether there
+    was any (functions/answer/ai_requests.py, after holds_unanswered_call)."""
+    items = newest_items(client, conversation, budget, limit=50)
+    answered = {item.call_id for item in items if item.kind == "function_call_output"}
+    open_calls = [
+        item.call_id for item in items if item.kind == "function_call" and item.call_id not in answered
+    ]
+    if not open_calls:
+        return False
+    outputs = [
+        {"type": "function_call_output", "call_id": call_id, "output": output} for call_id in open_calls
+    ]
+    add_items(client, conversation, outputs, budget)
+    count("ToolCallsCancelled", len(open_calls))
+    logger.warning("Tool calls left without output closed as cancelled", extra={"calls": len(open_calls)})
+    return True
 
 
 def holds_unanswered_call(error: BaseException) -> bool:

@@ -8,8 +8,9 @@ from typing import Any
 
 from botocore.exceptions import ClientError
 
+from functions.assistant.rules import tools as tool_rules
 from functions.storage import dynamo, expressions
-from functions.storage.models import Confirmation, ToolCall
+from functions.storage.models import AskedCall, Confirmation, ToolCall
 from functions.storage.settings import TableSettings
 
 TOOL_CALL_RETENTION_SECONDS = 30 * 24 * 3600
@@ -112,3 +113,35 @@ def get_many(conversation_id: str, call_keys: list[str]) -> dict[str, ToolCall]:
             found[call.call_key] = call
         request = response.get("UnprocessedKeys") or {}
     return found
+
+
+def recorded_outputs(
+    tenant: str, conversation_id: str, batch_key: str, calls: list[AskedCall], missing: str | None = None
+) -> list[str] | None:
+    """Each call's recorded output (Call Tools'), in order, the calls of the batch whose key
+    (its first MessageSid) is `batch_key`; None while one has none, unless `missing` stands
+    in for it (a lost round asked again: its calls were answered before it was first asked,
+    and are not to be made now)."""
+    keys = [_call_key(tenant, conversation_id, batch_key, call) for call in calls]
+    found = get_many(conversation_id, [k for k in keys if k])
+    outputs: list[str] = []
+    for key in keys:
+        if key is None:  # arguments that are no JSON object: nothing to call
+            outputs.append(tool_rules.bad_arguments())
+            continue
+        recorded = found.get(key)
+        if recorded is not None and recorded.finished and recorded.output is not None:
+            outputs.append(recorded.output)
+        elif missing is not None:
+            outputs.append(missing)
+        else:
+            return None
+    return outputs
+
+
+def _call_key(tenant: str, conversation_id: str, batch_key: str, call: AskedCall) -> str | None:
+    """The key the call is claimed under (functions/assistant/rules/tools.py)."""
+    arguments = tool_rules.arguments_of(call.arguments)
+    if arguments is None:
+        return None
+    return tool_rules.call_key(tenant, conversation_id, batch_key, call.name, arguments)

@@ -33,7 +33,7 @@ def open(window: BatchWindow) -> BatchWindow | None:
     return None
 
 
-def arrive(candidate: BatchWindow, now_ms: int, flush: bool) -> BatchWindow:
+def count_message(candidate: BatchWindow, now_ms: int, flush: bool) -> BatchWindow:
     """Count a new message in the conversation's window (its time, the one before, how
     many, and a flush request), opening `candidate` if none is open: one UpdateItem. The
     window after the update: `candidate` itself if this call opened it."""
@@ -41,7 +41,7 @@ def arrive(candidate: BatchWindow, now_ms: int, flush: bool) -> BatchWindow:
     opening = {k: v for k, v in item.items() if k in _SET_ON_OPEN}
     item = _table().update_item(
         Key={"conversation_id": candidate.conversation_id},
-        UpdateExpression=expressions.ARRIVE.format(
+        UpdateExpression=expressions.COUNT_MESSAGE.format(
             open=", ".join(f"{k} = if_not_exists({k}, :{k})" for k in opening),
             flush=":flush" if flush else "if_not_exists(flush_requested, :flush)",
         ),

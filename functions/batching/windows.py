@@ -90,7 +90,7 @@ def count_in_window(conversation_id: str, rules: BatchingRules, now_ms: int, flu
     the message makes the batch due now (a flush keyword, max messages). The new
     window's id, or None when one was open."""
     candidate = new_window(conversation_id, rules, opened_ms=now_ms, flush=flush)
-    window = batch_windows.arrive(candidate, now_ms, flush)
+    window = batch_windows.count_message(candidate, now_ms, flush)
     if window.window_id == candidate.window_id:
         _start(window)
         return window.window_id

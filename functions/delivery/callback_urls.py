@@ -1,7 +1,7 @@
 """Where Twilio reports each message we send: the StatusCallback URL of a reply part, the
-WhatsApp template and the fallback reply. Shared by the states that send (Send Reply,
-Record Failed Batch, a part's resend) and by the status callback that receives the
-reports (functions/entry_points/status_callback.py)."""
+WhatsApp template, the fallback reply and a part's resend. Shared by what sends them
+(functions/delivery/send_once.py) and by the status callback that receives the reports
+(functions/entry_points/status_callback.py)."""
 
 from __future__ import annotations
 
@@ -11,9 +11,10 @@ from functions.intake.settings import PublicUrlSettings
 from functions.registry import STATUS_CALLBACK
 
 # The API resource of the StatusCallback function: the conversation, the batch window, and
-# which message: a reply part's index (0, 1, ...), `template` or `fallback`.
+# which message: a reply part's index (0, 1, ...), `template`, `fallback`, or a part sent
+# again after 63018 (its index and RESENT: `1r`).
 (STATUS_CALLBACK_RESOURCE,) = STATUS_CALLBACK.routes
-TEMPLATE, FALLBACK = "template", "fallback"
+TEMPLATE, FALLBACK, RESENT = "template", "fallback", "r"
 
 
 def status_callback_url(conversation_id: str, window_id: str, message: str) -> str | None:

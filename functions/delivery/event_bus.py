@@ -1,6 +1,6 @@
 """Events for other services: one `batch.answered` event per answered batch on the
 service's EventBridge bus (as the seeds' buffer service emits messages.batch.ready), and one
-`batch.handed_off` per batch recorded for a person instead (functions/handoff/handoff.py)."""
+`batch.handed_off` per batch recorded for a person instead (functions/handoff/pausing.py)."""
 
 from __future__ import annotations
 

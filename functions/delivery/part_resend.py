@@ -5,8 +5,8 @@ exceeded, so it never reached the user. That is not a limit per recipient, and a
 once meets the same limit (for a tier, Twilio says to wait until 24 hours have passed): so
 its status callback (status_callback.py) only keeps the part due for a resend
 TRANSIENT_RETRY_FIRST_SECONDS later (functions/delivery/due_resends.py), and the reconciler,
-run every minute, sends the due ones through send_once.py with a callback of their own
-(`<index>r`), claimed in the name of the MessageSid that failed: once per part, whoever
+run every minute, sends the due ones through send_once.py (its RESEND) with a callback of
+their own (`<index>r`), claimed in the name of the MessageSid that failed: once per part, whoever
 asks how many times. A resend reported 63018 again is not sent a third time; one refused
 for a transient reason waits longer each time (as a batch does); one that comes after
 WhatsApp's 24-hour window is refused (63016) and recorded as any failure."""
@@ -14,34 +14,26 @@ WhatsApp's 24-hour window is refused (63016) and recorded as any failure."""
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass
 from datetime import datetime, timedelta
-from functools import cached_property
-from typing import TYPE_CHECKING
 
 from functions import clock
 from functions.answer import turns
 from functions.batching.rules import failures
 from functions.batching.settings import FailureSettings
-from functions.delivery import due_resends, reply_sending
-from functions.delivery.callback_urls import status_callback_url
+from functions.delivery import due_resends
+from functions.delivery.callback_urls import RESENT
 from functions.delivery.due_resends import DueResend
 from functions.delivery.rules.replies import split_reply
-from functions.delivery.send_once import Claim, receipt_of, send_once
+from functions.delivery.send_once import RESEND, TurnMessage, send_once
 from functions.delivery.settings import DeliverySettings, TwilioSettings
 from functions.errors import TwilioPermanentError, TwilioRetryableError
 from functions.observability import count, logger
-from functions.storage.models import Conversation, Turn
+from functions.storage.models import Conversation
 from functions.storage.tables import assistant_turn_id
-from functions.tenancy import conversations, secrets
+from functions.tenancy import conversations
 
-if TYPE_CHECKING:
-    from twilio.rest import Client
-
-# Twilio's REST client is loaded where a resend is sent (`from ... import twilio_messages`
-# in _Resend): most of the reconciler's passes send none, and its cold start skips the SDK.
-
-RESENT = "r"  # a resend's status callback names its part so: `1r`
+# Twilio's REST client is loaded where a resend is looked up or sent (send_once.py's
+# TurnMessage): most of the reconciler's passes send none, and its cold start skips the SDK.
 
 
 def is_resend(message: str) -> bool:
@@ -102,66 +94,5 @@ def resend_part_once(
     parts = split_reply(turn.body) if turn else []
     if turn is None or part_index >= len(parts):
         return None
-    resend = _Resend(conversation, turn, window_id, part_index, parts[part_index], owner)
+    resend = TurnMessage(RESEND, conversation, window_id, parts[part_index], part=part_index, owner=owner)
     return send_once(resend, receipt_wait)
-
-
-@dataclass
-class _Resend:
-    """Reply part `index`, sent again, for send_once: claimed on the assistant turn
-    (`resends`), its SID kept there."""
-
-    conversation: Conversation
-    turn: Turn
-    window_id: str
-    index: int
-    body: str
-    owner: str
-
-    @property
-    def label(self) -> str:
-        return f"{self.index}{RESENT}"
-
-    @cached_property
-    def client(self) -> Client:
-        from functions.delivery import twilio_messages
-
-        # the conversation's tenant, a stored fact by now: read in a session tagged with it
-        return twilio_messages.client_for(secrets.twilio_credentials_in_tenant_session(self.conversation))
-
-    def claim(self, now: str) -> Claim:
-        claim = reply_sending.claim_resend(
-            self.conversation.conversation_id, self.turn.turn_id, self.index, self.owner, now
-        )
-        return Claim.began(claim.since, now, sent=claim.sid, ours=claim.owner == self.owner)
-
-    def reported(self) -> str | None:
-        turn = turns.get(self.conversation.conversation_id, self.turn.turn_id) or self.turn
-        return receipt_of(turn.deliveries, self.label)
-
-    def find(self, since: datetime) -> str | None:
-        from functions.delivery import twilio_messages
-
-        ours = [*self.turn.message_sids, *self.turn.deliveries]
-        our, user = self.conversation.our_address, self.conversation.user_address
-        return twilio_messages.find_sent(self.client, our, user, self.body, since, ours)
-
-    def send(self) -> str:
-        from functions.delivery import twilio_messages
-
-        callback = status_callback_url(self.conversation.conversation_id, self.window_id, self.label)
-        return twilio_messages.send_message(
-            self.client,
-            self.conversation.our_address,
-            self.conversation.user_address,
-            self.body,
-            status_callback=callback,
-        )
-
-    def refused(self) -> None:
-        """Nothing kept: the reconciler's next attempt waits for a receipt first."""
-
-    def record(self, sid: str) -> None:
-        reply_sending.record_resend(self.conversation.conversation_id, self.turn.turn_id, self.index, sid)
-        count("RepliesResentAfterRateLimit")
-        logger.info("Part sent again after 63018", extra={"part": self.index, "message_sid": sid})

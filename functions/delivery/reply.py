@@ -18,23 +18,20 @@ sender's turn, shared with every other conversation of the number (sender_pace.p
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass
-from datetime import datetime
 
 from twilio.rest import Client
 
 from functions import clock
 from functions.answer import turns
 from functions.contract import SendInput, SentSummary
-from functions.delivery import reply_sending, template, twilio_messages
-from functions.delivery.callback_urls import status_callback_url
+from functions.delivery import template, twilio_messages
 from functions.delivery.rules.replies import split_reply
-from functions.delivery.send_once import Claim, receipt_of, send_once
-from functions.delivery.sender_pace import WAIT_SECONDS, wait_for_turn
+from functions.delivery.send_once import REPLY_PART, Attempt, TurnMessage, send_once
+from functions.delivery.sender_pace import WAIT_SECONDS
 from functions.delivery.settings import DeliverySettings
 from functions.errors import TwilioCredentialsRefused, TwilioPermanentError
 from functions.guards import consent
-from functions.observability import count, logger
+from functions.observability import logger
 from functions.storage.models import Conversation, Turn
 from functions.tenancy import conversations, secrets
 from functions.tenancy.fresh_credentials import with_fresh_credentials
@@ -101,93 +98,23 @@ def _send_missing_parts(
     task: SendInput, conversation: Conversation, turn: Turn, parts: list[str], sent: list[str], client: Client
 ) -> None:
     """Send the parts not yet recorded, in order, each once (send_once.py), appending each
-    SID to `sent` once recorded; REPLY_PART_INTERVAL_SECONDS apart."""
+    SID to `sent` once recorded; REPLY_PART_INTERVAL_SECONDS apart, each in its sender's
+    turn. The attempt claims the turn's sending once, with its first part: only that part can
+    be in doubt (and not when the previous attempt's create of it was refused)."""
     first = len(sent)
-    attempt = _Attempt()
+    attempt = Attempt(wait_left=WAIT_SECONDS)
     interval = DeliverySettings.get().reply_part_interval_seconds
     for index in range(first, len(parts)):
         if index > first:  # the account's and sender's rate limit (63018): paced
             time.sleep(interval)
-        part = _ReplyPart(task, conversation, client, parts, sent, index, attempt, first=index == first)
-        send_once(part)
-
-
-@dataclass
-class _Attempt:
-    """This attempt, as its parts share it: when it began (its first part's claim), and how
-    much longer it may wait for its sender's turns."""
-
-    began: str = ""
-    wait_left: float = WAIT_SECONDS
-
-
-@dataclass(frozen=True)
-class _ReplyPart:
-    """Reply part `index` of the turn, for send_once. The turn records when sending began
-    (`sending_since`), once for all its parts, and when each attempt began: only the first
-    part not recorded can be in doubt, so only its claim records or reads those times (and
-    it is not in doubt when the previous attempt's create of it was refused)."""
-
-    task: SendInput
-    conversation: Conversation
-    client: Client
-    parts: list[str]
-    sent: list[str]
-    index: int
-    attempt: _Attempt
-    first: bool
-
-    def claim(self, now: str) -> Claim:
-        if not self.first:  # this attempt recorded the part before: nothing in doubt
-            return Claim()
-        task = self.task
-        self.attempt.began = now
-        sending = reply_sending.begin_sending(task.conversation_id, task.assistant_turn_id, now)
-        if sending.refused_part == self.index:  # the last create of it was refused: not sent
-            return Claim()
-        return Claim.began(sending.since, now)
-
-    def reported(self) -> str | None:
-        """A part's status callback names it (its index): recorded on the turn."""
-        turn = turns.get(self.task.conversation_id, self.task.assistant_turn_id)
-        deliveries = turn.deliveries if turn else {}
-        found = receipt_of(deliveries, str(self.index), exclude=self.sent)
-        if found:
-            count("ReplyPartsFoundReported")
-            logger.info("Part found reported", extra={"part": self.index, "message_sid": found})
-        return found
-
-    def refused(self) -> None:
-        task, began = self.task, self.attempt.began
-        reply_sending.refuse_part(task.conversation_id, task.assistant_turn_id, self.index, began)
-
-    def find(self, since: datetime) -> str | None:
-        our, user = self.conversation.our_address, self.conversation.user_address
-        sid = twilio_messages.find_sent(
-            self.client, our, user, self.parts[self.index], since, exclude=self.sent
+        part = TurnMessage(
+            REPLY_PART,
+            conversation,
+            task.window_id,
+            parts[index],
+            part=index,
+            make_client=lambda: client,
+            attempt=attempt,
         )
-        if sid:
-            count("ReplyPartsFoundSent")
-            logger.info(
-                "Part found sent by an earlier attempt", extra={"part": self.index, "message_sid": sid}
-            )
-        return sid
-
-    def send(self) -> str:
-        task, attempt = self.task, self.attempt
-        # Its sender's turn, booked only now that a create follows (sender_pace.py).
-        attempt.wait_left -= wait_for_turn(
-            self.conversation.our_address, task.conversation_id, attempt.wait_left
-        )
-        return twilio_messages.send_message(
-            self.client,
-            self.conversation.our_address,
-            self.conversation.user_address,
-            self.parts[self.index],
-            status_callback=status_callback_url(task.conversation_id, task.window_id, str(self.index)),
-        )
-
-    def record(self, sid: str) -> None:
-        task, accepted_at = self.task, clock.iso(clock.now())
-        turns.append_sent_part(task.conversation_id, task.assistant_turn_id, self.index, sid, accepted_at)
-        self.sent.append(sid)
+        if sid := send_once(part):
+            sent.append(sid)

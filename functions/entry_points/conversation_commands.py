@@ -40,7 +40,7 @@ from functions.delivery.rules.replies import split_reply
 from functions.errors import TwilioPermanentError
 from functions.guards import limits
 from functions.guards.settings import GuardSettings
-from functions.handoff import handoff
+from functions.handoff import pausing
 from functions.handoff.rules.pause import BY_HELPDESK, MAX_PAUSE
 from functions.intake.inbound import Channel
 from functions.observability import count, logger
@@ -109,7 +109,7 @@ def run_command(event: dict[str, Any]) -> dict[str, Any]:
         count("ConversationCommandsRefused")
         return {"outcome": Outcome.MALFORMED.value}
     logger.append_keys(account_sid=command.detail.account_sid, detail_type=command.detail_type)
-    found = handoff.find_conversations(command.detail.conversation, command.detail.account_sid)
+    found = pausing.find_conversations(command.detail.conversation, command.detail.account_sid)
     from_its_tenant = command.source == helpdesk_source(command.detail.account_sid)
     if not from_its_tenant or len(found) != 1 or found[0].task_complete:
         logger.warning(
@@ -129,10 +129,10 @@ def _carry_out(command: CommandEvent, conversation: Conversation) -> dict[str, A
     if admission.refused_by is not None:
         return {"outcome": Outcome.LIMITED.value, "limit": admission.refused_by.value}
     if command.detail_type == PAUSE:
-        until = handoff.pause(conversation.conversation_id, BY_HELPDESK, command.detail.for_seconds)
+        until = pausing.pause(conversation.conversation_id, BY_HELPDESK, command.detail.for_seconds)
         return {"outcome": Outcome.PAUSED.value, "until": until}
     if command.detail_type == RESUME:
-        handoff.resume(conversation.conversation_id, BY_HELPDESK)
+        pausing.resume(conversation.conversation_id, BY_HELPDESK)
         return {"outcome": Outcome.RESUMED.value}
     return _send_persons_reply(command, conversation, admission.received_at)
 

@@ -1,4 +1,4 @@
-"""Accepting a Twilio webhook: validate, find the conversation, stage, open the window."""
+"""Receiving a Twilio webhook: validate, find the conversation, stage, open the window."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ from functions.batching.rules.debounce import is_flush_keyword, splits_a_burst
 from functions.batching.settings import BatchingSettings
 from functions.batching.windows import count_in_window, open_batch_window, rules_for_new_window
 from functions.guards import limits
-from functions.handoff import handoff
+from functions.handoff import pausing
 from functions.intake import staged_messages
 from functions.intake.admission import Refusal, Signature, admit
 from functions.intake.inbound import Channel, InboundMessage, address_key, is_typed_text
@@ -50,14 +50,14 @@ ANSWER_INTERVAL_SECONDS = 3600
 
 
 @dataclass(frozen=True)
-class Accepted:
+class WebhookResult:
     """What became of a webhook, and the TwiML answer to its sender (empty: none)."""
 
     outcome: MessageOutcome
     reply: str = ""
 
 
-def accept_message(channel: Channel, form: dict[str, str], url: str, signature: Signature) -> Accepted:
+def receive_message(channel: Channel, form: dict[str, str], url: str, signature: Signature) -> WebhookResult:
     """The webhook's message, staged or refused; a refusal by the conversation rules gets
     its configured answer (answer_to)."""
     tenant = admit(form, url, signature)
@@ -69,7 +69,7 @@ def accept_message(channel: Channel, form: dict[str, str], url: str, signature: 
             extra={"reason": tenant.value, "path": called.path, "query_chars": len(called.query)},
         )
         count("WebhooksRefused")
-        return Accepted(MessageOutcome.FORBIDDEN)
+        return WebhookResult(MessageOutcome.FORBIDDEN)
     logger.append_keys(account_sid=tenant.account_sid)
     try:
         message = InboundMessage.from_form(form)
@@ -77,7 +77,7 @@ def accept_message(channel: Channel, form: dict[str, str], url: str, signature: 
         fields = invalid_fields(error)  # names only: a value may be personal data
         logger.warning("Webhook malformed, acknowledged and dropped", extra={"invalid_fields": fields})
         count("WebhooksMalformed")
-        return Accepted(MessageOutcome.MALFORMED)
+        return WebhookResult(MessageOutcome.MALFORMED)
     logger.append_keys(message_sid=message.message_sid)
 
     received_at = clock.iso(clock.now())
@@ -90,7 +90,7 @@ def accept_message(channel: Channel, form: dict[str, str], url: str, signature: 
         if not limits.admit_new_conversation(
             tenant.account_sid, conversations.new_conversation_id(tenant.account_sid, key)
         ):
-            return Accepted(MessageOutcome.TENANT_CEILING)  # not staged: counted and alarmed
+            return WebhookResult(MessageOutcome.TENANT_CEILING)  # not staged: counted and alarmed
         conversation = conversations.create(
             channel,
             message.from_address,
@@ -101,12 +101,12 @@ def accept_message(channel: Channel, form: dict[str, str], url: str, signature: 
         )
     logger.append_keys(conversation_id=conversation.conversation_id)
     if _staged_when_forgotten(conversation, channel, message):
-        return Accepted(MessageOutcome.DUPLICATE)
-    refused = _refused_by_rules(conversation, channel)
+        return WebhookResult(MessageOutcome.DUPLICATE)
+    refused = _refused_by_conversation_rules(conversation, channel)
     if refused:
         logger.warning("Message refused by the conversation's rules", extra={"outcome": refused.value})
         return answer_to(refused, message)
-    return Accepted(_stage(conversation, channel, message, received_at, is_typed_text(form)))
+    return WebhookResult(_stage(conversation, channel, message, received_at, is_typed_text(form)))
 
 
 def _staged_when_forgotten(conversation: Conversation, channel: Channel, message: InboundMessage) -> bool:
@@ -128,7 +128,7 @@ def _staged_when_forgotten(conversation: Conversation, channel: Channel, message
     return True
 
 
-def answer_to(outcome: MessageOutcome, message: InboundMessage) -> Accepted:
+def answer_to(outcome: MessageOutcome, message: InboundMessage) -> WebhookResult:
     """The configured answer for a refused message (MessageOutcome.reply), if any, except
     to an opt-out or opt-in keyword (answered by Twilio itself on SMS, and never to be
     answered with anything else), and at most one per sender an hour: the answer is
@@ -136,18 +136,18 @@ def answer_to(outcome: MessageOutcome, message: InboundMessage) -> Accepted:
     (staged_messages.claim_answer), before it is given."""
     reply = outcome.reply
     if not reply:
-        return Accepted(outcome)
+        return WebhookResult(outcome)
     if message.consent is not None:
         logger.info("Opt-out or opt-in keyword: no configured answer")
-        return Accepted(outcome)
+        return WebhookResult(outcome)
     now_ms = clock.epoch_ms(clock.now())
     if not staged_messages.claim_answer(
         message.account_sid, message.from_address, now_ms, ANSWER_INTERVAL_SECONDS
     ):
         logger.info("Configured answer given to this sender within the hour: none now")
         count("AnswersHeldBack")
-        return Accepted(outcome)
-    return Accepted(outcome, reply)
+        return WebhookResult(outcome)
+    return WebhookResult(outcome, reply)
 
 
 def _stage(
@@ -159,12 +159,12 @@ def _stage(
 ) -> MessageOutcome:
     """Stage the message (once per MessageSid) and count it in its conversation's batch
     window, opening the window if none is open; typed text that asks for a person hands the
-    conversation off first (handoff.py)."""
+    conversation off first (functions/handoff/pausing.py)."""
     staging = staged_messages.stage(conversation.conversation_id, message, received_at)
     received_ms = clock.iso_to_ms(received_at)
     rules = rules_for_new_window(conversation, channel, received_ms)
     if staging is not Staging.DUPLICATE_DONE:
-        handoff.on_keyword(conversation, rules, message, typed)
+        pausing.on_keyword(conversation, rules, message, typed)
     if staging is Staging.STAGED:
         flush = is_flush_keyword(rules, message.body)
         opened = count_in_window(conversation.conversation_id, rules, received_ms, flush)
@@ -191,7 +191,7 @@ def _stage(
     return MessageOutcome.STAGED
 
 
-def _refused_by_rules(conversation: Conversation, channel: Channel) -> MessageOutcome | None:
+def _refused_by_conversation_rules(conversation: Conversation, channel: Channel) -> MessageOutcome | None:
     if conversation.project_status != "active":
         return MessageOutcome.PROJECT_INACTIVE
     if conversation.allowed_channels is not None and channel not in conversation.allowed_channels:

@@ -74,7 +74,7 @@ class Limit(StrEnum):
     REPLY_PARTS = "reply_parts"
     # Not a cost limit: the user opted out (functions/guards/consent.py); answered the same way.
     OPTED_OUT = "opted_out"
-    # Nor this: the person asked for a person (functions/handoff/handoff.py).
+    # Nor this: the person asked for a person (functions/handoff/pausing.py).
     HANDED_OFF = handoff.HANDED_OFF
     # A helpdesk's commands (functions/entry_points/conversation_commands.py).
     CONVERSATION_COMMANDS = "commands_per_hour_per_conversation"
@@ -275,18 +275,8 @@ def notice_of(conversation: Conversation) -> str:
 def store_limited_turn(ref: BatchRef, limit: Limit, body: str = "") -> Turn:
     """The assistant turn of a batch that a limit stopped: status `limited`, empty (the
     send step then sends nothing) or with the one message to send instead of a reply (an
-    opt-out's confirmation); the batch is recorded as limited (recording.py)."""
-    turn = Turn(
-        conversation_id=ref.conversation_id,
-        turn_id=ref.assistant_turn_id,
-        role="assistant",
-        status="limited",
-        window_id=ref.window_id,
-        execution_name=ref.execution_name,
-        limited=limit.value,
-        body=body,
-        created_at=clock.iso(clock.now()),
-    )
+    opt-out's confirmation); the batch is recorded as limited (Record Turns And Release Lock)."""
+    turn = Turn.assistant(ref, status="limited", limited=limit.value, body=body)
     turns.put(turn)
     return turn
 

@@ -1,6 +1,6 @@
 """Call Tools."""
 
-from functions.handlers.task import task
+from functions.handlers.task_handler import task_handler
 from functions.states.call_tools import call_tools
 
-handler = task("Call Tools", call_tools)
+handler = task_handler("Call Tools", call_tools)

@@ -1,6 +1,6 @@
 """Merge Staged Messages."""
 
-from functions.handlers.task import task
+from functions.handlers.task_handler import task_handler
 from functions.states.merge_staged_messages import merge_staged_messages
 
-handler = task("Merge Staged Messages", merge_staged_messages)
+handler = task_handler("Merge Staged Messages", merge_staged_messages)

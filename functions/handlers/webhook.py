@@ -10,7 +10,7 @@ from typing import Any
 from aws_lambda_powertools.utilities.typing import LambdaContext
 from twilio.twiml.messaging_response import MessagingResponse
 
-from functions.entry_points.webhook import MessageOutcome, accept_message
+from functions.entry_points.webhook import MessageOutcome, receive_message
 from functions.handlers.twilio_http import Refused, public_url, response, signature_of, twilio_form
 from functions.intake.inbound import Channel
 from functions.observability import lambda_entry_point, logger
@@ -44,10 +44,10 @@ def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
 
 def _receive(channel: Channel, event: dict[str, Any]) -> dict[str, Any]:
     form = twilio_form(event)
-    accepted = accept_message(channel, form, public_url(event), signature_of(event))
-    if accepted.outcome is MessageOutcome.FORBIDDEN:
+    result = receive_message(channel, form, public_url(event), signature_of(event))
+    if result.outcome is MessageOutcome.FORBIDDEN:
         return response(403, "text/plain", "Forbidden")
-    return response(200, "text/xml", twiml(accepted.reply))
+    return response(200, "text/xml", twiml(result.reply))
 
 
 def twiml(reply: str) -> str:

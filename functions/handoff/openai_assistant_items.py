@@ -9,17 +9,13 @@ from __future__ import annotations
 
 import openai
 
-from functions.answer.openai_responses import Budget, _call
+from functions.answer import openai_responses as ai
+from functions.answer.openai_responses import Budget
 
 
 def add_assistant_message(client: openai.OpenAI, conversation: str, text: str, budget: Budget) -> str:
     """Add `text` as the assistant's message at the end of the conversation; its item id."""
-    added = _call(
-        lambda: client.conversations.items.create(
-            conversation,
-            items=[{"type": "message", "role": "assistant", "content": text}],
-            timeout=budget.timeout(),
-        ),
-        conversation_call=True,
+    added = ai.add_items(
+        client, conversation, [{"type": "message", "role": "assistant", "content": text}], budget
     )
-    return next((item.id for item in added.data if item.id), "")
+    return next(iter(added), "")

@@ -18,7 +18,7 @@ from functions.answer import openai_responses, turns
 from functions.answer.openai_responses import Budget
 from functions.answer.settings import OpenAISettings
 from functions.contract import BatchRef
-from functions.handoff import openai_assistant_items, person_replies
+from functions.handoff import openai_assistant_items
 from functions.handoff.rules.pause import BY_HELPDESK, PERSON
 from functions.observability import count, logger
 from functions.storage.models import Conversation, Turn
@@ -39,19 +39,7 @@ def reply_ref(conversation_id: str, key: str, sent_at: datetime) -> BatchRef:
 
 def record_turn(ref: BatchRef, body: str) -> Turn:
     """The reply's assistant turn, written once (a redelivery finds the first one's)."""
-    return person_replies.put_once(
-        Turn(
-            conversation_id=ref.conversation_id,
-            turn_id=ref.assistant_turn_id,
-            role="assistant",
-            status="generated",
-            window_id=ref.window_id,
-            execution_name=ref.execution_name,
-            body=body,
-            written_by=PERSON,
-            created_at=clock.iso(clock.now()),
-        )
-    )
+    return turns.put_once(Turn.assistant(ref, status="generated", body=body, written_by=PERSON))
 
 
 def after_sent(conversation: Conversation, ref: BatchRef) -> str | None:
@@ -62,7 +50,7 @@ def after_sent(conversation: Conversation, ref: BatchRef) -> str | None:
         logger.warning("Person's reply not sent: not added to the OpenAI conversation")
         return None
     if turn.status != "sent":
-        person_replies.record_sent(ref.conversation_id, ref.assistant_turn_id, clock.iso(clock.now()))
+        turns.record_person_reply_sent(ref.conversation_id, ref.assistant_turn_id, clock.iso(clock.now()))
         count("PersonReplies")
     logger.info("Person's reply sent", extra={"by": BY_HELPDESK, "message_sids": turn.message_sids})
     return _add_to_openai_once(conversation, ref, turn.body)
@@ -72,7 +60,7 @@ def _add_to_openai_once(conversation: Conversation, ref: BatchRef, body: str) ->
     """The reply as the OpenAI conversation's newest assistant message, added once: an
     attempt that finds an earlier one began looks for it among the newest items first."""
     now = clock.iso(clock.now())
-    added, since = person_replies.claim_item(ref.conversation_id, ref.assistant_turn_id, now)
+    added, since = turns.claim_openai_item(ref.conversation_id, ref.assistant_turn_id, now)
     if added:
         return added[0]
     client = openai_responses.client_for(secrets.openai_api_key_for(conversation))
@@ -90,5 +78,5 @@ def _add_to_openai_once(conversation: Conversation, ref: BatchRef, body: str) ->
     item_id = item_id or openai_assistant_items.add_assistant_message(
         client, openai_conversation, body, budget
     )
-    person_replies.record_item(ref.conversation_id, ref.assistant_turn_id, item_id)
+    turns.record_openai_item(ref.conversation_id, ref.assistant_turn_id, item_id)
     return item_id

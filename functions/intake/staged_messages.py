@@ -211,7 +211,7 @@ def _count_on_pending(
     return highest
 
 
-def mark_failed(conversation_id: str, message_sids: list[str], window_id: str, reason: str) -> None:
+def set_aside(conversation_id: str, message_sids: list[str], window_id: str, reason: str) -> None:
     """Set messages aside: kept with their bodies, no longer pending, not retried."""
     for sid in message_sids:
         try:

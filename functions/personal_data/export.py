@@ -9,7 +9,7 @@ from typing import Any
 
 from functions import clock
 from functions.answer import turns
-from functions.personal_data import forgetting_store as forgetting
+from functions.personal_data import forgetting_store
 from functions.personal_data.rules.person_data import exported_message, exported_turn
 from functions.storage.models import Conversation
 from functions.tenancy import conversations, tenants
@@ -43,7 +43,7 @@ def export(address: str, found: list[Conversation]) -> dict[str, Any]:
 
 
 def _conversation(conversation: Conversation) -> dict[str, Any]:
-    waiting = [m for m in forgetting.staged_messages(conversation.conversation_id) if m.received_at]
+    waiting = [m for m in forgetting_store.staged_messages(conversation.conversation_id) if m.received_at]
     return {
         "conversation_id": conversation.conversation_id,
         "tenant": conversation.tenant_account_sid,

@@ -41,7 +41,7 @@ from functions.errors import (
     TwilioRetryableError,
 )
 from functions.guards.limits import sender_counter_key
-from functions.personal_data import forgetting_store as forgetting
+from functions.personal_data import forgetting_store
 from functions.personal_data.forgetting_store import Busy
 from functions.personal_data.rules.person_data import VendorIds, vendor_ids
 from functions.personal_data.settings import RetentionSettings
@@ -81,22 +81,23 @@ def forget(conversation: Conversation) -> Forget:
     """Erase what the conversation holds of its person, as far as this run can (see above)."""
     cid = conversation.conversation_id
     now = clock.now()
-    busy = forgetting.begin(cid, clock.iso(now), int(now.timestamp()))
+    busy = forgetting_store.begin(cid, clock.iso(now), int(now.timestamp()))
     if busy is not None:
         return Forget(cid, busy=busy)
     conversation = conversations.require(cid)
     started = conversation.forget_started_at or clock.iso(now)
     outcome = Forget(cid)
-    ids = vendor_ids(forgetting.staged_messages(cid), turns.list_of(cid), conversation.openai_conversation_id)
+    staged = forgetting_store.staged_messages(cid)
+    ids = vendor_ids(staged, turns.list_of(cid), conversation.openai_conversation_id)
     _at_openai(conversation, ids, outcome)
     _at_twilio(conversation, ids, outcome)
     _in_tables(conversation, outcome)
-    if forgetting.busy(cid, int(clock.now().timestamp())) or forgetting.held_texts(cid):
+    if forgetting_store.busy(cid, int(clock.now().timestamp())) or forgetting_store.held_texts(cid):
         outcome.left["texts written meanwhile"] += 1
         outcome.problems.append("a run wrote to the conversation while it was being forgotten")
-    forgetting.record_counts(cid, started, dict(Counter(conversation.forget_counts) + outcome.done))
+    forgetting_store.record_counts(cid, started, dict(Counter(conversation.forget_counts) + outcome.done))
     if not +outcome.left:
-        forgetting.finish(cid, started, clock.iso(clock.now()))
+        forgetting_store.finish(cid, started, clock.iso(clock.now()))
         outcome.finished = True
     return outcome
 
@@ -161,14 +162,14 @@ def _in_tables(conversation: Conversation, outcome: Forget) -> None:
         clock.iso(now),
         int(now.timestamp()) + RetentionSettings.get().answered_message_retention_seconds,
     )
-    outcome.done["turns"] += forgetting.erase_turns(cid, at)
-    outcome.done["staged messages"] += forgetting.erase_staged(cid, at, tombstones_until)
-    outcome.done["tool calls"] += forgetting.delete_tool_calls(cid)
-    outcome.done["due resends"] += forgetting.delete_due_resends(cid)
+    outcome.done["turns"] += forgetting_store.erase_turns(cid, at)
+    outcome.done["staged messages"] += forgetting_store.erase_staged(cid, at, tombstones_until)
+    outcome.done["tool calls"] += forgetting_store.delete_tool_calls(cid)
+    outcome.done["due resends"] += forgetting_store.delete_due_resends(cid)
     if conversation.tenant_account_sid and conversation.user_address:
         hour = int(now.timestamp()) // int(timedelta(hours=1).total_seconds())
         keys = [
             sender_counter_key(conversation.tenant_account_sid, conversation.user_address, hour - n)
             for n in range(COUNTER_HOURS + 1)
         ]
-        forgetting.delete_by_address(conversation.tenant_account_sid, conversation.user_address, keys)
+        forgetting_store.delete_by_address(conversation.tenant_account_sid, conversation.user_address, keys)

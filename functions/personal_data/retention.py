@@ -28,8 +28,7 @@ from aws_lambda_powertools.utilities.parameters import GetParameterError
 from functions import clock
 from functions.errors import AIPermanentError, AIRetryableError, SecretOutsideTenant
 from functions.observability import count, logger
-from functions.personal_data import forgetting_store as forgetting
-from functions.personal_data import retention_store as retention
+from functions.personal_data import forgetting_store, retention_store
 from functions.personal_data.rules import retention as rules
 from functions.personal_data.settings import RetentionSettings
 from functions.storage.models import Conversation
@@ -56,11 +55,11 @@ def sweep(deadline: float) -> dict[str, int]:
     now = clock.now()
     before = rules.cutoff(now, shortest)
     expired = problems = 0
-    after = retention.load_cursor()
+    after = retention_store.load_cursor()
     for _ in range(PAGES_PER_RUN):
         if time.monotonic() >= deadline:
             break
-        page, following = retention.turns_page(before, rules.ANSWERED, after, PAGE_TURNS)
+        page, following = retention_store.turns_page(before, rules.ANSWERED, after, PAGE_TURNS)
         done, stopped, finished = _expire(page, overrides, now, deadline)
         expired, problems = expired + done, problems + stopped
         if not finished:
@@ -68,7 +67,7 @@ def sweep(deadline: float) -> dict[str, int]:
         after = following
         if after is None:
             break  # round the whole table: the next run starts it again
-    retention.save_cursor(after)
+    retention_store.save_cursor(after)
     count("TurnTextsExpired", expired)
     if problems:
         count("TurnTextRetentionProblems", problems)
@@ -83,7 +82,7 @@ def _expire(
     settings = RetentionSettings.get()
     by_conversation: dict[str, list[dict[str, Any]]] = defaultdict(list)
     for turn in page:
-        if forgetting.texts_of(turn):
+        if forgetting_store.texts_of(turn):
             by_conversation[str(turn["conversation_id"])].append(turn)
     expired = problems = 0
     for conversation_id, held in by_conversation.items():
@@ -95,13 +94,13 @@ def _expire(
         own = overrides.get(conversation.tenant_account_sid or "")
         days = rules.retention_days(own, settings.turn_text_retention_days)
         due = [t for t in held if rules.expired(str(t["status"]), str(t["created_at"]), days, now)]
-        if not due or forgetting.busy(conversation_id, int(now.timestamp())):
+        if not due or forgetting_store.busy(conversation_id, int(now.timestamp())):
             continue  # nothing due, or a run holds it: the next round
         if not _at_openai(conversation, due, deadline):
             problems += 1
             continue
         at = clock.iso(clock.now())
-        expired += sum(retention.cut_to_figures(turn, rules.ANSWERED, at) for turn in due)
+        expired += sum(retention_store.cut_to_figures(turn, rules.ANSWERED, at) for turn in due)
     return expired, problems, True
 
 

@@ -23,7 +23,7 @@ from functions.delivery.rules import sms_segments
 from functions.errors import AICredentialsRefused, AIModelUnavailable, AIPermanentError
 from functions.guards import consent, limits
 from functions.guards.settings import GuardSettings
-from functions.handoff import handoff
+from functions.handoff import pausing
 from functions.intake.inbound import Channel
 from functions.observability import count, logger
 from functions.storage.models import Conversation, Turn
@@ -43,7 +43,7 @@ def generate_reply(task: GenerateInput) -> ReplySummary:
     if task.batch.message_count == 0 or task.rules.answer == "human":
         return _no_reply(task, "nobody" if task.batch.message_count == 0 else "human")
     turn = turns.get(task.conversation_id, task.assistant_turn_id) or _new_assistant_turn(task)
-    if turn is None:  # the conversation waits for a person (handoff.py)
+    if turn is None:  # the conversation waits for a person (functions/handoff/pausing.py)
         return _no_reply(task, "human")
     return ReplySummary(
         answered_by="limited" if turn.status == "limited" else "ai",
@@ -91,8 +91,8 @@ def _new_assistant_turn(task: GenerateInput) -> Turn | None:
     held_back = consent.held_back_turn(task, conversation, user_turn)
     if held_back is not None:
         return held_back  # no AI call
-    if handoff.waits_for_a_person(conversation):
-        return handoff.handoff_turn(task, conversation)  # no AI call
+    if pausing.waits_for_a_person(conversation):
+        return pausing.handoff_turn(task, conversation)  # no AI call
     limited = limits.admit_ai_call(conversation, task.batch.message_sids)  # counted once per batch
     if limited is not None:
         return limits.store_limited_turn(task, limited, limits.notice_of(conversation))  # no AI call
@@ -101,13 +101,9 @@ def _new_assistant_turn(task: GenerateInput) -> Turn | None:
     answer = _reply_with_a_fresh_key_if_refused(task, conversation, user_turn, typing)
     reply = answer.state
     text, cut_by = _capped(conversation, reply.text)
-    turn = Turn(
-        conversation_id=task.conversation_id,
-        turn_id=task.assistant_turn_id,
-        role="assistant",
+    turn = Turn.assistant(
+        task,
         status="generated",
-        window_id=task.window_id,
-        execution_name=task.execution_name,
         body=text,
         limited=cut_by,
         response_id=reply.id,
@@ -120,7 +116,6 @@ def _new_assistant_turn(task: GenerateInput) -> Turn | None:
         prompt_tokens=reply.prompt_tokens,
         completion_tokens=reply.completion_tokens,
         total_tokens=reply.total_tokens,
-        created_at=clock.iso(clock.now()),
     )
     turns.put(turn)
     logger.info("Reply generated", extra={"reply_chars": len(reply.text), "total_tokens": reply.total_tokens})

@@ -36,13 +36,9 @@ def merge_staged_messages(task: MergeInput) -> BatchSummary:
     received = sorted(m.received_at for m in messages)
     arrivals = [clock.iso_to_ms(r) for r in received if r]
     turns.put(
-        Turn(
-            conversation_id=task.conversation_id,
-            turn_id=task.user_turn_id,
-            role="user",
+        Turn.user(
+            task,
             status="pending",
-            window_id=task.window_id,
-            execution_name=task.execution_name,
             body=body,
             first_message_sid=order[0],
             message_sids=order,
@@ -52,7 +48,6 @@ def merge_staged_messages(task: MergeInput) -> BatchSummary:
             first_received_at=received[0] if received else None,
             last_received_at=received[-1] if received else None,
             arrival_offsets_ms=[a - arrivals[0] for a in arrivals],
-            created_at=clock.iso(clock.now()),
         )
     )
     logger.info(

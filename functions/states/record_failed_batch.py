@@ -4,9 +4,6 @@ it for a later window, and tell the user when the AI cannot answer."""
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
-from datetime import datetime
-from typing import TYPE_CHECKING
 
 from functions import clock
 from functions.answer import turns
@@ -14,16 +11,10 @@ from functions.batching.rules import failures
 from functions.batching.rules.failures import FailureKind
 from functions.batching.settings import FailureSettings
 from functions.contract import BatchRef, FailedInput, FailedOutput
-from functions.delivery.callback_urls import FALLBACK, status_callback_url
-from functions.delivery.send_once import Claim, receipt_of, send_once
-from functions.errors import TwilioRetryableError
+from functions.delivery.fallback import send_fallback
 from functions.intake import staged_messages
 from functions.observability import count, logger
-from functions.storage.models import Conversation, PendingKey, Turn
-from functions.tenancy import conversations, secrets
-
-if TYPE_CHECKING:
-    from twilio.rest import Client
+from functions.storage.models import PendingKey
 
 
 def record_failed_batch(task: FailedInput) -> FailedOutput:
@@ -44,7 +35,7 @@ def record_failed_batch(task: FailedInput) -> FailedOutput:
         return FailedOutput(outcome="kept", message_count=len(kept))
     if kind is FailureKind.PERMANENT and message_sids:
         if error_name == "AIPermanentError":
-            _send_fallback(task)
+            send_fallback(task)
         _set_aside(task, message_sids, error_name, cause, outcome="failed")
         return FailedOutput(outcome="failed", message_count=len(message_sids))
     pending = staged_messages.pending(task.conversation_id)
@@ -89,7 +80,7 @@ def _dead_letter(task: BatchRef, sids: list[str], error_name: str, cause: str, r
 def _set_aside(
     ref: BatchRef, message_sids: list[str], error_name: str, cause: str, outcome: str, reason: str = ""
 ) -> None:
-    staged_messages.mark_failed(
+    staged_messages.set_aside(
         ref.conversation_id, message_sids, ref.window_id, f"{error_name}: {cause}"[:500]
     )
     turns.mark_failed(
@@ -112,85 +103,6 @@ def _set_aside(
         "Batch set aside",
         extra={"outcome": outcome, "reason": reason, "error": error_name, "message_count": len(message_sids)},
     )
-
-
-def _send_fallback(ref: BatchRef) -> None:
-    """Tell the user we cannot answer, once (send_once.py): the first attempt records when
-    it began (`fallback_since`), a later one looks for the fallback an earlier one may
-    have sent (a late answer, a crash: its status callback, Twilio's list, a bounded wait)
-    before sending it, and its SID is
-    kept on the user turn. A transient Twilio error is raised, so that the state retries,
-    and so is a failure to record the SID of a fallback sent (the retry finds it); any
-    other failure is logged (the batch is recorded either way)."""
-    text = FailureSettings.get().fallback_reply
-    if not text:
-        return
-    turn = turns.get(ref.conversation_id, ref.user_turn_id)
-    if turn is not None and turn.fallback_message_sid:
-        return
-    # Twilio's REST client is loaded here, where it is used: most failed batches are kept
-    # for a later window and send nothing, and the function's cold start skips the SDK.
-    from functions.delivery import twilio_messages
-
-    sent: list[str] = []
-    try:
-        conversation = conversations.require(ref.conversation_id)
-        client = twilio_messages.client_for(secrets.twilio_credentials_in_tenant_session(conversation))
-        send_once(_Fallback(ref, turn, text, conversation, client, sent))
-    except TwilioRetryableError:
-        raise
-    except Exception:
-        if sent:  # found or sent, and not recorded
-            raise
-        logger.exception("Fallback reply not sent")
-        return
-    count("FallbackReplies")
-
-
-@dataclass(frozen=True)
-class _Fallback:
-    """The fallback reply of a batch set aside, for send_once: when the first attempt to
-    send it began (`fallback_since`) and its SID are kept on the user turn. (Twilio's
-    integration is imported where it is used: see _send_fallback.)"""
-
-    ref: BatchRef
-    turn: Turn | None  # as it was before this attempt
-    text: str
-    conversation: Conversation
-    client: Client
-    sent: list[str]  # its SID, once found or sent
-
-    def claim(self, now: str) -> Claim:
-        if self.turn is not None and self.turn.fallback_since:
-            return Claim(earlier_since=clock.parse(self.turn.fallback_since))
-        turns.mark_failed(self.ref.conversation_id, self.ref.user_turn_id, {"fallback_since": now})
-        return Claim()
-
-    def reported(self) -> str | None:
-        """Its status callback names it (`fallback`): recorded on the user turn."""
-        turn = turns.get(self.ref.conversation_id, self.ref.user_turn_id)
-        deliveries = turn.deliveries if turn else {}
-        return receipt_of(deliveries, FALLBACK)
-
-    def refused(self) -> None:
-        """Nothing kept: a retry waits for a receipt first (a fallback is rarely retried)."""
-
-    def find(self, since: datetime) -> str | None:
-        from functions.delivery import twilio_messages
-
-        our, user = self.conversation.our_address, self.conversation.user_address
-        return twilio_messages.find_sent(self.client, our, user, self.text, since)
-
-    def send(self) -> str:
-        from functions.delivery import twilio_messages
-
-        ref, our, user = self.ref, self.conversation.our_address, self.conversation.user_address
-        callback = status_callback_url(ref.conversation_id, ref.window_id, FALLBACK)
-        return twilio_messages.send_message(self.client, our, user, self.text, status_callback=callback)
-
-    def record(self, sid: str) -> None:
-        self.sent.append(sid)
-        turns.mark_failed(self.ref.conversation_id, self.ref.user_turn_id, {"fallback_message_sid": sid})
 
 
 def error_message(cause: str | None) -> str:

@@ -29,7 +29,7 @@ LIMITED_NOTICE_DUE = "attribute_not_exists(limited_notice_at) OR limited_notice_
 RECORD_DELIVERY_FAILURE = (
     "SET last_delivery_error = :code, last_delivery_error_at = :at ADD delivery_failures :one"
 )
-# Handed off to a person (functions/handoff/handoff.py); a keyword pauses only a
+# Handed off to a person (functions/handoff/pausing.py); a keyword pauses only a
 # conversation not paused already (or paused by this very message: a retry).
 PAUSE = "SET paused_at = :at, paused_by = :by"
 NOT_PAUSED = (
@@ -68,21 +68,22 @@ PARK_IF_NEWER = (
 # Count a message in the window, opening it if none is open ({open}: the opening fields,
 # each `if_not_exists`); 0 stands for "no previous message". A flush request, once made,
 # stays ({flush}: `:flush` for a message that flushes, else `if_not_exists`).
-ARRIVE = (
+COUNT_MESSAGE = (
     "SET {open}, previous_message_ms = if_not_exists(last_message_ms, :none), last_message_ms = :now, "
     "flush_requested = {flush} ADD message_count :one"
 )
 
 # --- turns ------------------------------------------------------------------------------
 IS_A_TURN = "attribute_exists(turn_id)"
-# A person's reply (functions/handoff/person_replies.py): written once, sent, its OpenAI item.
+# A person's reply (functions/answer/turns.py): written once, sent, its OpenAI item.
 NEW_TURN = "attribute_not_exists(turn_id)"
 PERSON_REPLY_SENT = "SET #status = :sent, sent_at = if_not_exists(sent_at, :at)"
 CLAIM_ITEM = "SET item_since = if_not_exists(item_since, :now)"
 RECORD_ITEM = "SET item_ids = :ids"
 SET_TRANSCRIPTS = "SET transcripts = :t"
 # A reply part's MessageSid, appended in part order (the condition is built in turns.py),
-# and when Twilio accepted the turn's first part (ReplyDelay).
+# and when Twilio accepted the turn's first part (ReplyDelay): a reply's parts are a Slot
+# `in_order` (below).
 APPEND_MESSAGE_SID = (
     "SET message_sids = list_append(if_not_exists(message_sids, :empty), :sid), "
     "first_part_at = if_not_exists(first_part_at, :at)"
@@ -106,15 +107,21 @@ RECORD_ANSWER_AND_RELEASE_LOCK = _RECORD_ANSWER + _ADD_TOTALS + RELEASE_LOCK
 # The same, when a message went to the user: when (the webhook counts a fragment soon after
 # it as a split burst).
 RECORD_REPLY_AND_RELEASE_LOCK = _RECORD_ANSWER + ", last_reply_at = :at" + _ADD_TOTALS + RELEASE_LOCK
-BEGIN_SENDING = (
-    "SET sending_since = if_not_exists(sending_since, :now), deliveries = if_not_exists(deliveries, :none), "
-    "last_attempt_at = :now"
-)
+# A message sent once (functions/delivery/send_once.py), where its turn keeps it (a Slot of
+# functions/answer/turns.py): claimed by its first attempt (`#since`: when it began; `#owner`:
+# who sends it, the first to claim it), its SID kept (`#sid`).
+CLAIM_ONCE = "SET #since = if_not_exists(#since, :now)"
+CLAIM_OWNED = CLAIM_ONCE + ", #owner = if_not_exists(#owner, :owner)"
+RECORD_ONCE = "SET #sid = :sid"
+# A reply's parts: each attempt's claim keeps when it began (`last_attempt_at`), and the part
+# whose create Twilio refused in it.
+BEGIN_SENDING = CLAIM_ONCE + ", deliveries = if_not_exists(deliveries, :none), last_attempt_at = :now"
 REFUSE_PART = "SET refused_part = :part, refused_by = :attempt"
-# A part sent again after a 63018: once per part, by the first to claim it.
-RESENDS = "SET resends = if_not_exists(resends, :none)"
-CLAIM_RESEND = "SET resends.#part = if_not_exists(resends.#part, :claim)"
-RECORD_RESEND = "SET resends.#part.sid = :sid"
+# A message kept in a map of its turn under its part (`#map`: a resend's, in `resends`),
+# claimed as a whole: its owner and since.
+MAKE_MAP = "SET #map = if_not_exists(#map, :none)"
+CLAIM_IN_MAP = "SET #map.#part = if_not_exists(#map.#part, :claim)"
+RECORD_IN_MAP = "SET #map.#part.#sid = :sid"
 # A part due for a resend later (functions/delivery/due_resends.py): kept once.
 NEW_DUE_RESEND = "attribute_not_exists(conversation_id)"
 # A message's status callback: kept unless a status of the same or a later rank is.
@@ -125,12 +132,6 @@ LATER_DELIVERY = (
 )
 FIRST_DELIVERY = "SET deliveries = :deliveries"
 NO_DELIVERIES_YET = "attribute_exists(turn_id) AND attribute_not_exists(deliveries)"
-# The WhatsApp template is sent once per turn: the first to claim it sends it.
-CLAIM_TEMPLATE = (
-    "SET template_owner = if_not_exists(template_owner, :owner), "
-    "template_since = if_not_exists(template_since, :now)"
-)
-RECORD_TEMPLATE = "SET template_sid = :sid"
 # WhatsApp's typing indicator (#f: typing_shown_at or typing_refreshed_at): the first to
 # claim it shows it.
 CLAIM_TYPING = "SET #f = :now"

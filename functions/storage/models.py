@@ -2,10 +2,11 @@
 return these; nothing outside the table modules sees a raw DynamoDB item."""
 
 from decimal import Decimal
-from typing import Any, Literal, TypeVar
+from typing import Any, Literal, Protocol, Self, TypeVar
 
 from pydantic import BaseModel, ConfigDict, field_validator
 
+from functions import clock
 from functions.intake.inbound import Attachment, Channel, Consent, MessageContent
 
 ItemType = TypeVar("ItemType", bound="TableItem")
@@ -87,7 +88,7 @@ class Conversation(TableItem):
     burst_closed_ms: int | None = None
     # When the last reply was recorded sent (a fragment soon after it: SplitBursts).
     last_reply_at: str | None = None
-    # Handed off to a person (functions/handoff/handoff.py): since when, until when
+    # Handed off to a person (functions/handoff/pausing.py): since when, until when
     # (None: until resumed), by whom (operator, helpdesk, keyword) and, by a keyword, its message.
     paused_at: str | None = None
     paused_until: str | None = None
@@ -277,8 +278,57 @@ class Delivery(BaseModel):
     at: str = ""
 
 
+class OfWindow(Protocol):
+    """What names a batch window's run (functions/contract.py's BatchRef and every task
+    input): the conversation, the window, the run, and the window's turns."""
+
+    @property
+    def conversation_id(self) -> str: ...
+
+    @property
+    def window_id(self) -> str: ...
+
+    @property
+    def execution_name(self) -> str: ...
+
+    @property
+    def user_turn_id(self) -> str: ...
+
+    @property
+    def assistant_turn_id(self) -> str: ...
+
+
 class Turn(TableItem):
-    """A recorded turn: the merged user turn of a batch, or the assistant's reply."""
+    """A recorded turn: the merged user turn of a batch, or the assistant's reply. A new one
+    is made by `Turn.user` or `Turn.assistant`, for the window of a run."""
+
+    @classmethod
+    def user(cls, of: OfWindow, **fields: Any) -> Self:
+        """The user turn of `of`'s window (its merged batch), created now, with `fields`."""
+        return cls._of_window(of, "user", of.user_turn_id, fields)
+
+    @classmethod
+    def assistant(cls, of: OfWindow, **fields: Any) -> Self:
+        """The assistant turn of `of`'s window (its reply, a person's, or what a limit sends
+        instead), created now, with `fields`."""
+        return cls._of_window(of, "assistant", of.assistant_turn_id, fields)
+
+    @classmethod
+    def _of_window(cls, of: OfWindow, role: str, turn_id: str, fields: dict[str, Any]) -> Self:
+        unknown = set(fields) - set(cls.model_fields)
+        if unknown:  # the model ignores what it does not know: a misspelt field would vanish
+            raise TypeError(f"a Turn has no field {', '.join(sorted(unknown))}")
+        return cls.model_validate(
+            {
+                "conversation_id": of.conversation_id,
+                "turn_id": turn_id,
+                "role": role,
+                "window_id": of.window_id,
+                "execution_name": of.execution_name,
+                "created_at": clock.iso(clock.now()),
+                **fields,
+            }
+        )
 
     conversation_id: str
     turn_id: str
@@ -317,7 +367,7 @@ class Turn(TableItem):
     # attempt looks in Twilio's list for the part that an earlier one may have sent.
     sending_since: str | None = None
     # When the latest attempt began, and the part whose create Twilio refused in it
-    # (functions/delivery/reply_sending.py).
+    # (functions/answer/turns.py: a reply's parts are its Slot REPLY_PARTS).
     last_attempt_at: str | None = None
     refused_part: int | None = None
     refused_by: str | None = None

@@ -276,3 +276,37 @@ def release_lock(conversation_id: str, owner: str) -> bool:
             return False
         raise
     return True
+
+
+def answered_update(
+    conversation_id: str,
+    owner: str,
+    status: str,
+    at: str,
+    tokens: dict[str, int],
+    last_message_sid: str | None,
+    turns: int,
+) -> dict[str, Any]:
+    """An answered batch's update of its conversation, an item of the transaction that
+    records the batch (functions/answer/turns.py record_answered_batch): its totals and
+    status, and the processing lock released, if `owner` still holds it."""
+    return {
+        "Update": {
+            "TableName": TableSettings.get().conversations_table,
+            "Key": {"conversation_id": conversation_id},
+            "UpdateExpression": expressions.RECORD_REPLY_AND_RELEASE_LOCK
+            if last_message_sid
+            else expressions.RECORD_ANSWER_AND_RELEASE_LOCK,
+            "ConditionExpression": expressions.HOLDS_LOCK,
+            "ExpressionAttributeValues": {
+                ":at": at,
+                ":status": status,
+                ":sid": last_message_sid or "",
+                ":p": tokens.get("prompt_tokens", 0),
+                ":c": tokens.get("completion_tokens", 0),
+                ":t": tokens.get("total_tokens", 0),
+                ":turns": turns,
+                ":me": owner,
+            },
+        }
+    }

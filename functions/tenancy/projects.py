@@ -17,14 +17,15 @@ def _table() -> Any:
 
 
 def own_rules(project_id: str) -> dict[str, Any] | None:
-    """A project's batching rules (cached for a minute: read on every message)."""
+    """A project's own batching rules, as its item holds them (partial: they override the
+    global defaults; cached for a minute: read on every message)."""
     cached = _cache.get(project_id)
     if cached and cached[0] > time.monotonic():
         return cached[1]
     item = _table().get_item(Key={"project_id": project_id}).get("Item") or {}
-    rules = dynamo.from_dynamo(item.get("batching")) if item.get("batching") else None
-    _cache[project_id] = (time.monotonic() + _CACHE_SECONDS, rules)
-    return rules
+    batching = dynamo.from_dynamo(item.get("batching")) if item.get("batching") else None
+    _cache[project_id] = (time.monotonic() + _CACHE_SECONDS, batching)
+    return batching
 
 
 def put(project_id: str, batching: dict[str, Any]) -> None:

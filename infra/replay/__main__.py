@@ -55,7 +55,7 @@ def parse_policy(text: str, configured: dict[str, Any]) -> BatchingRules:
                 {**configured, "mode": "fixed", "window_seconds": wait, "max_wait_seconds": max(wait, 60)}
             )
         if name == "quiet" and parts:
-            rules: dict[str, Any] = {
+            overrides: dict[str, Any] = {
                 "mode": "quiet",
                 "quiet_seconds": float(parts[0]),
                 "typing_gap_seconds": 0,
@@ -64,13 +64,13 @@ def parse_policy(text: str, configured: dict[str, Any]) -> BatchingRules:
                 key, _, value = option.partition("=")
                 if key == "typing":
                     gap, _, quiet = value.partition("/")
-                    rules.update(typing_gap_seconds=float(gap), typing_quiet_seconds=float(quiet))
+                    overrides.update(typing_gap_seconds=float(gap), typing_quiet_seconds=float(quiet))
                 elif key == "cap":
-                    rules["max_wait_seconds"] = float(value)
+                    overrides["max_wait_seconds"] = float(value)
                 else:
                     raise ValueError(f"unknown option {key!r}")
-            rules.setdefault("max_wait_seconds", max(60.0, rules["quiet_seconds"]))
-            return BatchingRules.parse({**configured, **rules})
+            overrides.setdefault("max_wait_seconds", max(60.0, overrides["quiet_seconds"]))
+            return BatchingRules.parse({**configured, **overrides})
     except ValueError as error:
         raise SourceError(f"policy {text!r}: {error}") from error
     raise SourceError(f"policy {text!r}: use fixed:W, quiet:Q[:typing=GAP/QUIET][:cap=S], adaptive or rules")

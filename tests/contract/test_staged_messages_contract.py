@@ -92,7 +92,7 @@ def test_transient_failures_are_counted_on_pending_messages_with_the_last_ones_t
 def test_a_message_set_aside_leaves_pending_and_counts_no_more_attempts(store):
     stage(SM1, SM2)
 
-    staged_messages.mark_failed("c1", [SM1], "w1", "AIPermanentError: refused")
+    staged_messages.set_aside("c1", [SM1], "w1", "AIPermanentError: refused")
 
     assert [k.message_sid for k in staged_messages.pending("c1")] == [SM2]
     assert staged_messages.count_failed_attempt("c1", [SM1]) == 0

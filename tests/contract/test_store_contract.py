@@ -8,7 +8,6 @@ from botocore.exceptions import ClientError
 
 from functions.answer import turns
 from functions.batching import batch_windows
-from functions.delivery import reply_sending
 from functions.errors import ConversationNotFound
 from functions.intake.inbound import Channel
 from functions.storage.models import BatchWindow, Conversation, Turn
@@ -109,51 +108,91 @@ def test_a_window_is_closed_once_and_only_by_its_own_run(store):
 # --- turns --------------------------------------------------------------------------------
 
 
+def begin_sending(now: str) -> turns.Held:
+    """An attempt to send the reply of turn a1 begins: its claim, made with its first part."""
+    return turns.claim_once("c1", "a1", turns.REPLY_PARTS, 0, None, now)
+
+
 def test_reply_parts_are_recorded_in_order_once_and_sending_begins_once(store):
     turns.put(Turn(conversation_id="c1", turn_id="a1", role="assistant", body="hello"))
 
-    assert reply_sending.begin_sending("c1", "a1", "t1").since == "t1"
-    assert reply_sending.begin_sending("c1", "a1", "t2").since == "t1"  # a second call keeps the first time
+    assert begin_sending("t1").since == "t1"
+    assert begin_sending("t2").since == "t1"  # a second call keeps the first time
     assert turns.require("c1", "a1").sending_since == "t1"
     with pytest.raises(ClientError):
         turns.append_sent_part("c1", "a1", 1, "SM-out-of-order", "t3")
     turns.append_sent_part("c1", "a1", 0, "SM0", "t4")
     with pytest.raises(ClientError):
         turns.append_sent_part("c1", "a1", 0, "SM0-again", "t5")
-    turns.append_sent_part("c1", "a1", 1, "SM1", "t6")
+    turns.record_once("c1", "a1", turns.REPLY_PARTS, 1, "SM1", "t6")
     assert turns.require("c1", "a1").message_sids == ["SM0", "SM1"]
     assert turns.require("c1", "a1").first_part_at == "t4"  # when the first part was accepted
+    held = turns.claim_once("c1", "a1", turns.REPLY_PARTS, 1, None, "t7")
+    assert (held.sid, held.part_sids, held.owner) == ("SM1", ("SM0", "SM1"), None)
 
 
 def test_a_part_refused_in_the_previous_attempt_is_not_in_doubt_in_the_next_only(store):
     turns.put(Turn(conversation_id="c1", turn_id="a1", role="assistant", body="hello"))
 
-    assert reply_sending.begin_sending("c1", "a1", "t1").refused_part is None
-    reply_sending.refuse_part("c1", "a1", 0, "t1")  # attempt t1's create of part 0: refused
-    assert reply_sending.begin_sending("c1", "a1", "t2").refused_part == 0
+    assert begin_sending("t1").refused_part is None
+    turns.refuse_part("c1", "a1", 0, "t1")  # attempt t1's create of part 0: refused
+    assert begin_sending("t2").refused_part == 0
     # Attempt t2 made a create of part 0 whose answer was lost: in doubt again.
-    assert reply_sending.begin_sending("c1", "a1", "t3").refused_part is None
+    assert begin_sending("t3").refused_part is None
 
 
 def test_the_template_is_claimed_by_the_first_owner(store):
     turns.put(Turn(conversation_id="c1", turn_id="a1", role="assistant", body="hello"))
 
-    assert turns.claim_template("c1", "a1", "run-a", "t1").template_owner == "run-a"
-    claimed = turns.claim_template("c1", "a1", "callback", "t2")
-    assert (claimed.template_owner, claimed.template_since) == ("run-a", "t1")
-    turns.record_template("c1", "a1", "SMtemplate")
+    assert turns.claim_once("c1", "a1", turns.TEMPLATE, 0, "run-a", "t1").owner == "run-a"
+    claimed = turns.claim_once("c1", "a1", turns.TEMPLATE, 0, "callback", "t2")
+    assert (claimed.owner, claimed.since, claimed.sid) == ("run-a", "t1", None)
+    turns.record_once("c1", "a1", turns.TEMPLATE, 0, "SMtemplate", "t3")
     assert turns.require("c1", "a1").template_sid == "SMtemplate"
+    assert turns.claim_once("c1", "a1", turns.TEMPLATE, 0, "callback", "t4").sid == "SMtemplate"
+    with pytest.raises(ClientError):  # no such turn: nothing to claim
+        turns.claim_once("c1", "a9", turns.TEMPLATE, 0, "run-a", "t1")
+
+
+def test_a_parts_resend_is_claimed_by_the_first_owner_for_that_part_only(store):
+    turns.put(Turn(conversation_id="c1", turn_id="a1", role="assistant", body="hello", message_sids=["SM0"]))
+
+    first = turns.claim_once("c1", "a1", turns.RESEND, 1, "SMfailed1", "t1")
+    assert (first.owner, first.since, first.sid, first.part_sids) == ("SMfailed1", "t1", None, ("SM0",))
+    again = turns.claim_once("c1", "a1", turns.RESEND, 1, "SMother", "t2")
+    assert (again.owner, again.since) == ("SMfailed1", "t1")
+    assert turns.claim_once("c1", "a1", turns.RESEND, 0, "SMfailed0", "t3").owner == "SMfailed0"
+    turns.record_once("c1", "a1", turns.RESEND, 1, "SMresent", "t4")
+    kept = turns.require("c1", "a1").resends
+    assert (kept["1"].owner, kept["1"].since, kept["1"].sid, kept["0"].sid) == (
+        "SMfailed1",
+        "t1",
+        "SMresent",
+        None,
+    )
+    assert turns.claim_once("c1", "a1", turns.RESEND, 1, "SMother", "t5").sid == "SMresent"
+
+
+def test_the_fallback_is_claimed_once_on_its_user_turn_made_if_missing(store):
+    held = turns.claim_once("c1", "u1", turns.FALLBACK, 0, None, "t1")
+    assert (held.since, held.sid, held.owner) == ("t1", None, None)
+    assert turns.claim_once("c1", "u1", turns.FALLBACK, 0, None, "t2").since == "t1"
+    turns.record_once("c1", "u1", turns.FALLBACK, 0, "SMfallback", "t3")
+    turns.mark_failed("c1", "u1", {"role": "user", "status": "failed"})
+    kept = turns.require("c1", "u1")
+    assert (kept.fallback_since, kept.fallback_message_sid) == ("t1", "SMfallback")
+    assert turns.claim_once("c1", "u1", turns.FALLBACK, 0, None, "t4").sid == "SMfallback"
 
 
 def test_a_message_counted_in_no_window_opens_one_and_a_later_one_moves_it(store):
-    opened = batch_windows.arrive(window("w1"), 2_000, flush=False)
+    opened = batch_windows.count_message(window("w1"), 2_000, flush=False)
     assert (opened.window_id, opened.message_count, opened.last_message_ms) == ("w1", 1, 2_000)
     assert opened.previous_message_ms is None and not opened.flush_requested
 
-    later = batch_windows.arrive(window("w2"), 3_000, flush=True)
+    later = batch_windows.count_message(window("w2"), 3_000, flush=True)
     assert (later.window_id, later.message_count, later.opened_ms) == ("w1", 2, 1_000)
     assert (later.previous_message_ms, later.last_message_ms, later.flush_requested) == (2_000, 3_000, True)
-    assert batch_windows.arrive(window("w3"), 4_000, flush=False).flush_requested  # a flush stays
+    assert batch_windows.count_message(window("w3"), 4_000, flush=False).flush_requested  # a flush stays
 
 
 def test_the_scan_lists_the_open_windows(store):

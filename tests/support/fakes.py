@@ -16,8 +16,7 @@ from botocore.exceptions import ClientError
 from functions import clock
 from functions.answer import turns, twilio_typing
 from functions.batching import batch_windows
-from functions.delivery import reply_sending, sender_budget, twilio_messages
-from functions.delivery.reply_sending import SendingAttempt
+from functions.delivery import sender_budget, twilio_messages
 from functions.errors import ConversationNotFound, TwilioPermanentError, TwilioRetryableError
 from functions.intake import staged_messages
 from functions.intake.inbound import Channel, address_key
@@ -158,7 +157,7 @@ class InMemoryStore(InMemoryStagedMessages, InMemorySenderTurns):
         self.token_entered_ms.pop(conversation_id, None)
         return self.windows.pop(conversation_id)
 
-    def arrive_in_window(self, candidate: BatchWindow, now_ms: int, flush: bool) -> BatchWindow:
+    def count_message_in_window(self, candidate: BatchWindow, now_ms: int, flush: bool) -> BatchWindow:
         window = self.windows.get(candidate.conversation_id)
         if window is None:
             window = copy.deepcopy(candidate)
@@ -242,12 +241,55 @@ class InMemoryStore(InMemoryStagedMessages, InMemorySenderTurns):
             setattr(turn, name, value)
         self.turns[key] = turn
 
-    def begin_sending(self, conversation_id: str, turn_id: str, now: str) -> SendingAttempt:
-        turn = self.turns[(conversation_id, turn_id)]
-        previous, refused = turn.last_attempt_at, turn.refused_part
-        turn.sending_since, turn.last_attempt_at = turn.sending_since or now, now
-        cleared = refused is not None and previous is not None and turn.refused_by == previous
-        return SendingAttempt(turn.sending_since, refused if cleared else None)
+    def claim_once(
+        self, conversation_id: str, turn_id: str, slot: turns.Slot, part: int, owner: str | None, now: str
+    ) -> turns.Held:
+        """The claim of a message sent once, on the turn's fields (or its part's map), as
+        DynamoDB's `if_not_exists` makes it; what the turn held before."""
+        key = (conversation_id, turn_id)
+        if key not in self.turns and not slot.creates_turn:
+            raise condition_failed("UpdateItem")
+        old = self.turns.get(key) or Turn(conversation_id=conversation_id, turn_id=turn_id, role="user")
+        item = old.model_dump()
+        claim = {"since": now, "owner": owner}
+        if slot.within is not None:
+            held = dict((old.to_item().get(slot.within) or {}).get(str(part)) or {})
+            item[slot.within] = {**item[slot.within], str(part): item[slot.within].get(str(part)) or claim}
+        else:
+            held = old.to_item()
+            item[slot.since] = item[slot.since] or now
+            if slot.owner:
+                item[slot.owner] = item[slot.owner] or owner
+            if slot.in_order:
+                item["last_attempt_at"] = now
+        self.turns[key] = Turn.model_validate(item)
+        # The part refused in the previous attempt, if that was its last create.
+        refused = old.refused_part if old.last_attempt_at and old.refused_by == old.last_attempt_at else None
+        return turns.Held(
+            since=held.get(slot.since) or now,
+            owner=(held.get(slot.owner) or owner) if slot.owner else None,
+            sid=(old.message_sids[part] if part < len(old.message_sids) else None)
+            if slot.in_order
+            else held.get(slot.sid),
+            refused_part=refused if slot.in_order else None,
+            part_sids=tuple(old.message_sids),
+            reported=tuple(old.deliveries),
+        )
+
+    def record_once(
+        self, conversation_id: str, turn_id: str, slot: turns.Slot, part: int, sid: str, now: str
+    ) -> None:
+        if slot.in_order:
+            self.append_sent_part(conversation_id, turn_id, part, sid, now)
+            return
+        key = (conversation_id, turn_id)
+        turn = self.turns.get(key) or Turn(conversation_id=conversation_id, turn_id=turn_id, role="user")
+        item = turn.model_dump()
+        if slot.within is not None:
+            item[slot.within][str(part)][slot.sid] = sid
+        else:
+            item[slot.sid] = sid
+        self.turns[key] = Turn.model_validate(item)
 
     def refuse_part(self, conversation_id: str, turn_id: str, part_index: int, attempt: str) -> None:
         turn = self.turns[(conversation_id, turn_id)]
@@ -270,15 +312,6 @@ class InMemoryStore(InMemoryStagedMessages, InMemorySenderTurns):
         kept |= {"last_delivery_error": code if code is not None else 0, "last_delivery_error_at": at}
         kept["delivery_failures"] = kept.get("delivery_failures", 0) + 1
 
-    def claim_template(self, conversation_id: str, turn_id: str, owner: str, now: str) -> Turn:
-        turn = self.turns[(conversation_id, turn_id)]
-        turn.template_owner = turn.template_owner or owner
-        turn.template_since = turn.template_since or now
-        return copy.deepcopy(turn)
-
-    def record_template(self, conversation_id: str, turn_id: str, message_sid: str) -> None:
-        self.turns[(conversation_id, turn_id)].template_sid = message_sid
-
     def claim_typing(self, conversation_id: str, turn_id: str, field: str, now: str) -> bool:
         turn = self.turns.get((conversation_id, turn_id))
         if turn is None or getattr(turn, field):
@@ -300,7 +333,7 @@ def install(monkeypatch: pytest.MonkeyPatch, store: InMemoryStore, twilio: FakeT
     monkeypatch.setattr(batch_windows, "get", store.get_window)
     monkeypatch.setattr(batch_windows, "park_task_token", store.park_task_token)
     monkeypatch.setattr(batch_windows, "close", store.close_window)
-    monkeypatch.setattr(batch_windows, "arrive", store.arrive_in_window)
+    monkeypatch.setattr(batch_windows, "count_message", store.count_message_in_window)
     monkeypatch.setattr(batch_windows, "scan", store.scan_windows)
     monkeypatch.setattr(batch_windows, "scan_with_resends", lambda: (store.scan_windows(), []))
     monkeypatch.setattr(staged_messages, "stage", store.stage)
@@ -309,7 +342,7 @@ def install(monkeypatch: pytest.MonkeyPatch, store: InMemoryStore, twilio: FakeT
     monkeypatch.setattr(staged_messages, "scan_pending", store.scan_pending)
     monkeypatch.setattr(staged_messages, "count_failed_attempt", store.count_failed_attempt)
     monkeypatch.setattr(staged_messages, "count_transient_failure", store.count_transient_failure)
-    monkeypatch.setattr(staged_messages, "mark_failed", store.set_aside)
+    monkeypatch.setattr(staged_messages, "set_aside", store.set_aside)
     monkeypatch.setattr(staged_messages, "mark_answered", store.mark_answered)
     monkeypatch.setattr(staged_messages, "ai_requests", store.ai_requests)
     monkeypatch.setattr(staged_messages, "keep_ai_request", store.keep_ai_request)
@@ -321,11 +354,10 @@ def install(monkeypatch: pytest.MonkeyPatch, store: InMemoryStore, twilio: FakeT
     monkeypatch.setattr(turns, "last_reply", store.last_reply)
     monkeypatch.setattr(turns, "record_answered_batch", store.record_answered_batch)
     monkeypatch.setattr(turns, "mark_failed", store.mark_failed)
-    monkeypatch.setattr(reply_sending, "begin_sending", store.begin_sending)
-    monkeypatch.setattr(reply_sending, "refuse_part", store.refuse_part)
+    monkeypatch.setattr(turns, "claim_once", store.claim_once)
+    monkeypatch.setattr(turns, "record_once", store.record_once)
+    monkeypatch.setattr(turns, "refuse_part", store.refuse_part)
     monkeypatch.setattr(turns, "append_sent_part", store.append_sent_part)
-    monkeypatch.setattr(turns, "claim_template", store.claim_template)
-    monkeypatch.setattr(turns, "record_template", store.record_template)
     monkeypatch.setattr(turns, "claim_typing", store.claim_typing)
     monkeypatch.setattr(sender_budget, "take_turn", store.take_turn)
     monkeypatch.setattr(tenants, "sender_mps", store.sender_mps)

@@ -69,9 +69,10 @@ class BatchingRules(BaseModel):
         return min(wait, info.data.get("max_wait_seconds", MAX_WAIT_LIMIT_SECONDS))
 
     @classmethod
-    def parse(cls, rules: Mapping[str, Any]) -> "BatchingRules":
-        """Rules from a record or the settings, leniently (numbers may be strings there)."""
-        return cls.model_validate(rules, strict=False)
+    def parse(cls, values: Mapping[str, Any]) -> "BatchingRules":
+        """Rules from a record's or the settings' values, leniently (numbers may be strings
+        there)."""
+        return cls.model_validate(values, strict=False)
 
 
 # Why a burst ended (Acquire Processing Lock decides it; Record Turns And Release Lock

@@ -61,13 +61,13 @@ def _last_break(text: str, fits: int) -> tuple[int, int]:
         if matches:
             return matches[-1].start(), matches[-1].end()
     cut = fits
-    while cut > 1 and _joins(text, cut):
+    while cut > 1 and splits_a_symbol(text, cut):
         cut -= 1
     cut = cut if cut > 1 else fits
     return cut, cut
 
 
-def _joins(text: str, cut: int) -> bool:
+def splits_a_symbol(text: str, cut: int) -> bool:
     """Whether cutting before `text[cut]` would split a sequence drawn as one symbol (a
     ZWJ emoji, a variation selector, a skin tone, a combining mark)."""
     after, before = text[cut], text[cut - 1]

@@ -23,7 +23,7 @@ from __future__ import annotations
 import re
 from enum import StrEnum
 
-from functions.delivery.rules.replies import _joins, split_reply, utf16_units
+from functions.delivery.rules.replies import split_reply, splits_a_symbol, utf16_units
 
 LIMITED = "sms_segments"  # the assistant turn's `limited` when its reply was cut here
 
@@ -90,7 +90,9 @@ def cap_segments(text: str, max_segments: int) -> tuple[str, bool]:
         return sentence, True
     if words:
         return words, True
-    characters = [end for end in range(1, len(text) + 1) if end == len(text) or not _joins(text, end)]
+    characters = [
+        end for end in range(1, len(text) + 1) if end == len(text) or not splits_a_symbol(text, end)
+    ]
     return _longest_fitting(characters, text, max_segments, "..."), True
 
 
@@ -125,7 +127,7 @@ def _symbol_sizes(text: str, chosen: Encoding) -> list[int]:
     sizes: list[int] = []
     for index, character in enumerate(text):
         units = utf16_units(character)
-        if index and _joins(text, index):
+        if index and splits_a_symbol(text, index):
             sizes[-1] += units
         else:
             sizes.append(units)

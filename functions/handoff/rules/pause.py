@@ -1,5 +1,5 @@
 """Hand-off to a person: when a conversation waits for a person instead of the assistant,
-and what asks for one. Pure functions (functions/handoff/handoff.py does the I/O).
+and what asks for one. Pure functions (functions/handoff/pausing.py does the I/O).
 
 A conversation is handed off while its record says it is paused (`paused_at`), until its
 `paused_until` passes (a pause `--for` a time) or someone resumes it. A person's own words

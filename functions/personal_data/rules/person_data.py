@@ -1,7 +1,7 @@
 """A person's data, as pure rules: which Twilio messages and media and which OpenAI responses
 the service made for a conversation (the ids `forget` deletes at the vendors), and a
 person's turns as `export` gives them back (functions/personal_data/forgetting.py,
-personal_data.py; what each item keeps once forgotten: functions/personal_data/forgetting_store.py;
+export.py; what each item keeps once forgotten: functions/personal_data/forgetting_store.py;
 docs/personal-data.md)."""
 
 from __future__ import annotations

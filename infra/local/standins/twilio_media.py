@@ -35,6 +35,7 @@ from werkzeug.routing import Rule
 from werkzeug.wrappers import Request, Response
 
 from infra.local.standins.base import Fault, json_response
+from infra.local.standins.twilio_accepting import twilio_error
 from infra.local.standins.twilio_accounts import TwilioAccountsStandIn
 
 API = "/2010-04-01/Accounts"
@@ -112,13 +113,13 @@ class MediaStandIn(TwilioAccountsStandIn):
             response = Response("", 307, headers={"Location": str(fault["location"])})
         elif fault.get("status"):
             status = int(fault["status"])
-            response = _error(status, int(fault.get("code") or status), "Injected fault")
+            response = twilio_error(status, int(fault.get("code") or status), "Injected fault")
         elif auth is None or (
             stored and (auth.username, auth.password) != (stored.account_sid, stored.auth_token)
         ):
-            response = _error(401, 20003, "Authenticate")
+            response = twilio_error(401, 20003, "Authenticate")
         elif stored is None:
-            response = _error(404, 20404, f"The requested resource {request.path} was not found")
+            response = twilio_error(404, 20404, f"The requested resource {request.path} was not found")
         else:
             token = secrets.token_urlsafe(24)
             with self._media_lock:
@@ -171,8 +172,3 @@ class MediaStandIn(TwilioAccountsStandIn):
     def control_media_requests(self, request: Request) -> Response:
         with self._media_lock:
             return json_response({"media_requests": list(self.media_requests)})
-
-
-def _error(status: int, code: int, message: str) -> Response:
-    body = {"code": code, "message": message, "more_info": f"https://www.twilio.com/docs/errors/{code}"}
-    return json_response({**body, "status": status}, status)

@@ -29,8 +29,8 @@ from werkzeug.routing import Rule
 from werkzeug.wrappers import Request, Response
 
 from infra.local.standins.base import json_response
+from infra.local.standins.twilio_accepting import twilio_error
 from infra.local.standins.twilio_media import MediaStandIn
-from infra.local.standins.twilio_media import _error as twilio_error
 
 MESSAGE_ID = re.compile(r"^(SM|MM)[0-9a-fA-F]{32}$")
 

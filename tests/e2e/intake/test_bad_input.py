@@ -247,13 +247,13 @@ def test_a_failed_start_execution_answers_5xx_and_twilios_retry_is_answered_once
 def test_a_webhook_that_died_after_opening_the_window_is_healed_by_twilios_retry(harness, monkeypatch):
     user = harness.new_user()
     form = _form(harness, user, body="half done")
-    real_arrive = batch_windows.arrive
+    real_count_message = batch_windows.count_message
 
     def open_then_die(*args, **kwargs):
-        real_arrive(*args, **kwargs)
+        real_count_message(*args, **kwargs)
         raise ConnectionError("the response was lost")
 
-    monkeypatch.setattr(batch_windows, "arrive", open_then_die)
+    monkeypatch.setattr(batch_windows, "count_message", open_then_die)
     assert _post(harness, form).status_code == 500
     conversation_id = harness.conversation_of(user).conversation_id
     assert harness.window_of(conversation_id) is not None and harness.runs(conversation_id) == []

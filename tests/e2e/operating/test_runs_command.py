@@ -32,7 +32,7 @@ def test_redrive_answers_the_set_aside_messages_from_an_operators_shell(harness,
     user = harness.new_user()
     conversation_id = harness.stage_directly(user, ["set aside, then redriven"])
     sids = [item["message_sid"]["S"] for item in harness.staged(conversation_id)]
-    staged_messages.mark_failed(conversation_id, sids, "w0", "AIPermanentError: refused")
+    staged_messages.set_aside(conversation_id, sids, "w0", "AIPermanentError: refused")
     assert staged_messages.pending(conversation_id) == []
     names = (
         {}

@@ -195,7 +195,9 @@ def test_random_traffic_with_faults_loses_and_duplicates_nothing(harness, config
     harness.stack.twilio.chaos(API_FAULT_RATE, TWILIO_FAULTS, SEED + 1)
     flaky = Flaky(SEED + 2, AWS_FAULT_RATE)
     monkeypatch.setattr(staged_messages, "stage", flaky.wrap("stage message", staged_messages.stage))
-    monkeypatch.setattr(batch_windows, "arrive", flaky.wrap("open or extend window", batch_windows.arrive))
+    monkeypatch.setattr(
+        batch_windows, "count_message", flaky.wrap("open or extend window", batch_windows.count_message)
+    )
     monkeypatch.setattr(batch_windows, "open", flaky.wrap("open window", batch_windows.open))
     monkeypatch.setattr(turns, "record_delivery", flaky.wrap("record a status", turns.record_delivery))
     flaky_sfn = FlakyStepFunctions(stepfunctions.client(), flaky)

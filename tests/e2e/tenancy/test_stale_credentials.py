@@ -15,7 +15,7 @@ import pytest
 from twilio.request_validator import RequestValidator
 
 from functions.answer import turns
-from functions.delivery import reply as send_reply
+from functions.delivery import send_once
 from functions.intake import staged_messages
 from functions.states import generate_reply
 from functions.tenancy import fresh_credentials
@@ -39,10 +39,10 @@ def tenant(harness):
 
 @pytest.fixture
 def counted(monkeypatch) -> list[str]:
-    """The metrics Send Reply (functions/delivery/reply.py) and Generate Reply count (a
-    refusal: in fresh_credentials)."""
+    """The metrics Send Reply (its parts': functions/delivery/send_once.py) and Generate Reply
+    count (a refusal: in fresh_credentials)."""
     names: list[str] = []
-    for module in (send_reply, generate_reply, fresh_credentials):
+    for module in (send_once, generate_reply, fresh_credentials):
         real = module.count
         monkeypatch.setattr(
             module, "count", lambda name, value=1, real=real: (names.append(name), real(name))

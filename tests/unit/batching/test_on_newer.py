@@ -187,7 +187,7 @@ def test_generate_reply_asks_the_batch_window_whether_a_fragment_came_after_the_
     newer = newer_fragments_check(task(MERGE), merged_at)
     assert newer is not None and newer() is False
 
-    store.arrive_in_window(window(0, 0), NOW_MS, flush=False)  # a fragment, counted now
+    store.count_message_in_window(window(0, 0), NOW_MS, flush=False)  # a fragment, counted now
 
     assert newer() is True
     assert newer_fragments_check(task(NEXT), merged_at) is None

@@ -214,7 +214,7 @@ def store(monkeypatch, twilio) -> InMemoryStore:
         created_at="2026-11-26T00:00:00+00:00",
     )
     install(monkeypatch, store, twilio)
-    monkeypatch.setattr(staged_messages, "mark_failed", lambda *args: None)
+    monkeypatch.setattr(staged_messages, "set_aside", lambda *args: None)
     return store
 
 
@@ -235,15 +235,13 @@ def test_a_fallback_whose_answer_was_lost_is_found_not_sent_again(store, twilio)
 
 
 def test_a_fallback_sent_but_not_recorded_raises_and_the_retry_finds_it(store, twilio, monkeypatch):
-    record = store.mark_failed
+    record = store.record_once
 
-    def dies_recording_the_sid(conversation_id, turn_id, fields):
-        if "fallback_message_sid" in fields:
-            monkeypatch.setattr(turns, "mark_failed", record)
-            raise RuntimeError("the sandbox was stopped")
-        record(conversation_id, turn_id, fields)
+    def dies_recording_the_sid(*args):
+        monkeypatch.setattr(turns, "record_once", record)
+        raise RuntimeError("the sandbox was stopped")
 
-    monkeypatch.setattr(turns, "mark_failed", dies_recording_the_sid)
+    monkeypatch.setattr(turns, "record_once", dies_recording_the_sid)
 
     with pytest.raises(RuntimeError):  # not logged and dropped: the state retries
         record_failed_batch.record_failed_batch(AI_REFUSED)

@@ -42,10 +42,10 @@ def test_every_task_state_of_the_definition_has_its_row():
 
 def test_every_handler_and_logic_module_belongs_to_a_function():
     """No module outside the rule: each handler module is a function's (besides the shared
-    task.py and twilio_http.py), and so is each module of states/ and entry_points/."""
+    task_handler.py and twilio_http.py), and so is each module of states/ and entry_points/."""
     handlers = {p.stem for p in (ROOT / "functions" / "handlers").glob("*.py")} - {
         "__init__",
-        "task",
+        "task_handler",
         "twilio_http",
     }
     assert handlers == {f.module for f in ALL_FUNCTIONS}

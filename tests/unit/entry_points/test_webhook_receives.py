@@ -1,4 +1,4 @@
-"""Accepting a message (functions/entry_points/webhook.py) as a use case, on
+"""Receiving a message (functions/entry_points/webhook.py) as a use case, on
 in-memory fakes (tests/support/fakes.py; tests/contract holds them to the DynamoDB
 layer). Who may post (tenants, signatures): test_signature.py."""
 
@@ -10,7 +10,7 @@ import pytest
 from twilio.request_validator import RequestValidator
 
 from functions import clock
-from functions.entry_points.webhook import MessageOutcome, accept_message
+from functions.entry_points.webhook import MessageOutcome, receive_message
 from functions.intake.admission import Signature
 from functions.intake.inbound import Channel
 from functions.storage.models import Conversation, Tenant
@@ -57,7 +57,7 @@ def post(sid: str = SM1, sender: str = USER, token: str = "token", **fields: str
     """A message to our number, signed with the tenant's token."""
     form = {"MessageSid": sid, "AccountSid": ACCOUNT, "From": sender, "To": US, "Body": "hi", **fields}
     signature = RequestValidator(token).compute_signature(URL, form)
-    return accept_message(Channel.WHATSAPP, form, URL, Signature(signature)).outcome
+    return receive_message(Channel.WHATSAPP, form, URL, Signature(signature)).outcome
 
 
 def test_a_first_message_is_staged_and_opens_a_window_whose_run_starts(store, runs):

@@ -20,7 +20,7 @@ from functions.registry import BY_STATE
 Handler = Callable[[dict[str, Any], LambdaContext], dict[str, Any]]
 
 
-def task[Task: BatchRef](state: str, step: Callable[[Task], BaseModel]) -> Handler:
+def task_handler[Task: BatchRef](state: str, step: Callable[[Task], BaseModel]) -> Handler:
     """The Lambda handler of a task state: it parses the input into the state's input
     model (functions/registry.py names it) and runs `step`."""
     definition = BY_STATE[state]
