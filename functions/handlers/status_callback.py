@@ -11,7 +11,8 @@ from aws_lambda_powertools.utilities.typing import LambdaContext
 from functions.delivery.callback_urls import STATUS_CALLBACK_RESOURCE
 from functions.delivery.template import template_without_messaging_service
 from functions.entry_points.status_callback import CallbackOutcome, record_status
-from functions.handlers.twilio_http import Refused, public_url, response, signature_of, twilio_form
+from functions.handlers.twilio_http import Refused, response, signature_of, twilio_form
+from functions.intake.signed_url import request_url
 from functions.observability import lambda_entry_point, logger
 from functions.registry import STATUS_CALLBACK
 
@@ -31,7 +32,7 @@ def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
         form = twilio_form(event)
         # API Gateway (REST) does not decode path parameters: decode them once, here.
         conversation, window, message = (unquote(parameters[name]) for name in names)
-        outcome = record_status(conversation, window, message, form, public_url(event), signature_of(event))
+        outcome = record_status(conversation, window, message, form, request_url(event), signature_of(event))
     except Refused as refused:
         return refused.response
     except Exception:

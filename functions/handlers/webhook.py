@@ -11,12 +11,13 @@ from aws_lambda_powertools.utilities.typing import LambdaContext
 from twilio.twiml.messaging_response import MessagingResponse
 
 from functions.entry_points.webhook import MessageOutcome, receive_message
-from functions.handlers.twilio_http import Refused, public_url, response, signature_of, twilio_form
+from functions.handlers.twilio_http import Refused, response, signature_of, twilio_form
 from functions.intake.inbound import Channel
+from functions.intake.signed_url import request_url
 from functions.observability import lambda_entry_point, logger
 from functions.registry import WEBHOOK
 
-__all__ = ["handler", "public_url", "twiml"]
+__all__ = ["handler", "twiml"]
 
 WEBHOOK.read_settings()  # fail at cold start if the stack left a setting out
 
@@ -44,7 +45,7 @@ def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
 
 def _receive(channel: Channel, event: dict[str, Any]) -> dict[str, Any]:
     form = twilio_form(event)
-    result = receive_message(channel, form, public_url(event), signature_of(event))
+    result = receive_message(channel, form, request_url(event), signature_of(event))
     if result.outcome is MessageOutcome.FORBIDDEN:
         return response(403, "text/plain", "Forbidden")
     return response(200, "text/xml", twiml(result.reply))

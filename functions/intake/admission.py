@@ -20,8 +20,7 @@ from enum import StrEnum
 from twilio.request_validator import RequestValidator, get_signature_algorithm
 
 from functions.intake.inbound import ACCOUNT_SID
-from functions.intake.settings import PublicUrlSettings
-from functions.public_url import with_overrides
+from functions.intake.signed_url import signed_urls
 from functions.storage.models import Tenant
 from functions.tenancy import secrets, tenants
 from functions.tenancy.secrets import TwilioCredentials
@@ -86,17 +85,6 @@ def signature_is_valid(
         validator = RequestValidator(key)
         algorithm = get_signature_algorithm(signature.settings)
     return any(validator.validate(signed, form, signature.value, algorithm) for signed in signed_urls(url))
-
-
-def signed_urls(url: str) -> list[str]:
-    """The URLs Twilio may have signed for a request to `url`: the URL it was given carries
-    our connection overrides as its fragment (`#rc=5&rp=all`,
-    https://www.twilio.com/docs/usage/webhooks/webhooks-connection-overrides), and Twilio
-    signs "the exact URL your application supplied"
-    (https://www.twilio.com/docs/usage/webhooks/webhooks-security) without saying whether
-    that includes the fragment, which HTTP never sends: both are accepted."""
-    signed = with_overrides(url, PublicUrlSettings.get().public_base().overrides)
-    return [url, signed] if signed != url else [url]
 
 
 def _shared_key_sid(settings: str) -> str:

@@ -6,9 +6,9 @@ tests use DynamoDB and Secrets Manager on the emulator."""
 import pytest
 from twilio.request_validator import HMAC_SHA256, RequestValidator
 
-from functions.handlers.webhook import public_url
 from functions.intake import admission
 from functions.intake.admission import Refusal, Signature, admit, signature_is_valid
+from functions.intake.signed_url import request_url, signed_urls
 from functions.storage.models import Tenant
 from functions.tenancy import secrets, tenants
 from functions.tenancy.secrets import TwilioCredentials
@@ -135,7 +135,7 @@ def test_the_public_url_is_rebuilt_from_host_and_stage_path(configure):
         "headers": {"Host": "abc.execute-api.us-east-1.amazonaws.com", "X-Forwarded-Proto": "https"},
         "requestContext": {"path": "/prod/whatsapp", "stage": "prod"},
     }
-    assert public_url(event) == URL
+    assert request_url(event) == URL
 
 
 def test_the_configured_base_url_and_the_resource_make_the_url(configure):
@@ -146,7 +146,7 @@ def test_the_configured_base_url_and_the_resource_make_the_url(configure):
         "headers": {"Host": "evil.example", "X-Forwarded-Host": "evil.example"},
         "requestContext": {"path": "/burst/whatsapp"},
     }
-    assert public_url(event) == "https://hooks.example.com/burst/whatsapp"
+    assert request_url(event) == "https://hooks.example.com/burst/whatsapp"
 
 
 def test_forwarded_headers_count_only_when_trusted(configure):
@@ -160,16 +160,16 @@ def test_forwarded_headers_count_only_when_trusted(configure):
         },
         "requestContext": {"path": "/whatsapp"},
     }
-    assert public_url(event) == "https://internal:8080/whatsapp"
+    assert request_url(event) == "https://internal:8080/whatsapp"
     configure(WEBHOOK_TRUST_FORWARDED_HEADERS="true")
-    assert public_url(event) == "http://public.example/whatsapp"
+    assert request_url(event) == "http://public.example/whatsapp"
 
 
 def test_the_raw_query_string_is_kept_exactly_when_the_event_has_it(configure):
     configure(WEBHOOK_BASE_URL="https://hooks.example.com")
     raw = "b=%7e&a=1+2&a=3"
     event = {"resource": "/sms", "rawQueryString": raw, "queryStringParameters": {"a": "1 2,3", "b": "~"}}
-    assert public_url(event) == f"https://hooks.example.com/sms?{raw}"
+    assert request_url(event) == f"https://hooks.example.com/sms?{raw}"
 
 
 def test_a_rest_api_query_is_re_encoded_in_the_order_received(configure):
@@ -179,7 +179,7 @@ def test_a_rest_api_query_is_re_encoded_in_the_order_received(configure):
         "queryStringParameters": {"tenant": "b", "x": "1 2"},
         "multiValueQueryStringParameters": {"tenant": ["b"], "x": ["1 2", "3"]},
     }
-    assert public_url(event) == "https://hooks.example.com/sms?tenant=b&x=1+2&x=3"
+    assert request_url(event) == "https://hooks.example.com/sms?tenant=b&x=1+2&x=3"
 
 
 # --- connection overrides: the URL Twilio was given ends with #rc=...&rp=... ---------------
@@ -210,8 +210,8 @@ def test_a_shared_key_signature_over_the_url_with_overrides_is_admitted(configur
 def test_a_base_url_configured_with_overrides_gives_their_fragment_and_a_clean_url(configure):
     configure(WEBHOOK_BASE_URL="https://hooks.example.com/burst/#rc=3&rp=5xx", TWILIO_CONNECTION_OVERRIDES="")
     event = {"resource": "/whatsapp", "path": "/burst/whatsapp"}
-    assert public_url(event) == "https://hooks.example.com/burst/whatsapp"
-    assert admission.signed_urls(public_url(event)) == [
+    assert request_url(event) == "https://hooks.example.com/burst/whatsapp"
+    assert signed_urls(request_url(event)) == [
         "https://hooks.example.com/burst/whatsapp",
         "https://hooks.example.com/burst/whatsapp#rc=3&rp=5xx",
     ]
@@ -224,4 +224,4 @@ def test_the_status_callbacks_resource_is_signed_with_its_path_parameters_filled
         "path": "/twilio/status/c1/1795000000000-abc123/0",
         "pathParameters": {"conversation": "c1", "window": "1795000000000-abc123", "message": "0"},
     }
-    assert public_url(event) == "https://hooks.example.com/prod/twilio/status/c1/1795000000000-abc123/0"
+    assert request_url(event) == "https://hooks.example.com/prod/twilio/status/c1/1795000000000-abc123/0"
