@@ -61,9 +61,15 @@ class Recorded:
     callbacks: int = 0
     parts: int = 0
     held: int = 0  # Acquire Processing Lock's second reads of a window it held for
+    history_types: Counter[str] = field(default_factory=Counter)  # said when a count differs
 
     def per_call(self) -> dict[tuple[str, str], tuple[float, float]]:
         return {key: (float(n), float(self.items[key])) for key, n in self.calls.items()}
+
+    def events_beside(self, other: Recorded) -> str:
+        """The kinds of history event this run had more and fewer of than `other`'s."""
+        more, fewer = self.history_types - other.history_types, other.history_types - self.history_types
+        return f"history events more: {dict(more)}, fewer: {dict(fewer)}"
 
     def added_to(self, other: Recorded) -> dict[str, Any]:
         """What this burst did more than `other` (less: negative), by kind; nothing equal."""
@@ -174,6 +180,7 @@ def _run_of_burst(
 
     assert wait_until(ended, timeout=5), "the run's history has no end"
     recorded.history_events = len(history)
+    recorded.history_types = Counter(event["type"] for event in history)
     recorded.transitions = _transitions(history)
     for event in history:  # the state machine's own integrations: not a function's calls
         details = event.get("taskScheduledEventDetails", {})
@@ -358,7 +365,7 @@ def test_a_quiet_mode_extension_adds_what_the_model_says(bursts):
     recheck = ("AcquireProcessingLock", "dynamodb:GetItem BatchWindows")
     assert added["calls"].pop(recheck, (0, 0)) in ((0, 0), expected["calls"].pop(recheck, (0, 0)))
 
-    assert added == expected
+    assert added == expected, extended.events_beside(quiet)
     assert added["transitions"] == 3  # Burst Over?, Wait For The Burst To End, Acquire Processing Lock
 
 
@@ -372,6 +379,6 @@ def test_a_tool_round_adds_what_the_model_says(bursts):
     made_once = {key for key in added["calls"] if key in cached}
     added["calls"] = {k: v for k, v in added["calls"].items() if k not in cached}
 
-    assert added == _model_added(1, rounds.callbacks, rounds=1)
+    assert added == _model_added(1, rounds.callbacks, rounds=1), rounds.events_beside(plain)
     assert added["transitions"] == 2  # Call Tools, Generate Reply again
     assert made_once == cached
