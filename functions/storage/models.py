@@ -359,7 +359,7 @@ class Turn(TableItem):
     fallback_message_sid: str | None = None  # the fallback reply sent for a batch set aside
     fallback_since: str | None = None  # when the first attempt to send it began
     # WhatsApp's typing indicator for the batch: when it was shown (claimed before it is
-    # sent, so a retried attempt never shows it twice), and shown again (20 s later).
+    # sent, so a retried attempt never shows it twice), and shown again (26 s later).
     typing_shown_at: str | None = None
     typing_refreshed_at: str | None = None
     # assistant turns (message_sids: the reply parts sent, in order)
