@@ -221,7 +221,8 @@ def admit_command(conversation: Conversation, event_id: str) -> CommandAdmission
 
 
 def sender_counter_key(tenant: str, user_address: str, hour: int) -> str:
-    """The key of a sender's hourly counter (it holds the address: forgetting.py deletes it)."""
+    """The key of a sender's hourly counter (it holds the address: a forget deletes it,
+    functions/personal_data/forgetting.py)."""
     return f"sender#{tenant}#{user_address}#{hour}"
 
 

@@ -117,9 +117,9 @@ class AskedCall(BaseModel):
 
 
 class ToolCall(TableItem):
-    """A tool call, claimed before it is made and its outcome recorded (functions/assistant/
-    tool_calls.py): `claimed` while an attempt makes it (found so by a later attempt: in
-    doubt), `not_made` (no connection: may be made again), and the outcomes, final:
+    """A tool call, claimed before it is made and its outcome recorded
+    (functions/assistant/tool_calls.py): `claimed` while an attempt makes it (found so by a
+    later attempt: in doubt), `not_made` (no connection: may be made again), and the outcomes, final:
     `answered`, `refused`, `in_doubt` (sent, no answer: never made again when it has side
     effects), `unavailable` (a read-only call that never got an answer)."""
 
