@@ -120,7 +120,8 @@ class ReplySummary(Contract):
     # nobody: an earlier run answered it all; limited: a cost limit stopped the AI call. A
     # reply discarded for newer fragments is no summary: Generate Reply fails with
     # NewerFragments (functions/errors.py), and the run answers again. person: never in a
-    # run; a person's reply that a helpdesk sent, through Send Reply's code (person_reply.py).
+    # run; a person's reply that a helpdesk sent, through Send Reply's code
+    # (functions/handoff/person_reply.py).
     answered_by: Literal["ai", "human", "nobody", "limited", "person"]
     reply_chars: int
     prompt_tokens: int

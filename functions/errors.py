@@ -101,5 +101,6 @@ class SecretOutsideTenant(Exception):
 
 
 # A receipt `failed` with 30036: Twilio's queue kept the message past its ValidityPeriod and
-# never sent it (https://www.twilio.com/docs/api/errors/30036; twilio_messages.py, send_once.py).
+# never sent it (https://www.twilio.com/docs/api/errors/30036; functions/delivery/twilio_messages.py,
+# functions/delivery/send_once.py).
 VALIDITY_PERIOD_EXPIRED = 30036

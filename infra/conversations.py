@@ -136,9 +136,9 @@ def _command(args: argparse.Namespace) -> int:
 
 
 def _personal_data(command: str, address: str, tenant: str | None) -> int:
-    from functions.personal_data import export as personal_data  # reads the functions' settings
+    from functions.personal_data.export import conversations_of, export  # reads the functions' settings
 
-    found = personal_data.conversations_of(address, tenant)
+    found = conversations_of(address, tenant)
     tenants = sorted({c.tenant_account_sid or "?" for c in found})
     if len(tenants) > 1:
         which = ", ".join(tenants)
@@ -151,7 +151,7 @@ def _personal_data(command: str, address: str, tenant: str | None) -> int:
     if command == "export":
         if not found:
             print(f"infra.conversations: {address}: no conversation holds it", file=sys.stderr)
-        print(json.dumps(personal_data.export(address, found), indent=2, ensure_ascii=False))
+        print(json.dumps(export(address, found), indent=2, ensure_ascii=False))
         return 0
     if not found:
         print(f"Nothing holds {address}: nothing to forget (forgotten already, or never written to).")

@@ -22,9 +22,9 @@ tombstone drops it once the batch is answered.
   be shown; the request kept on the batch says so, so later attempts ask the same way.
 - A response that spent its max_output_tokens on reasoning, with no text: its turn removed,
   asked again at once, once, with twice the room (rules/output_room.py).
-- What it spends is counted once (shared/limits.py): a request asked otherwise than admitted
-  (without images, of the fallback model, with more room) as one more AI call; each
-  response's tokens.
+- What it spends is counted once (functions/guards/limits.py): a request asked otherwise
+  than admitted (without images, of the fallback model, with more room) as one more AI call;
+  each response's tokens.
 - A reply the content filter cut: its turn removed, and a permanent error (the user gets
   the fallback reply, not the cut text).
 - A response that asks for tool calls: the calls are kept on the request and

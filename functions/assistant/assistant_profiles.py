@@ -3,9 +3,9 @@
 
 `profile_key` is `tenant#<AccountSid>` or `tenant#<AccountSid>#project#<id>`; `version` is
 the version number, zero-padded so that the newest sorts last. A batch asks with the
-version in force when it was first asked (pinned on its user turn: functions/states/
-generate_reply.py), so every retry asks the same way even if the profile is edited
-meanwhile. The newest version is kept in memory for ASSISTANT_PROFILE_CACHE_SECONDS (read
+version in force when it was first asked (pinned on its user turn:
+functions/states/generate_reply.py), so every retry asks the same way even if the profile
+is edited meanwhile. The newest version is kept in memory for ASSISTANT_PROFILE_CACHE_SECONDS (read
 for every batch); a pinned version forever (it never changes). The operator's CLI
 (infra/assistants.py) names the table, as it has no settings."""
 

@@ -3,8 +3,8 @@
 the account's combined rate, or the WhatsApp sender's messaging limit or tier, was
 exceeded, so it never reached the user. That is not a limit per recipient, and a resend at
 once meets the same limit (for a tier, Twilio says to wait until 24 hours have passed): so
-its status callback (status_callback.py) only keeps the part due for a resend
-TRANSIENT_RETRY_FIRST_SECONDS later (functions/delivery/due_resends.py), and the reconciler,
+its status callback (functions/entry_points/status_callback.py) only keeps the part due for a
+resend TRANSIENT_RETRY_FIRST_SECONDS later (functions/delivery/due_resends.py), and the reconciler,
 run every minute, sends the due ones through send_once.py (its RESEND) with a callback of
 their own (`<index>r`), claimed in the name of the MessageSid that failed: once per part, whoever
 asks how many times. A resend reported 63018 again is not sent a third time; one refused

@@ -40,11 +40,12 @@ from functions.tenancy.fresh_credentials import with_fresh_credentials
 def send_reply(task: SendInput) -> SentSummary:
     """Send the assistant turn, split into parts the channel accepts, in order. Parts
     already sent (by an earlier attempt) are not sent again. Each carries its status
-    callback (status_callback.py). A permanent refusal is recorded on the conversation; when it
-    is WhatsApp's closed 24-hour window and a template is configured, the template is sent
-    instead of the assistant's reply, once (a person's reply's command decides that itself).
+    callback (functions/entry_points/status_callback.py). A permanent refusal is recorded on
+    the conversation; when it is WhatsApp's closed 24-hour window and a template is
+    configured, the template is sent instead of the assistant's reply, once (a person's
+    reply's command decides that itself).
     Nothing to send unless the AI answered, or a limited turn carries a message of its own
-    (an opt-out's confirmation, consent.py)."""
+    (an opt-out's confirmation, functions/guards/consent.py)."""
     notice = task.reply.answered_by == "limited" and task.reply.reply_chars > 0
     if task.reply.answered_by not in ("ai", "person") and not notice:
         return SentSummary(message_sids=[], parts=0)
@@ -58,7 +59,9 @@ def send_reply(task: SendInput) -> SentSummary:
         try:
             _send_missing_parts_with_fresh_credentials(task, conversation, turn, parts, sent)
         except TwilioCredentialsRefused:
-            raise  # the tenant's token, not the person: kept for the reconciler (failures.py)
+            # the tenant's token, not the person: kept for the reconciler
+            # (functions/batching/rules/failures.py)
+            raise
         except TwilioPermanentError as error:
             conversations.record_delivery_failure(task.conversation_id, error.code, clock.iso(clock.now()))
             if error.code == twilio_messages.UNSUBSCRIBED:  # no later burst costs an AI call
@@ -83,7 +86,7 @@ def _send_missing_parts_with_fresh_credentials(
     task: SendInput, conversation: Conversation, turn: Turn, parts: list[str], sent: list[str]
 ) -> None:
     """Send the parts not yet recorded; if Twilio refuses the token we hold (401, 20003),
-    once more with the tenant's secret read again (fresh_credentials.py)."""
+    once more with the tenant's secret read again (functions/tenancy/fresh_credentials.py)."""
     with_fresh_credentials(
         lambda fresh: secrets.twilio_credentials_in_tenant_session(conversation, fresh=fresh),
         lambda credentials: _send_missing_parts(

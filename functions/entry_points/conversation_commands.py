@@ -23,8 +23,8 @@ assistant's replies keep: none to a conversation that opted out, none longer tha
 MAX_REPLY_PARTS_PER_BATCH parts (or, on SMS, MAX_SMS_SEGMENTS_PER_REPLY segments), no
 template unless asked; it is timed when its event is first received, never by the event's
 `time`, which its sender writes. A reply goes out once however often the event is
-delivered: the event's id names its turn (person_reply.py). A transient failure (Twilio,
-OpenAI) raises, so that Lambda's asynchronous retries deliver it again."""
+delivered: the event's id names its turn (functions/handoff/person_reply.py). A transient
+failure (Twilio, OpenAI) raises, so that Lambda's asynchronous retries deliver it again."""
 
 from __future__ import annotations
 

@@ -54,7 +54,7 @@ def record_status(
     conversation's tenant, signed, about a message from the conversation's number. A
     failure is counted (`UndeliveredReplies`) and recorded on the conversation; 63016 on
     a reply part sends the configured template once; after 63018 the part is sent again
-    once, later, by the reconciler (part_resend.py)."""
+    once, later, by the reconciler (functions/delivery/part_resend.py)."""
     tenant = admit(form, url, signature, our_number="From")
     if isinstance(tenant, Refusal):
         logger.warning("Status callback refused", extra={"reason": tenant.value})

@@ -12,7 +12,8 @@ blocks our messages meanwhile (error 21610); on WhatsApp it does neither (unless
 Messaging Service's Advanced Opt-Out is on), so this is what keeps an opted-out WhatsApp
 user from being answered, and the batch that opts a WhatsApp conversation out carries the
 one message that tells the person so and how to resume (OPT_OUT_CONFIRMATION): the
-assistant turn's body, which Send Reply sends as it sends a reply, once (send_once.py)."""
+assistant turn's body, which Send Reply sends as it sends a reply, once
+(functions/delivery/send_once.py)."""
 
 from __future__ import annotations
 

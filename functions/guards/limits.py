@@ -52,7 +52,7 @@ from functions.delivery.rules.replies import split_reply
 from functions.guards import usage_counters
 from functions.guards.settings import GuardSettings
 from functions.guards.usage_counters import Count, Counter, Mark
-from functions.handoff.rules import pause as handoff
+from functions.handoff.rules import pause as handoff_rules
 from functions.observability import count, count_by_tenant, logger
 from functions.storage.models import Conversation, Turn
 from functions.tenancy import conversations
@@ -75,7 +75,7 @@ class Limit(StrEnum):
     # Not a cost limit: the user opted out (functions/guards/consent.py); answered the same way.
     OPTED_OUT = "opted_out"
     # Nor this: the person asked for a person (functions/handoff/pausing.py).
-    HANDED_OFF = handoff.HANDED_OFF
+    HANDED_OFF = handoff_rules.HANDED_OFF
     # A helpdesk's commands (functions/entry_points/conversation_commands.py).
     CONVERSATION_COMMANDS = "commands_per_hour_per_conversation"
     TENANT_COMMANDS = "commands_per_hour_per_tenant"
@@ -221,7 +221,8 @@ def admit_command(conversation: Conversation, event_id: str) -> CommandAdmission
 
 
 def sender_counter_key(tenant: str, user_address: str, hour: int) -> str:
-    """The key of a sender's hourly counter (it holds the address: forgetting.py deletes it)."""
+    """The key of a sender's hourly counter (it holds the address: a forget deletes it,
+    functions/personal_data/forgetting.py)."""
     return f"sender#{tenant}#{user_address}#{hour}"
 
 

@@ -2,8 +2,9 @@
 the model sees what the person said when it answers again: `conversations.items.create`
 (https://platform.openai.com/docs/api-reference/conversations/create-items), one
 `EasyInputMessage` of role `assistant`. Errors are classified as every OpenAI request's are
-(openai_responses.py): AIRetryableError for a conversation still busy with a response
-(`conversation_locked`), a timeout or a 5xx; OpenAIConversationGone when it is not found."""
+(functions/answer/openai_responses.py): AIRetryableError for a conversation still busy with
+a response (`conversation_locked`), a timeout or a 5xx; OpenAIConversationGone when it is
+not found."""
 
 from __future__ import annotations
 

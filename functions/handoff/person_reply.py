@@ -1,8 +1,9 @@
 """A person's reply, sent from a helpdesk (`conversation.reply`): an assistant turn of its
-own, `written_by: person`, sent through the conversation's own number by Send Reply's code,
-once (send_once.py: a redelivered event, or a retried invocation, finds its parts sent),
-then added to the chat's OpenAI conversation as an assistant message, once, so that the
-model sees what the person said when it answers again.
+own, `written_by: person`, sent through the conversation's own number by Send Reply's code
+(functions/delivery/reply.py), once (functions/delivery/send_once.py: a redelivered event,
+or a retried invocation, finds its parts sent), then added to the chat's OpenAI
+conversation as an assistant message, once, so that the model sees what the person said
+when it answers again.
 
 The turn has a window id of its own (`person_window_id`): it sorts by time among the
 conversation's turns, and every delivery of the same event names the same turn; the status

@@ -1,7 +1,8 @@
 """The URL a Twilio request's signature covers: the URL Twilio called, rebuilt from the
 request as API Gateway hands it over, and the URLs Twilio may have signed for it (with and
-without our connection overrides). Read by admission.py for the webhook and the status
-callbacks alike (docs/adr/0029-the-url-a-signature-covers.md)."""
+without our connection overrides), for the webhook and the status callbacks alike: the
+handlers rebuild the URL (`request_url`), and admission.py checks the signature against
+each URL Twilio may have signed (`signed_urls`; docs/adr/0029-the-url-a-signature-covers.md)."""
 
 from __future__ import annotations
 

@@ -51,7 +51,7 @@ from functions.tenancy import conversations, secrets
 # The time OpenAI's deletions of one conversation may take, in all (each request's timeout is
 # what is left of it).
 OPENAI_SECONDS = 600
-# The sender's usage counters deleted (limits.py): the hours of the last week, since TTL
+# The sender's usage counters deleted (functions/guards/limits.py): the hours of the last week, since TTL
 # deletes an expired item only within days.
 COUNTER_HOURS = 7 * 24
 # Why a vendor's step stopped: the errors a forget reports and leaves to its next run.

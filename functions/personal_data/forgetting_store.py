@@ -247,8 +247,9 @@ def delete_by_address(tenant_account_sid: str, user_address: str, counter_keys: 
 
 
 def delete_due_resends(conversation_id: str) -> int:
-    """Delete the conversation's reply parts due to be sent again (due_resends.py): items of
-    the BatchWindows table, which holds only open windows and these. How many."""
+    """Delete the conversation's reply parts due to be sent again
+    (functions/delivery/due_resends.py): items of the BatchWindows table, which holds only open
+    windows and these. How many."""
     table = TableSettings.get().batch_windows_table
     keys = [
         {"conversation_id": i["conversation_id"]}

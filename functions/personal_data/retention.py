@@ -1,11 +1,11 @@
-"""Turn-text retention: the reconciler's last job each run (functions/entry_points/
-reconciler.py). Answered turns older than their retention (functions/personal_data/
-rules/retention.py) lose their texts, in our tables and at OpenAI:
+"""Turn-text retention: the reconciler's last job each run
+(functions/entry_points/reconciler.py). Answered turns older than their retention
+(functions/personal_data/rules/retention.py) lose their texts, in our tables and at OpenAI:
 
 1. One page of the Turns table is read (PAGE_TURNS items at most, filtered on the oldest
    cutoff in force and an answered status), from a cursor that goes round the table run
-   after run (functions/personal_data/retention_store.py); nothing is read while no tenant and not the
-   deployment keep texts for a limited time.
+   after run (functions/personal_data/retention_store.py); nothing is read while no tenant
+   and not the deployment keep texts for a limited time.
 2. For each conversation with turns whose texts expired (its tenant's days, else the
    deployment's) and that no run holds: at OpenAI first, with the key its replies were asked
    with, the conversation's items up to the newest expired turn's reply (its user message and

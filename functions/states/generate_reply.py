@@ -160,7 +160,8 @@ def _reply_with_a_fresh_key_if_refused(
 ) -> Reply:
     """The batch's reply (_ask). If OpenAI refuses the key we hold (401: it may have been
     rotated since it was cached), the batch is asked once more with the key read again (safe:
-    the request kept on the batch, ai_requests.py; fresh_credentials.py)."""
+    the request kept on the batch, functions/answer/ai_requests.py;
+    functions/tenancy/fresh_credentials.py)."""
     return with_fresh_credentials(
         lambda fresh: secrets.openai_api_key_for(conversation, fresh=fresh),
         lambda key: _ask(task, conversation, user_turn, typing, key),

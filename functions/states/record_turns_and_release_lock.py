@@ -21,8 +21,8 @@ def record_turns_and_release_lock(task: RecordInput) -> RecordOutput:
     """Mark the batch's staged messages answered, then record the turns and release the
     processing lock in one transaction conditioned on this run still holding it; then
     announce the batch. A batch handed off to a person has no assistant turn; one that a
-    cost limit stopped is recorded as limited (limits.py); an empty batch (answered by an
-    earlier run) only releases the lock."""
+    cost limit stopped is recorded as limited (functions/guards/limits.py); an empty batch
+    (answered by an earlier run) only releases the lock."""
     moment = clock.now()
     processing_ms = int((moment - clock.parse(task.lock_acquired_at)).total_seconds() * 1000)
     if task.reply.answered_by == "nobody":
@@ -58,10 +58,10 @@ def record_turns_and_release_lock(task: RecordInput) -> RecordOutput:
 
 
 def _measure_and_announce(task: RecordInput) -> bool:
-    """Count how the batch felt to the person (batch_metrics.py), then publish it for other
-    services (`batch.handed_off` when it is for a person to answer): keys and counts; the
-    texts and the user's address only when EVENT_INCLUDES_TEXTS is on (they are personal
-    data). The batch is answered already: a failure is logged and counted, never raised."""
+    """Count how the batch felt to the person (functions/batching/batch_metrics.py), then
+    publish it for other services (`batch.handed_off` when it is for a person to answer):
+    keys and counts; the texts and the user's address only when EVENT_INCLUDES_TEXTS is on
+    (they are personal data). The batch is answered already: a failure is logged and counted, never raised."""
     try:
         user_turn = turns.get(task.conversation_id, task.user_turn_id)
         assistant_turn = turns.get(task.conversation_id, task.assistant_turn_id)

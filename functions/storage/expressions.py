@@ -5,7 +5,8 @@ drift apart.
 
 Not here, because they are built at the call: the SET/REMOVE of fields a caller names
 (conversations.update, turns.mark_failed), and the conditions written with boto3's
-condition builders (`Key(...)`, `Attr(...)`) in conversations.find and turns.py."""
+condition builders (`Key(...)`, `Attr(...)`) in conversations.find and
+functions/answer/turns.py."""
 
 from __future__ import annotations
 

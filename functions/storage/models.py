@@ -117,9 +117,9 @@ class AskedCall(BaseModel):
 
 
 class ToolCall(TableItem):
-    """A tool call, claimed before it is made and its outcome recorded (functions/assistant/
-    tool_calls.py): `claimed` while an attempt makes it (found so by a later attempt: in
-    doubt), `not_made` (no connection: may be made again), and the outcomes, final:
+    """A tool call, claimed before it is made and its outcome recorded
+    (functions/assistant/tool_calls.py): `claimed` while an attempt makes it (found so by a
+    later attempt: in doubt), `not_made` (no connection: may be made again), and the outcomes, final:
     `answered`, `refused`, `in_doubt` (sent, no answer: never made again when it has side
     effects), `unavailable` (a read-only call that never got an answer)."""
 
@@ -359,7 +359,7 @@ class Turn(TableItem):
     fallback_message_sid: str | None = None  # the fallback reply sent for a batch set aside
     fallback_since: str | None = None  # when the first attempt to send it began
     # WhatsApp's typing indicator for the batch: when it was shown (claimed before it is
-    # sent, so a retried attempt never shows it twice), and shown again (20 s later).
+    # sent, so a retried attempt never shows it twice), and shown again (26 s later).
     typing_shown_at: str | None = None
     typing_refreshed_at: str | None = None
     # assistant turns (message_sids: the reply parts sent, in order)

@@ -1,8 +1,8 @@
 """A vendor call made once more with credentials read again when the vendor refused those
 we hold (401: rotated or revoked since they were cached). Refused again, or the same ones
-read: the refusal is counted (alarmed) and raised, and the batch is kept (failures.py).
-A vendor's 401 cannot be forged, so the read is not rate-bounded; a refused run is not
-retried by the state machine, so it costs one read per run."""
+read: the refusal is counted (alarmed) and raised, and the batch is kept
+(functions/batching/rules/failures.py). A vendor's 401 cannot be forged, so the read is not
+rate-bounded; a refused run is not retried by the state machine, so it costs one read per run."""
 
 from __future__ import annotations
 

@@ -183,7 +183,7 @@ INDEX_WRITES_PER_FRAGMENT = 2
 
 @dataclass(frozen=True)
 class CachedRead:
-    """A read a warm instance makes once per `setting` seconds (a Settings field, or a number)."""
+    """A read a warm instance makes once per `setting` seconds (a settings model's field, or a number)."""
 
     function: str
     call: str

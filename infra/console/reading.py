@@ -3,7 +3,7 @@
 
 Every client comes from one boto3 session that refuses, before sending it, any operation
 but the reads listed in `READS`: the console cannot change data, nor read a secret,
-whatever credentials the operator holds. Items become the dal's models
+whatever credentials the operator holds. Items become the table modules' models
 (functions/storage/models.py).
 
 A tool call's output (the endpoint's answer, personal data) is read only to tell why a call

@@ -1,5 +1,5 @@
 """API Gateway's CloudWatch role, set on the account: only with the CDK context
-`manage_api_gateway_account_role=true` (infra/names.py).
+`manage_api_gateway_account_role=true` (infra/stack_settings.py).
 
 The setting is the account's, one per Region, shared by every REST API there: the last
 stack to set it wins, and deleting the stack leaves it set ("When you delete a stack

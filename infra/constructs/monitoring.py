@@ -212,8 +212,9 @@ class Monitoring(Construct):
         ]
 
     def _spend_alarms(self) -> list[cloudwatch.Alarm]:
-        """Any batch a cost limit stopped (a person's, a tenant's, everyone's: shared/limits.py),
-        and a tenant, or all of them, at an hourly ceiling of AI calls or tokens."""
+        """Any batch a cost limit stopped (a person's, a tenant's, everyone's:
+        functions/guards/limits.py), and a tenant, or all of them, at an hourly ceiling of AI
+        calls or tokens."""
         return [
             self._alarm(
                 "CostLimitReached",

@@ -20,8 +20,8 @@ from tests.support.fakes import ID_KEY, FakeTwilio, InMemoryStore, install
 
 
 class Store:
-    """Where a contract test puts what it starts from: a conversation (the dal has no
-    plain put for one; conversations.create draws its id)."""
+    """Where a contract test puts what it starts from: a conversation (the table modules
+    have no plain put for one; conversations.create draws its id)."""
 
     def __init__(self, fake: InMemoryStore | None) -> None:
         self.fake = fake
@@ -58,9 +58,9 @@ def store(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> It
     from infra.local.tables import create_table_request
 
     _settings_for_moto(monkeypatch)
-    monkeypatch.setattr(id_key, "conversation_id_key", lambda: ID_KEY)  # the dal's tables only
+    monkeypatch.setattr(id_key, "conversation_id_key", lambda: ID_KEY)  # install gives the fakes theirs
     with mock_aws():
-        # The dal's resource, made inside the mock (a cached one may be a local stack's).
+        # The table modules' resource, made inside the mock (a cached one may be a local stack's).
         resource = boto3.resource("dynamodb")
         monkeypatch.setattr(dynamo, "resource", lambda: resource)
         for table in ALL_TABLES:

@@ -1,6 +1,7 @@
 """The StagedMessages part of the in-memory store (tests/support/fakes.py): each item as
-the table holds it, with the dal's conditions (a MessageSid is staged once; only a pending
-message counts attempts, is set aside or keeps an OpenAI request)."""
+the table holds it, with the conditions of functions/intake/staged_messages.py (a MessageSid
+is staged once; only a pending message counts attempts, is set aside or keeps an OpenAI
+request)."""
 
 from __future__ import annotations
 

@@ -1,7 +1,8 @@
-"""In-memory fakes of the data layer and of Twilio, so that a use case can be unit-tested
-in milliseconds without the emulator. `install` puts them where the logic looks for its
-collaborators (the dal modules' functions and the Twilio integration). The contract tests
-(tests/contract) hold the fakes and the DynamoDB layer to the same behaviour."""
+"""In-memory fakes of the tables and of Twilio, so that a use case can be unit-tested in
+milliseconds without the emulator. `install` puts them where the operations look for their
+collaborators (the table modules' functions, and Twilio's calls in
+functions/delivery/twilio_messages.py and functions/answer/twilio_typing.py). The contract
+tests (tests/contract) hold the fakes and the table modules to the same behaviour."""
 
 from __future__ import annotations
 
@@ -39,7 +40,7 @@ def condition_failed(operation: str) -> ClientError:
 @dataclass
 class InMemoryStore(InMemoryStagedMessages, InMemorySenderTurns):
     """Conversations, their processing locks, batch windows, staged messages and turns,
-    with the dal's conditional rules (a reply part is recorded only in order, once; the
+    with the table modules' conditions (a reply part is recorded only in order, once; the
     time sending began is recorded once; a lock is taken when free, ours or expired; a
     task token is parked on its own window only, and never replaced by an older one; a
     MessageSid is staged once; only a pending message counts attempts, is set aside or

@@ -1,7 +1,7 @@
 """The batching rules a run carries in its input (`rules`), and why a burst ended: the
 data of the run contract (functions/contract.py), read by the pure rules that decide
-when a burst is over (functions/batching/rules/debounce.py). A leaf module: below the
-logic, the data access and the integrations."""
+when a burst is over (functions/batching/rules/debounce.py). Plain data, no I/O,
+as every module of a feature's rules/ (tests/unit/design/test_rules_are_pure.py)."""
 
 from collections.abc import Mapping
 from typing import Annotated, Any, Literal, get_args

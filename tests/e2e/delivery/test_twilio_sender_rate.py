@@ -31,8 +31,9 @@ pytestmark = pytest.mark.e2e
 PEOPLE = 24
 SENDER_MPS = 2
 EXPIRED = 30036
-# A ValidityPeriod of 2 s (the wait for a receipt less Twilio's margin: twilio_messages.py):
-# 24 replies at 2 a second take 12 s, so most would expire in the sender's queue unpaced.
+# A ValidityPeriod of 2 s (the wait for a receipt less Twilio's margin:
+# functions/delivery/twilio_messages.py): 24 replies at 2 a second take 12 s, so most would
+# expire in the sender's queue unpaced.
 SHORT_VALIDITY = {"DELIVERY_RECEIPT_WAIT_SECONDS": "4"}
 
 
@@ -49,7 +50,7 @@ def number(harness):
 
 @pytest.fixture
 def counted(monkeypatch) -> list[tuple[str, float]]:
-    """The metrics of the waits for the sender's turns (sender_pace.py)."""
+    """The metrics of the waits for the sender's turns (functions/delivery/sender_pace.py)."""
     seen: list[tuple[str, float]] = []
     for name in ("count", "milliseconds"):
         real = getattr(sender_pace, name)

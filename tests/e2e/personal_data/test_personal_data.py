@@ -21,7 +21,7 @@ from twilio.rest import Client
 from functions import clock
 from functions.assistant import tool_calls
 from functions.batching import batch_windows
-from functions.personal_data import forgetting_store as forgetting
+from functions.personal_data import forgetting_store
 from functions.personal_data.forgetting_store import Busy
 from functions.storage.models import BatchWindow
 from functions.storage.tables import ALL_TABLES
@@ -217,11 +217,11 @@ def test_an_open_batch_window_refuses_a_forget_and_marks_nothing(harness):
     )
     assert batch_windows.open(window) is None
 
-    busy = forgetting.begin(conversation_id, clock.iso(now), int(now.timestamp()))
+    busy = forgetting_store.begin(conversation_id, clock.iso(now), int(now.timestamp()))
 
     assert busy is Busy.WINDOW
     item = harness.conversation_item(conversation_id)
     assert "forget_started_at" not in item and item["task_complete"] == {"BOOL": False}  # nothing marked
     batch_windows.close(conversation_id, "w1")
-    assert forgetting.begin(conversation_id, clock.iso(now), int(now.timestamp())) is None
+    assert forgetting_store.begin(conversation_id, clock.iso(now), int(now.timestamp())) is None
     assert harness.conversation_of(user) is None  # from then on, no webhook finds it

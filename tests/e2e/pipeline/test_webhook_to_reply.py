@@ -34,9 +34,9 @@ def test_three_fragments_within_the_window_get_one_reply(harness, configure):
 
 
 def test_a_bursts_runs_are_named_by_an_id_that_gives_away_no_number(harness, configure):
-    """Execution names carry the conversation id, which is keyed (functions/tenancy/
-    id_key.py): no run's name holds the person's digits or the unkeyed hash of the
-    addresses that anyone could compute from a phone number."""
+    """Execution names carry the conversation id, which is keyed
+    (functions/tenancy/id_key.py): no run's name holds the person's digits or the unkeyed
+    hash of the addresses that anyone could compute from a phone number."""
     configure(BATCH_WINDOW_SECONDS="2")
     user = harness.new_user()
     for fragment in ["Hi", "call me back", "please"]:

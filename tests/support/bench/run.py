@@ -12,7 +12,8 @@ plot (docs/benchmarks.png).
    Then the full cost per 1,000 bursts at list prices (tests/support/bench/prices.py), and a month
    at 100,000 messages a day against the seeds' estimate.
 4. Batching on a seeded corpus of synthetic typing traces: AI calls per burst, bursts
-   split, reply delay after the last fragment (the production rule code, debounce.py).
+   split, reply delay after the last fragment (the production rule code:
+   functions/batching/rules/debounce.py).
 5. Load: messages per second through the local gateway and the webhook's answer times
    (median, p99), 20 conversations typing at once (the reconciler running, as deployed).
 6. The end of a burst: a quiet-mode burst's reply after its last fragment, over the quiet

@@ -1,5 +1,5 @@
-"""On every one of the bench's populations of people who each type their own way (tests/
-support/bench/population.py: different seeds, and mixes of steady, fast, slow and bimodal
+"""On every one of the bench's populations of people who each type their own way
+(tests/support/bench/population.py: different seeds, and mixes of steady, fast, slow and bimodal
 typists), `adaptive` with the default settings meets its targets, and beats every uniform
 quiet period, and every fixed window, at the same median delay. Where slow or bimodal
 typists weigh, no setting meets the delay target at the AI-call target: there it is not

@@ -33,7 +33,7 @@ def on_a_fake_clock(monkeypatch: pytest.MonkeyPatch) -> FakeMonotonic:
 
 @dataclass
 class Note:
-    """One message to send once; `record` stands for its DynamoDB item (the time the first
+    """One message to send once; `record_item` stands for its DynamoDB item (the time the first
     attempt began, who sends it, its SID)."""
 
     twilio: FakeTwilio

@@ -1,4 +1,4 @@
-"""The dal makes each Table object once, for the resource in use (boto3 resources compare
+"""functions/storage/dynamo.py makes each Table object once, for the resource in use (boto3 resources compare
 equal to one another: a cache keyed by resource once handed a test's moto table to the
 local stack)."""
 

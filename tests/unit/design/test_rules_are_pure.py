@@ -1,11 +1,10 @@
 """The rules (each feature's rules/ package: functions/*/rules) are pure: they read and
 write nothing, so they can be read and tested without any I/O. Importing every one of them
-loads no AWS SDK, no vendor
-SDK, no integration and no data access besides the item models (plain data); and no rule
-reads the world itself: each imports only modules that compute (no `time`, `os`,
-`random`...) and calls nothing that reads the clock or the environment (`now()`,
-`sleep()`, `os.environ`). The time a rule needs is given to it (functions/clock.py reads
-it, outside the rules)."""
+loads no AWS SDK, no vendor SDK, no integration and no data access besides the item models
+(plain data); and no rule reads the world itself: each imports only modules that compute
+(no `time`, `os`, `random`...) and calls nothing that reads the clock or the environment
+(`now()`, `sleep()`, `os.environ`). The time a rule needs is given to it (functions/clock.py
+reads it, outside the rules)."""
 
 from __future__ import annotations
 

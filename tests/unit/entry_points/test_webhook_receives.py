@@ -1,6 +1,6 @@
 """Receiving a message (functions/entry_points/webhook.py) as a use case, on
 in-memory fakes (tests/support/fakes.py; tests/contract holds them to the DynamoDB
-layer). Who may post (tenants, signatures): test_signature.py."""
+layer). Who may post (tenants, signatures): tests/unit/intake/test_signature.py."""
 
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
 """Close Batch Window and Record Failed Batch as use cases, on in-memory fakes
 (tests/support/fakes.py; tests/contract holds the fakes to the DynamoDB layer). The
-fallback reply of Record Failed Batch: test_send_once.py."""
+fallback reply of Record Failed Batch: tests/unit/delivery/test_send_once.py."""
 
 from __future__ import annotations
 

@@ -1,7 +1,8 @@
 """Credentials a vendor refuses, and a rotated token, in the code alone: Twilio's 401 and
 OpenAI's 401 are errors of their own, kept as the configuration's fault; the webhook reads
 a tenant's secret again once for each token version its item names, never for a bad
-signature (tests/e2e/tenancy/test_stale_credentials.py and test_outsiders.py show it over HTTP)."""
+signature (tests/e2e/tenancy/test_stale_credentials.py and tests/e2e/intake/test_outsiders.py
+show it over HTTP)."""
 
 from __future__ import annotations
 
