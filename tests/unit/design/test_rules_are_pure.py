@@ -44,9 +44,7 @@ PURE_MODULES = {
 PROJECT_MODULES = (
     *RULES,
     "functions.storage.models",
-    "functions.batching.rules.burst",
     "functions.intake.inbound",
-    "functions.answer.rules.openai_items",
     "functions.clock",
     "functions.setting_values",  # the kinds of a setting's value (BatchMode), read from text
 )
