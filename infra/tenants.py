@@ -46,6 +46,7 @@ import getpass
 import json
 import sys
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -192,14 +193,21 @@ AUTO_CREATE_MEANS = {
 }
 
 
+def _own_or_default[T](given: str, read: Callable[[str], T], what: str) -> T | None:
+    """A number's or tenant's own value as given (`read` from its text), or None for `default`
+    (the deployment's setting applies again); a ValueError naming `what` otherwise."""
+    if given == "default":
+        return None
+    try:
+        return read(given)
+    except ValueError:
+        raise ValueError(f"{what}, or `default`, not {given!r}") from None
+
+
 def _sender_mps(admin: TenantAdmin, number: str, given: str | None) -> str:
     """Set (or drop, `default`) the number's own sender rate, or read it; the line to print."""
     if given is not None:
-        try:
-            mps = None if given == "default" else float(given)
-        except ValueError:
-            raise ValueError(f"MPS: a number of messages a second, or `default`, not {given!r}") from None
-        admin.set_sender_mps(number, mps)
+        admin.set_sender_mps(number, _own_or_default(given, float, "MPS: a number of messages a second"))
     own = admin.sender_mps(number)
     if own is None:
         return f"{number}: no rate of its own (the deployment's TWILIO_SENDER_MPS)"
@@ -209,11 +217,7 @@ def _sender_mps(admin: TenantAdmin, number: str, given: str | None) -> str:
 def _retention(admin: TenantAdmin, account_sid: str, given: str | None) -> str:
     """Set (or drop, `default`) the tenant's own turn-text retention, or read it; the line."""
     if given is not None:
-        try:
-            days = None if given == "default" else int(given)
-        except ValueError:
-            raise ValueError(f"DAYS: a whole number of days, or `default`, not {given!r}") from None
-        admin.set_retention(account_sid, days)
+        admin.set_retention(account_sid, _own_or_default(given, int, "DAYS: a whole number of days"))
     own = admin.retention(account_sid)
     if own is None:
         return f"{account_sid}: no retention of its own (the deployment's TURN_TEXT_RETENTION_DAYS)"

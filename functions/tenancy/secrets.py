@@ -135,8 +135,7 @@ def openai_api_key_for(conversation: Conversation, fresh: bool = False) -> str:
         return str(_secret(settings.openai_secret_name, fresh)["api_key"])
     tenant = _tenant_of(conversation)
     name = within_tenant(settings.openai_tenant_secret_prefix, tenant, conversation.openai_api_key_secret)
-    role = settings.openai_tenant_reader_role_arn
-    provider = tenant_sessions.secrets_of(tenant, role) if role else None
+    provider = _tenant_provider(tenant, settings.openai_tenant_reader_role_arn)
     return str(_secret(name, fresh, provider)["api_key"])
 
 
@@ -146,8 +145,7 @@ def tool_signing_key(conversation: Conversation) -> str | None:
     read only that tenant's (TOOL_TENANT_READER_ROLE_ARN); None if the tenant has none."""
     settings = ToolSecretSettings.get()
     tenant = _tenant_of(conversation)
-    role = settings.tool_tenant_reader_role_arn
-    provider = tenant_sessions.secrets_of(tenant, role) if role else None
+    provider = _tenant_provider(tenant, settings.tool_tenant_reader_role_arn)
     try:
         return str(_secret(settings.tool_tenant_secret_prefix + tenant, provider=provider)["signing_key"])
     except parameters.GetParameterError as error:
@@ -165,6 +163,12 @@ def within_tenant(prefix: str, account_sid: str, requested: str | None) -> str:
     if requested.startswith(own + "/"):
         return requested
     raise SecretOutsideTenant(f"secret {requested!r} is outside the prefix of tenant {account_sid}")
+
+
+def _tenant_provider(tenant: str, role: str) -> SecretsProvider | None:
+    """Secrets read through a session of `role` tagged with `tenant` (it reads only that
+    tenant's); None when the deployment has no such role: the function's own role reads them."""
+    return tenant_sessions.secrets_of(tenant, role) if role else None
 
 
 def _tenant_of(conversation: Conversation) -> str:
