@@ -74,7 +74,9 @@ def create(
     key = address_key(channel, user_address, our_address)
     for generation in range(MAX_GENERATIONS):
         conversation = Conversation(
-            conversation_id=new_conversation_id(tenant_account_sid, key, generation),
+            conversation_id=new_conversation_id(tenant_account_sid, key, generation)
+            if generation
+            else new_conversation_id(tenant_account_sid, key),
             channel=channel,
             user_address=user_address,
             our_address=our_address,
